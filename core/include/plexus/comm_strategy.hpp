@@ -1,0 +1,76 @@
+#pragma once
+// How a distributed operation moves data. Each strategy lists the operations it provides.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/kernel.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/matrix.hpp"
+#include "plexus/mpi.hpp"
+
+namespace plexus {
+
+/// Operations a communication strategy may provide (bit flags).
+enum Operation : unsigned { OpMultiply = 1u, OpCirculate = 2u, OpAllreduceSum = 4u };
+std::string operation_name(Operation op);
+
+struct MultiplyOptions {
+  double filter_eps = 0.0;  ///< on-the-fly filtering and final filtering of C; 0 disables
+};
+
+/// What one multiply did on this rank: counted, never estimated.
+struct MultiplyReport {
+  std::string strategy;
+  std::string kernel;
+  int ticks = 0;
+  double seconds = 0;             ///< whole multiply on this rank
+  double kernel_seconds = 0;      ///< stacks processed by the kernel
+  double stack_seconds = 0;       ///< building stacks
+  double flops = 0;               ///< 2*m*n*k over the products computed on this rank
+  std::int64_t products = 0;
+  std::int64_t skipped_products = 0;
+  std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
+  std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
+  std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked memory during the multiply
+  std::map<std::string, double> extra;  ///< strategy-specific figures (documented by the strategy)
+
+  double wait_seconds() const;
+  std::int64_t bytes_sent() const;  ///< data + index, all roles
+  std::int64_t messages_sent() const;
+};
+
+class CommStrategy {
+ public:
+  virtual ~CommStrategy();  // key function, defined in libplexus_core
+  virtual std::string name() const = 0;
+  virtual unsigned operations() const = 0;
+
+  /// The distribution this strategy wants for an operand, given a proposal (default: the proposal).
+  virtual std::shared_ptr<const Distribution> distribution_for(std::shared_ptr<const Distribution> proposal) const;
+
+  /// C = alpha * A * B + beta * C. Collective over the grid.
+  virtual MultiplyReport multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta, DistMatrix& c,
+                                  Kernel& kernel, const MultiplyOptions& options);
+
+  /// Every rank's buffer visits every rank of comm; on_arrival is called once per buffer
+  /// (including the local one). Core default: allgather-based.
+  using ArrivalFn = std::function<void(const std::vector<double>& buffer, int origin_rank)>;
+  virtual void circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival,
+                         mpi::Traffic& traffic);
+
+  /// In-place sum over comm. Core default: MPI_Allreduce.
+  virtual void allreduce_sum(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic);
+
+ protected:
+  /// Throws the error for an operation this strategy lacks, naming the strategies that have it.
+  [[noreturn]] void missing_operation(Operation op) const;
+};
+
+}  // namespace plexus

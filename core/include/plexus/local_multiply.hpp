@@ -1,0 +1,66 @@
+#pragma once
+// The local part of a distributed multiply: C_local += A_panel * B_panel over several panel pairs
+// (ticks), with OpenMP threads owning whole C block rows (balanced by block count), stacks of
+// small products built by core with on-the-fly filtering, processed by a Kernel.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "plexus/kernel.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/panel.hpp"
+
+namespace plexus {
+
+struct LocalMultiplyStats {
+  double flops = 0;               ///< 2*m*n*k summed over the products computed
+  std::int64_t products = 0;      ///< products computed
+  std::int64_t skipped = 0;       ///< products skipped by on-the-fly filtering
+  double stack_seconds = 0;       ///< building stacks (max over threads)
+  double kernel_seconds = 0;      ///< inside Kernel::process (max over threads)
+  LocalMultiplyStats& operator+=(const LocalMultiplyStats& o);
+};
+
+/// Accumulates products into C's local rows. Create once per multiply, call multiply() once
+/// per panel pair, then finish() returns the new local C panel.
+class LocalProduct {
+ public:
+  /// c_start: C's local blocks before the multiply (already scaled by beta); its rows fix the
+  /// row set. `row_eps[r]`, if not empty, is the on-the-fly filtering threshold of CSR row r
+  /// (skip when |a|*|b| < row_eps[r]). `threads` threads own whole rows, balanced by `row_weight`
+  /// (one weight per CSR row; empty: C's block counts).
+  LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, int threads, std::vector<double> row_eps,
+               const std::vector<std::int64_t>& row_weight = {});
+  ~LocalProduct();
+  LocalProduct(const LocalProduct&) = delete;
+  LocalProduct& operator=(const LocalProduct&) = delete;
+
+  /// C += A * B. A's rows must be a subset of C's rows (same global ids); B's rows are the
+  /// k indices. k sizes come from a_layout.cols (must equal b_layout.rows). Norms are computed
+  /// here when filtering is on.
+  void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout,
+                Kernel& kernel);
+  int threads() const { return static_cast<int>(work_.size()); }
+  /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
+  Panel finish();
+  const LocalMultiplyStats& stats() const { return stats_; }
+  /// Bytes of C work storage currently held (counted as Category::Matrix).
+  std::int64_t work_bytes() const;
+
+ private:
+  struct ThreadWork;
+  BlockLayout layout_;
+  std::vector<int> row_ids_;
+  std::vector<double> row_eps_;
+  std::vector<std::unique_ptr<ThreadWork>> work_;
+  std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
+  std::vector<int> c_row_of_;   // global block row -> CSR row of C, or -1
+  LocalMultiplyStats stats_;
+};
+
+/// Partition of rows over threads: contiguous ranges, each with about the same total weight.
+/// Returns the first row of each thread (size threads + 1).
+std::vector<int> balance_rows(const std::vector<std::int64_t>& weight, int threads);
+
+}  // namespace plexus

@@ -1,0 +1,30 @@
+#pragma once
+// Matrix Market I/O (coordinate or array, real or integer, general or symmetric).
+#include <memory>
+#include <string>
+
+#include "plexus/matrix.hpp"
+
+namespace plexus {
+
+struct MatrixMarketHeader {
+  std::string format;    ///< "coordinate" or "array"
+  std::string field;     ///< "real" or "integer"
+  std::string symmetry;  ///< "general" or "symmetric"
+  std::int64_t rows = 0, cols = 0, entries = 0;
+};
+
+/// Reads the header only (errors name file and line).
+MatrixMarketHeader read_matrix_market_header(const std::string& path);
+
+/// Reads a matrix into a DistMatrix with the given block sizes (their totals must equal the
+/// file's dimensions). A block is present when the file gives any entry in it. Every rank reads
+/// the file and keeps its own blocks. Collective. Malformed files: plexus::InputError with the line.
+DistMatrix read_matrix_market(const std::string& path, const std::string& name,
+                              std::shared_ptr<const Distribution> dist, const BlockLayout& layout);
+
+/// Writes all elements of present blocks as "coordinate real general". Rank 0 writes through a
+/// temporary file renamed into place. Collective.
+void write_matrix_market(const DistMatrix& m, const std::string& path);
+
+}  // namespace plexus

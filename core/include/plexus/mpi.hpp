@@ -1,0 +1,100 @@
+#pragma once
+// Thin MPI layer. All traffic of communication strategies goes through `Traffic`, which counts
+// bytes and messages per matrix role (A, B, C) and times the waits.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/memory.hpp"
+
+namespace plexus::mpi {
+
+/// Throws plexus::Error naming the MPI call when rc != MPI_SUCCESS.
+void check(int rc, const char* call);
+
+int rank(MPI_Comm comm);
+int size(MPI_Comm comm);
+
+/// The role of the data in a message: which matrix it belongs to, or other (set-up, reductions).
+enum class Role : int { A = 0, B = 1, C = 2, Other = 3 };
+inline constexpr int kRoles = 4;
+const char* role_name(Role r);
+
+/// What a message carries: block values or index (block coordinates and offsets).
+enum class Payload : int { Data = 0, Index = 1 };
+
+struct RoleCounts {
+  std::int64_t bytes_sent = 0;        ///< data bytes sent
+  std::int64_t bytes_received = 0;    ///< data bytes received
+  std::int64_t index_bytes_sent = 0;  ///< index bytes sent
+  std::int64_t index_bytes_received = 0;
+  std::int64_t messages_sent = 0;
+  std::int64_t messages_received = 0;
+  double wait_seconds = 0.0;  ///< time spent waiting for this role's transfers
+  RoleCounts& operator+=(const RoleCounts& o);
+};
+
+/// Counted point-to-point and collective operations for one rank. A strategy owns one per
+/// operation (multiply, circulate, ...) and copies the counts into its report.
+class Traffic {
+ public:
+  struct Request {
+    MPI_Request req = MPI_REQUEST_NULL;
+    Role role = Role::Other;
+    Payload payload = Payload::Data;
+    int elem_bytes = 1;
+    bool receive = false;
+  };
+
+  /// Posts MPI_Isend; counted when posted.
+  void isend(const void* buf, std::int64_t count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+             Role role, Payload payload = Payload::Data);
+  /// Posts MPI_Irecv of at most `capacity` elements; counted on completion with the actual size.
+  void irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             Role role, Payload payload = Payload::Data);
+  /// Waits for every request posted since the last wait; the wait time goes to `role`.
+  void waitall(Role role);
+  /// Number of posted, not yet completed requests.
+  std::size_t pending() const { return requests_.size(); }
+
+  /// Counted MPI_Alltoallv (byte displacements computed from counts): used for pre-shifts and
+  /// redistribution. counts are in elements of `type`.
+  void alltoallv(const void* sendbuf, const std::vector<int>& sendcounts, void* recvbuf,
+                 const std::vector<int>& recvcounts, MPI_Datatype type, MPI_Comm comm, Role role,
+                 Payload payload = Payload::Data);
+
+  /// Adds to the counts of a role by hand (for collectives whose volume is known).
+  void add_sent(Role role, Payload payload, std::int64_t bytes, std::int64_t messages);
+  void add_received(Role role, Payload payload, std::int64_t bytes, std::int64_t messages);
+  void add_wait(Role role, double seconds) { counts_[static_cast<int>(role)].wait_seconds += seconds; }
+
+  const RoleCounts& counts(Role r) const { return counts_[static_cast<int>(r)]; }
+  const std::array<RoleCounts, kRoles>& all_counts() const { return counts_; }
+  void reset();
+
+ private:
+  std::vector<Request> requests_;
+  std::vector<MPI_Request> raw_;
+  std::vector<MPI_Status> statuses_;
+  std::array<RoleCounts, kRoles> counts_{};
+};
+
+/// MPI datatype of a C++ type.
+template <class T>
+MPI_Datatype datatype();
+template <>
+inline MPI_Datatype datatype<double>() { return MPI_DOUBLE; }
+template <>
+inline MPI_Datatype datatype<int>() { return MPI_INT; }
+template <>
+inline MPI_Datatype datatype<std::int64_t>() { return MPI_INT64_T; }
+template <>
+inline MPI_Datatype datatype<char>() { return MPI_CHAR; }
+
+/// Seconds since an arbitrary origin (MPI_Wtime).
+inline double now() { return MPI_Wtime(); }
+
+}  // namespace plexus::mpi

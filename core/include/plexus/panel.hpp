@@ -1,0 +1,88 @@
+#pragma once
+// Blocked CSR storage: blocks of a set of block rows, sorted by (row, column), values in one
+// contiguous area, each block column-major (rows x cols of its block sizes).
+//
+// The index has one packed form, int64 words:
+//   [nrows, nblocks, data_size, row_ids[nrows], row_ptr[nrows+1], cols[nblocks], offsets[nblocks]]
+// so a panel received from another rank (index words + values) is used in place through a
+// PanelView, without unpacking.
+#include <cstdint>
+#include <vector>
+
+#include "plexus/layout.hpp"
+#include "plexus/memory.hpp"
+
+namespace plexus {
+
+/// Read-only view of a panel: raw pointers into a Panel or into a packed (received) buffer.
+struct PanelView {
+  int nrows = 0;
+  std::int64_t nblocks = 0;
+  std::int64_t data_size = 0;
+  const std::int64_t* row_ids = nullptr;  ///< global block-row id of each CSR row (ascending)
+  const std::int64_t* row_ptr = nullptr;  ///< nrows + 1 entries
+  const std::int64_t* cols = nullptr;     ///< global block column of each block
+  const std::int64_t* offsets = nullptr;  ///< offset of each block's values in data
+  const double* data = nullptr;
+
+  /// A view of packed index words and values; throws if the words are inconsistent.
+  static PanelView from_packed(const std::int64_t* words, std::int64_t nwords, const double* data);
+  /// Words of the packed index of a panel with these counts.
+  static std::int64_t packed_words(std::int64_t nrows, std::int64_t nblocks) { return 3 + 2 * nrows + 1 + 2 * nblocks; }
+};
+
+class Panel {
+ public:
+  Panel() = default;
+  /// An empty panel over the given global block rows (ascending).
+  explicit Panel(const std::vector<int>& row_ids);
+  /// A copy of a view.
+  static Panel copy_of(const PanelView& v);
+
+  PanelView view() const;
+  int nrows() const { return static_cast<int>(row_ids_.size()); }
+  int row_id(int r) const { return static_cast<int>(row_ids_[r]); }
+  std::int64_t row_begin(int r) const { return r <= cur_row_ ? row_ptr_[r] : nblocks(); }
+  std::int64_t row_end(int r) const { return r < cur_row_ ? row_ptr_[r + 1] : nblocks(); }
+  std::int64_t nblocks() const { return static_cast<std::int64_t>(cols_.size()); }
+  int col(std::int64_t b) const { return static_cast<int>(cols_[b]); }
+  std::int64_t offset(std::int64_t b) const { return offsets_[b]; }
+  const MatrixData& data() const { return data_; }
+  MatrixData& data() { return data_; }
+  std::int64_t data_size() const { return static_cast<std::int64_t>(data_.size()); }
+
+  /// Appends a block at the end of CSR row r. Rows must be filled in ascending order and
+  /// columns ascending within a row. Returns the block's values (zero-initialised).
+  double* append_block(int r, int col, int nvalues);
+  /// Block index of (CSR row r, col) or -1.
+  std::int64_t find(int r, int col) const;
+  /// CSR row of a global block row or -1.
+  int row_index(int global_row) const;
+
+  /// Appends the packed index words to `out`.
+  void pack_index(std::vector<std::int64_t>& out) const;
+  template <class Vec>
+  void pack_index_into(Vec& out) const {
+    const PanelView v = view();
+    out.resize(static_cast<std::size_t>(PanelView::packed_words(v.nrows, v.nblocks)));
+    pack_to(out.data());
+  }
+  void pack_to(std::int64_t* words) const;
+
+  void reserve(std::int64_t nblocks, std::int64_t nvalues);
+  /// Removes all blocks (the row set stays).
+  void clear_blocks();
+
+ private:
+  std::vector<std::int64_t> row_ids_;
+  mutable std::vector<std::int64_t> row_ptr_{0};  // valid up to cur_row_; view() completes the tail
+  std::vector<std::int64_t> cols_;
+  std::vector<std::int64_t> offsets_;
+  MatrixData data_;
+  int cur_row_ = 0;  // row that append_block is filling
+};
+
+/// Frobenius norm of every block of a view, in block order (block sizes from the layout).
+std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout);
+
+}  // namespace plexus

@@ -1,0 +1,50 @@
+#pragma once
+// Parameters: one Teuchos::ParameterList, read from XML, overridden from the command line,
+// validated against each component's documented valid parameters.
+#include <Teuchos_ParameterList.hpp>
+#include <Teuchos_RCP.hpp>
+
+#include <string>
+#include <vector>
+
+namespace plexus {
+
+using ParameterList = Teuchos::ParameterList;
+using ParameterListPtr = Teuchos::RCP<ParameterList>;
+
+/// Reads an XML parameter file; errors name the file.
+ParameterListPtr read_parameter_file(const std::string& path);
+/// Writes a parameter list as XML (atomically).
+void write_parameter_file(const ParameterList& list, const std::string& path);
+std::string to_xml(const ParameterList& list);
+
+/// Applies "Path/To/Key=value" (value as a string; converted to the type of the existing or
+/// valid entry during validation). Creates sublists as needed.
+void apply_override(ParameterList& list, const std::string& assignment);
+
+/// Validates `user` (at `path`, e.g. "plexus/Communication/cannon") against `valid`: unknown
+/// names (with the nearest valid name), wrong types, values refused by a validator. String
+/// values given for int/double/bool entries are converted. Missing entries are filled with the
+/// defaults. Sublists are validated recursively unless their name is in `skip_sublists`
+/// (validated elsewhere, e.g. by the component they select).
+void validate_and_fill(ParameterList& user, const ParameterList& valid, const std::string& path,
+                       const std::vector<std::string>& skip_sublists = {});
+
+/// Levenshtein distance; nearest(name, candidates) or "" when none is close.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+std::string nearest(const std::string& name, const std::vector<std::string>& candidates);
+
+/// Helpers to declare valid parameters with documentation.
+void declare_int(ParameterList& valid, const std::string& name, int def, const std::string& doc, int min, int max);
+void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc,
+                    double min, double max);
+void declare_bool(ParameterList& valid, const std::string& name, bool def, const std::string& doc);
+void declare_string(ParameterList& valid, const std::string& name, const std::string& def, const std::string& doc);
+/// A string that must be one of `choices`.
+void declare_choice(ParameterList& valid, const std::string& name, const std::string& def,
+                    const std::vector<std::string>& choices, const std::string& doc);
+
+/// One line per parameter "name (type, default D): doc [range/choices]" for listings.
+std::vector<std::string> describe_parameters(const ParameterList& valid, const std::string& indent = "");
+
+}  // namespace plexus

@@ -1,0 +1,54 @@
+#pragma once
+// The plugin ABI. A plugin is one shared library that exports, through Boost.DLL aliases,
+//   plexus_plugin_abi_version : int()                       checked first
+//   plexus_plugin_descriptor  : const PluginDescriptor&()   read only when the ABI matches
+// Write PLEXUS_PLUGIN(function) once in the plugin; see docs/plugin-guide.md.
+#include <boost/dll/alias.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/comm_strategy.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/solver.hpp"
+
+namespace plexus {
+
+/// Bumped whenever an SDK type that crosses the plugin boundary changes.
+inline constexpr int kAbiVersion = 1;
+
+enum class ComponentKind { Comm, Kernel, Distribution, Solver };
+const char* kind_name(ComponentKind k);
+
+/// One component a plugin offers. Exactly the factory of its kind is set.
+struct ComponentDescriptor {
+  ComponentKind kind = ComponentKind::Comm;
+  std::string name;
+  std::string summary;
+  unsigned operations = 0;  ///< for kind Comm: Operation flags provided
+  /// The valid parameters of the component's sublist, with documentation, defaults and validators.
+  std::function<ParameterListPtr()> valid_parameters;
+  /// Factories; each receives the validated, default-filled sublist.
+  std::function<std::unique_ptr<CommStrategy>(const ParameterList&)> make_comm;
+  std::function<std::unique_ptr<Kernel>(const ParameterList&)> make_kernel;
+  std::function<std::unique_ptr<Solver>(const ParameterList&)> make_solver;
+};
+
+struct PluginDescriptor {
+  std::string name;
+  std::string version;
+  std::vector<ComponentDescriptor> components;
+};
+
+}  // namespace plexus
+
+/// Exports the two entry points. `describe` is a function `const plexus::PluginDescriptor& f()`.
+#define PLEXUS_PLUGIN(describe)                                             \
+  namespace plexus_plugin_entry {                                           \
+  inline int abi_version() { return ::plexus::kAbiVersion; }                \
+  }                                                                         \
+  BOOST_DLL_ALIAS(plexus_plugin_entry::abi_version, plexus_plugin_abi_version) \
+  BOOST_DLL_ALIAS(describe, plexus_plugin_descriptor)

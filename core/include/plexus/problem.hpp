@@ -1,0 +1,29 @@
+#pragma once
+// The "Problem" sublist: which matrices a solver works on (generated or read from files), their
+// block sizes, distribution and process grid.
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "plexus/comm_strategy.hpp"
+#include "plexus/matrix.hpp"
+#include "plexus/parameters.hpp"
+
+namespace plexus {
+
+/// The valid "Problem" parameters with their defaults (the built-in H2O-like problem).
+ParameterListPtr problem_valid_parameters();
+
+struct ProblemMatrices {
+  std::shared_ptr<DistMatrix> a, b, c;
+};
+
+/// Builds A, B and (when with_c) C of the problem on a grid over comm, in the distribution the
+/// strategy asks for. Collective.
+ProblemMatrices build_problem(const ParameterList& problem, MPI_Comm comm, const CommStrategy& strategy, bool with_c);
+
+/// "23" -> {23}; "1,5,13" -> {1,5,13}. Throws InputError naming `where` on bad input.
+std::vector<int> parse_int_list(const std::string& text, const std::string& where);
+
+}  // namespace plexus

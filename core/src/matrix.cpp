@@ -1,0 +1,371 @@
+#include "plexus/matrix.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "plexus/error.hpp"
+#include "plexus/mpi.hpp"
+
+namespace plexus {
+
+namespace {
+
+std::int64_t block_values(const BlockLayout& l, int i, int j) { return std::int64_t{l.rows.size(i)} * l.cols.size(j); }
+
+// out = a1 * P1 + a2 * P2 over the union of their block patterns (same row set).
+Panel merge_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout) {
+  if (p1.nrows != p2.nrows) throw Error("merge_panels", "panels cover different rows");
+  Panel out(std::vector<int>(p1.row_ids, p1.row_ids + p1.nrows));
+  out.reserve(p1.nblocks + p2.nblocks, p1.data_size + p2.data_size);
+  for (int r = 0; r < p1.nrows; ++r) {
+    const int i = static_cast<int>(p1.row_ids[r]);
+    std::int64_t b1 = p1.row_ptr[r], e1 = p1.row_ptr[r + 1], b2 = p2.row_ptr[r], e2 = p2.row_ptr[r + 1];
+    while (b1 < e1 || b2 < e2) {
+      const std::int64_t c1 = b1 < e1 ? p1.cols[b1] : INT64_MAX, c2 = b2 < e2 ? p2.cols[b2] : INT64_MAX;
+      const auto j = static_cast<int>(std::min(c1, c2));
+      const std::int64_t n = block_values(layout, i, j);
+      double* dst = out.append_block(r, j, static_cast<int>(n));
+      if (c1 == j) {
+        const double* x = p1.data + p1.offsets[b1++];
+        for (std::int64_t q = 0; q < n; ++q) dst[q] += a1 * x[q];
+      }
+      if (c2 == j) {
+        const double* x = p2.data + p2.offsets[b2++];
+        for (std::int64_t q = 0; q < n; ++q) dst[q] += a2 * x[q];
+      }
+    }
+  }
+  return out;
+}
+
+double allreduce_sum(double v, MPI_Comm comm) {
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
+  return v;
+}
+
+}  // namespace
+
+DistMatrix::DistMatrix(std::string name, std::shared_ptr<const Distribution> dist, BlockLayout layout)
+    : name_(std::move(name)), dist_(std::move(dist)), layout_(std::move(layout)) {
+  if (dist_->nblkrows() != layout_.rows.count() || dist_->nblkcols() != layout_.cols.count())
+    throw Error("DistMatrix " + name_, "distribution has " + std::to_string(dist_->nblkrows()) + "x" +
+                                           std::to_string(dist_->nblkcols()) + " blocks but the layout " +
+                                           std::to_string(layout_.rows.count()) + "x" +
+                                           std::to_string(layout_.cols.count()));
+  local_ = Panel(dist_->local_rows());
+}
+
+bool DistMatrix::is_local(int i, int j) const {
+  return i >= 0 && j >= 0 && i < dist_->nblkrows() && j < dist_->nblkcols() &&
+         dist_->row_dist()[i] == grid().myprow() && dist_->col_dist()[j] == grid().mypcol();
+}
+
+void DistMatrix::put_block(int i, int j, const double* values) {
+  if (!is_local(i, j))
+    throw Error("DistMatrix " + name_, "put_block(" + std::to_string(i) + ", " + std::to_string(j) +
+                                           ") on rank " + std::to_string(grid().rank()) + ": block is not local");
+  const std::int64_t n = block_values(layout_, i, j);
+  if (double* dst = get_block(i, j); dst != nullptr && pending_.empty()) {
+    std::copy(values, values + n, dst);
+    return;
+  }
+  pending_[{i, j}].assign(values, values + n);
+}
+
+void DistMatrix::finalize() {
+  if (pending_.empty()) return;
+  Panel add(dist_->local_rows());
+  for (const auto& [ij, values] : pending_) {
+    const int r = add.row_index(ij.first);
+    std::copy(values.begin(), values.end(), add.append_block(r, ij.second, static_cast<int>(values.size())));
+  }
+  pending_.clear();
+  // Later puts win: drop the old values of blocks that were put again, then merge.
+  const PanelView old = local_.view(), fresh = add.view();
+  Panel kept(dist_->local_rows());
+  for (int r = 0; r < old.nrows; ++r)
+    for (std::int64_t b = old.row_ptr[r]; b < old.row_ptr[r + 1]; ++b) {
+      const int j = static_cast<int>(old.cols[b]);
+      if (add.find(r, j) >= 0) continue;
+      const std::int64_t n = block_values(layout_, static_cast<int>(old.row_ids[r]), j);
+      std::copy(old.data + old.offsets[b], old.data + old.offsets[b] + n, kept.append_block(r, j, static_cast<int>(n)));
+    }
+  local_ = merge_panels(kept.view(), 1.0, fresh, 1.0, layout_);
+}
+
+const double* DistMatrix::get_block(int i, int j) const {
+  const int r = local_.row_index(i);
+  if (r < 0) return nullptr;
+  const std::int64_t b = local_.find(r, j);
+  return b < 0 ? nullptr : local_.data().data() + local_.offset(b);
+}
+
+double* DistMatrix::get_block(int i, int j) {
+  return const_cast<double*>(static_cast<const DistMatrix*>(this)->get_block(i, j));
+}
+
+void DistMatrix::set_local(Panel panel) {
+  const auto& rows = dist_->local_rows();
+  bool ok = panel.nrows() == static_cast<int>(rows.size());
+  for (int r = 0; ok && r < panel.nrows(); ++r) ok = panel.row_id(r) == rows[r];
+  if (!ok) throw Error("DistMatrix " + name_, "set_local: the panel's rows are not this rank's local block rows");
+  local_ = std::move(panel);
+}
+
+std::int64_t DistMatrix::global_nblocks() const {
+  std::int64_t n = local_.nblocks();
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_INT64_T, MPI_SUM, grid().comm()), "MPI_Allreduce");
+  return n;
+}
+
+double DistMatrix::occupancy() const {
+  const double total = double(layout_.rows.count()) * double(layout_.cols.count());
+  return total > 0 ? double(global_nblocks()) / total : 0.0;
+}
+
+void DistMatrix::scale(double alpha) {
+  for (auto& x : local_.data()) x *= alpha;
+}
+
+void DistMatrix::add(double alpha, double beta, const DistMatrix& other) {
+  if (!(other.layout_ == layout_))
+    throw Error("DistMatrix " + name_, "add: matrices " + name_ + " and " + other.name_ + " have different block layouts");
+  if (!other.dist_->same_maps(*dist_)) {
+    const DistMatrix moved = other.redistribute(dist_);
+    local_ = merge_panels(local_.view(), alpha, moved.local_.view(), beta, layout_);
+    return;
+  }
+  local_ = merge_panels(local_.view(), alpha, other.local_.view(), beta, layout_);
+}
+
+void DistMatrix::add_identity(double alpha) {
+  if (!(layout_.rows == layout_.cols)) throw Error("DistMatrix " + name_, "add_identity needs a square block layout");
+  Panel diag(dist_->local_rows());
+  for (int r = 0; r < diag.nrows(); ++r) {
+    const int i = diag.row_id(r);
+    if (dist_->col_dist()[i] != grid().mypcol()) continue;
+    const int m = layout_.rows.size(i);
+    double* d = diag.append_block(r, i, m * m);
+    for (int q = 0; q < m; ++q) d[q + q * m] = alpha;
+  }
+  local_ = merge_panels(local_.view(), 1.0, diag.view(), 1.0, layout_);
+}
+
+double DistMatrix::trace() const {
+  if (layout_.rows.total() != layout_.cols.total() || !(layout_.rows == layout_.cols))
+    throw Error("DistMatrix " + name_, "trace needs a square block layout");
+  double t = 0;
+  const PanelView v = local_.view();
+  for (int r = 0; r < v.nrows; ++r) {
+    const int i = static_cast<int>(v.row_ids[r]);
+    const std::int64_t b = local_.find(r, i);
+    if (b < 0) continue;
+    const int m = layout_.rows.size(i);
+    const double* x = v.data + v.offsets[b];
+    for (int q = 0; q < m; ++q) t += x[q + std::int64_t{q} * m];
+  }
+  return allreduce_sum(t, grid().comm());
+}
+
+double DistMatrix::dot(const DistMatrix& other) const {
+  if (!(other.layout_ == layout_)) throw Error("DistMatrix " + name_, "dot: different block layouts");
+  if (!other.dist_->same_maps(*dist_)) return dot(other.redistribute(dist_));
+  double s = 0;
+  const PanelView p = local_.view(), q = other.local_.view();
+  for (int r = 0; r < p.nrows; ++r) {
+    std::int64_t b1 = p.row_ptr[r], e1 = p.row_ptr[r + 1], b2 = q.row_ptr[r], e2 = q.row_ptr[r + 1];
+    while (b1 < e1 && b2 < e2) {
+      if (p.cols[b1] < q.cols[b2]) {
+        ++b1;
+      } else if (q.cols[b2] < p.cols[b1]) {
+        ++b2;
+      } else {
+        const std::int64_t n = block_values(layout_, static_cast<int>(p.row_ids[r]), static_cast<int>(p.cols[b1]));
+        const double *x = p.data + p.offsets[b1++], *y = q.data + q.offsets[b2++];
+        for (std::int64_t k = 0; k < n; ++k) s += x[k] * y[k];
+      }
+    }
+  }
+  return allreduce_sum(s, grid().comm());
+}
+
+double DistMatrix::frobenius_norm() const {
+  double s = 0;
+  for (double x : local_.data()) s += x * x;
+  return std::sqrt(allreduce_sum(s, grid().comm()));
+}
+
+std::vector<double> DistMatrix::block_norms() const { return plexus::block_norms(local_.view(), layout_); }
+
+std::int64_t DistMatrix::filter(double eps) {
+  if (eps <= 0) return 0;
+  const PanelView v = local_.view();
+  const std::vector<double> norms = plexus::block_norms(v, layout_);
+  Panel kept(dist_->local_rows());
+  std::int64_t dropped = 0;
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      if (norms[static_cast<std::size_t>(b)] < eps) {
+        ++dropped;
+        continue;
+      }
+      const int j = static_cast<int>(v.cols[b]);
+      const std::int64_t n = block_values(layout_, static_cast<int>(v.row_ids[r]), j);
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, kept.append_block(r, j, static_cast<int>(n)));
+    }
+  local_ = std::move(kept);
+  return dropped;
+}
+
+DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) const {
+  if (target->nblkrows() != dist_->nblkrows() || target->nblkcols() != dist_->nblkcols())
+    throw Error("DistMatrix " + name_, "redistribute: the target distribution has another block count");
+  MPI_Comm comm = target->grid().comm();
+  int congruent = MPI_UNEQUAL;
+  mpi::check(MPI_Comm_compare(comm, grid().comm(), &congruent), "MPI_Comm_compare");
+  if (congruent != MPI_CONGRUENT && congruent != MPI_IDENT)
+    throw Error("DistMatrix " + name_, "redistribute: the target grid is over another set of ranks");
+  const int p = target->grid().size();
+  const PanelView v = local_.view();
+  // Per destination: (row, col) pairs and values, in local block order.
+  std::vector<int> nidx(static_cast<std::size_t>(p), 0), nval(static_cast<std::size_t>(p), 0);
+  std::vector<int> dest(static_cast<std::size_t>(v.nblocks));
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
+      const int d = target->owner(i, j);
+      dest[static_cast<std::size_t>(b)] = d;
+      nidx[d] += 2;
+      nval[d] += static_cast<int>(block_values(layout_, i, j));
+    }
+  std::vector<int> idispl(static_cast<std::size_t>(p), 0), vdispl(static_cast<std::size_t>(p), 0);
+  for (int q = 1; q < p; ++q) {
+    idispl[q] = idispl[q - 1] + nidx[q - 1];
+    vdispl[q] = vdispl[q - 1] + nval[q - 1];
+  }
+  std::vector<std::int64_t> sidx(static_cast<std::size_t>(idispl[p - 1] + nidx[p - 1]));
+  CommBuffer<double> sval(static_cast<std::size_t>(vdispl[p - 1] + nval[p - 1]));
+  {
+    auto ip = idispl, vp = vdispl;
+    for (int r = 0; r < v.nrows; ++r)
+      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
+        const int d = dest[static_cast<std::size_t>(b)];
+        sidx[ip[d]++] = i;
+        sidx[ip[d]++] = j;
+        const std::int64_t n = block_values(layout_, i, j);
+        std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, sval.data() + vp[d]);
+        vp[d] += static_cast<int>(n);
+      }
+  }
+  std::vector<int> ridx(static_cast<std::size_t>(p)), rval(static_cast<std::size_t>(p));
+  mpi::check(MPI_Alltoall(nidx.data(), 1, MPI_INT, ridx.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  mpi::check(MPI_Alltoall(nval.data(), 1, MPI_INT, rval.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  std::int64_t tri = 0, trv = 0;
+  for (int q = 0; q < p; ++q) {
+    tri += ridx[q];
+    trv += rval[q];
+  }
+  std::vector<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
+  CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
+  mpi::Traffic traffic;
+  traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, mpi::Role::Other,
+                    mpi::Payload::Index);
+  traffic.alltoallv(sval.data(), nval, rval_buf.data(), rval, MPI_DOUBLE, comm, mpi::Role::Other);
+  // Received blocks, sorted by (row, col), appended to the new local panel.
+  struct Item {
+    int i, j;
+    std::int64_t off;
+  };
+  std::vector<Item> items;
+  items.reserve(static_cast<std::size_t>(tri / 2));
+  std::int64_t off = 0;
+  for (std::int64_t q = 0; q < tri; q += 2) {
+    const int i = static_cast<int>(ridx_buf[q]), j = static_cast<int>(ridx_buf[q + 1]);
+    items.push_back({i, j, off});
+    off += block_values(layout_, i, j);
+  }
+  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) { return x.i != y.i ? x.i < y.i : x.j < y.j; });
+  DistMatrix out(name_, target, layout_);
+  Panel panel(target->local_rows());
+  panel.reserve(static_cast<std::int64_t>(items.size()), trv);
+  for (const auto& it : items) {
+    const std::int64_t n = block_values(layout_, it.i, it.j);
+    std::copy(rval_buf.data() + it.off, rval_buf.data() + it.off + n,
+              panel.append_block(panel.row_index(it.i), it.j, static_cast<int>(n)));
+  }
+  out.set_local(std::move(panel));
+  return out;
+}
+
+DistMatrix::Gathered DistMatrix::gather_blocks(int root) const {
+  MPI_Comm comm = grid().comm();
+  const int p = grid().size(), me = grid().rank();
+  const PanelView v = local_.view();
+  std::vector<std::int64_t> idx;
+  idx.reserve(static_cast<std::size_t>(2 * v.nblocks));
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      idx.push_back(v.row_ids[r]);
+      idx.push_back(v.cols[b]);
+    }
+  if (v.data_size > std::int64_t{2147483647}) throw Error("DistMatrix " + name_, "gather: local part too large");
+  int counts[2] = {static_cast<int>(idx.size()), static_cast<int>(v.data_size)};
+  std::vector<int> all_counts(static_cast<std::size_t>(2 * p));
+  mpi::check(MPI_Allgather(counts, 2, MPI_INT, all_counts.data(), 2, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> ci(static_cast<std::size_t>(p)), cv(static_cast<std::size_t>(p));
+  std::vector<int> di(static_cast<std::size_t>(p), 0), dv(static_cast<std::size_t>(p), 0);
+  std::int64_t ti = 0, tv = 0;
+  for (int q = 0; q < p; ++q) {
+    ci[q] = all_counts[2 * q];
+    cv[q] = all_counts[2 * q + 1];
+    if (ti + ci[q] > std::int64_t{2147483647} || tv + cv[q] > std::int64_t{2147483647})
+      throw Error("DistMatrix " + name_, "gather: matrix too large to gather on one rank");
+    di[q] = static_cast<int>(ti);
+    dv[q] = static_cast<int>(tv);
+    ti += ci[q];
+    tv += cv[q];
+  }
+  const bool receiver = root < 0 || root == me;
+  Gathered g;
+  if (receiver) {
+    g.index.resize(static_cast<std::size_t>(ti));
+    g.values.resize(static_cast<std::size_t>(tv));
+  }
+  if (root < 0) {
+    mpi::check(MPI_Allgatherv(idx.data(), counts[0], MPI_INT64_T, g.index.data(), ci.data(), di.data(), MPI_INT64_T,
+                              comm),
+               "MPI_Allgatherv");
+    mpi::check(MPI_Allgatherv(v.data, counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, comm),
+               "MPI_Allgatherv");
+  } else {
+    mpi::check(MPI_Gatherv(idx.data(), counts[0], MPI_INT64_T, g.index.data(), ci.data(), di.data(), MPI_INT64_T, root,
+                           comm),
+               "MPI_Gatherv");
+    mpi::check(MPI_Gatherv(v.data, counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, root,
+                           comm),
+               "MPI_Gatherv");
+  }
+  return g;
+}
+
+std::vector<double> DistMatrix::to_dense(int root) const {
+  const Gathered g = gather_blocks(root);
+  if (root >= 0 && root != grid().rank()) return {};
+  const std::int64_t nr = nrows();
+  std::vector<double> dense(static_cast<std::size_t>(nr * ncols()), 0.0);
+  std::int64_t off = 0;
+  for (std::size_t q = 0; q < g.index.size(); q += 2) {
+    const int i = static_cast<int>(g.index[q]), j = static_cast<int>(g.index[q + 1]);
+    const int m = layout_.rows.size(i), n = layout_.cols.size(j);
+    const std::int64_t r0 = layout_.rows.offset(i), c0 = layout_.cols.offset(j);
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < m; ++r)
+        dense[static_cast<std::size_t>((c0 + c) * nr + r0 + r)] = g.values[static_cast<std::size_t>(off + r + std::int64_t{c} * m)];
+    off += std::int64_t{m} * n;
+  }
+  return dense;
+}
+
+}  // namespace plexus

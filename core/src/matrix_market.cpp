@@ -1,0 +1,219 @@
+#include "plexus/matrix_market.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/mpi.hpp"
+
+namespace plexus {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+[[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
+  throw InputError(path + ":" + std::to_string(line), "Matrix Market file " + path + ", line " + std::to_string(line) +
+                                                          ": " + what);
+}
+
+bool blank_or_comment(const std::string& s) {
+  for (char ch : s) {
+    if (ch == '%') return true;
+    if (!std::isspace(static_cast<unsigned char>(ch))) return false;
+  }
+  return true;
+}
+
+// Reads the banner and size line; leaves `in` at the first entry. `line` counts lines read.
+MatrixMarketHeader read_header(std::istream& in, const std::string& path, std::int64_t& line) {
+  std::string text;
+  line = 0;
+  if (!std::getline(in, text)) fail(path, 1, "empty file (expected a '%%MatrixMarket' banner)");
+  ++line;
+  std::istringstream banner(text);
+  std::string tag, object, format, field, symmetry;
+  banner >> tag >> object >> format >> field >> symmetry;
+  if (tag != "%%MatrixMarket") fail(path, line, "expected '%%MatrixMarket' banner, found '" + text.substr(0, 40) + "'");
+  MatrixMarketHeader h;
+  h.format = lower(format);
+  h.field = lower(field);
+  h.symmetry = lower(symmetry);
+  if (lower(object) != "matrix") fail(path, line, "object '" + object + "' is not supported (only 'matrix')");
+  if (h.format != "coordinate" && h.format != "array")
+    fail(path, line, "format '" + format + "' is not supported (coordinate or array)");
+  if (h.field != "real" && h.field != "integer" && h.field != "double")
+    fail(path, line, "field '" + field + "' is not supported (real or integer)");
+  if (h.symmetry != "general" && h.symmetry != "symmetric")
+    fail(path, line, "symmetry '" + symmetry + "' is not supported (general or symmetric)");
+  while (std::getline(in, text)) {
+    ++line;
+    if (blank_or_comment(text)) continue;
+    std::istringstream size(text);
+    std::string extra;
+    if (h.format == "coordinate") {
+      if (!(size >> h.rows >> h.cols >> h.entries) || (size >> extra))
+        fail(path, line, "expected 'rows cols entries', found '" + text + "'");
+    } else {
+      if (!(size >> h.rows >> h.cols) || (size >> extra)) fail(path, line, "expected 'rows cols', found '" + text + "'");
+      h.entries = h.symmetry == "symmetric" ? h.rows * (h.rows + 1) / 2 : h.rows * h.cols;
+    }
+    if (h.rows <= 0 || h.cols <= 0 || h.entries < 0) fail(path, line, "dimensions must be positive");
+    if (h.symmetry == "symmetric" && h.rows != h.cols) fail(path, line, "a symmetric matrix must be square");
+    return h;
+  }
+  fail(path, line, "missing size line");
+}
+
+double parse_number(const std::string& tok, const std::string& path, std::int64_t line) {
+  const char* s = tok.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0' || errno == ERANGE) fail(path, line, "'" + tok + "' is not a number");
+  return v;
+}
+
+std::int64_t parse_index(const std::string& tok, std::int64_t limit, const char* what, const std::string& path,
+                         std::int64_t line) {
+  const char* s = tok.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s, &end, 10);
+  if (end == s || *end != '\0' || errno == ERANGE) fail(path, line, std::string(what) + " index '" + tok + "' is not an integer");
+  if (v < 1 || v > limit)
+    fail(path, line, std::string(what) + " index " + tok + " outside 1.." + std::to_string(limit));
+  return v - 1;
+}
+
+}  // namespace
+
+MatrixMarketHeader read_matrix_market_header(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
+  std::int64_t line = 0;
+  return read_header(in, path, line);
+}
+
+DistMatrix read_matrix_market(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
+                              const BlockLayout& layout) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
+  std::int64_t line = 0;
+  const MatrixMarketHeader h = read_header(in, path, line);
+  if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
+    throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" + std::to_string(h.cols) +
+                               " but the block sizes cover " + std::to_string(layout.rows.total()) + "x" +
+                               std::to_string(layout.cols.total()));
+  DistMatrix m(name, dist, layout);
+  // Local blocks touched by the file, with their values.
+  std::map<std::pair<int, int>, std::vector<double>> blocks;
+  auto store = [&](std::int64_t r, std::int64_t c, double v) {
+    const int i = layout.rows.block_of(r), j = layout.cols.block_of(c);
+    if (!m.is_local(i, j)) return;
+    auto& b = blocks[{i, j}];
+    const int mi = layout.rows.size(i);
+    if (b.empty()) b.assign(static_cast<std::size_t>(mi) * static_cast<std::size_t>(layout.cols.size(j)), 0.0);
+    b[static_cast<std::size_t>((r - layout.rows.offset(i)) + (c - layout.cols.offset(j)) * mi)] = v;
+  };
+  const bool symmetric = h.symmetry == "symmetric";
+  std::string text, extra;
+  std::int64_t seen = 0;
+  std::int64_t arr_r = 0, arr_c = 0;  // array format position (column-major; lower triangle if symmetric)
+  while (std::getline(in, text)) {
+    ++line;
+    if (blank_or_comment(text)) continue;
+    if (seen == h.entries) fail(path, line, "more entries than the " + std::to_string(h.entries) + " announced");
+    std::istringstream ls(text);
+    std::string t1, t2, t3;
+    if (h.format == "coordinate") {
+      if (!(ls >> t1 >> t2 >> t3) || (ls >> extra)) fail(path, line, "expected 'row col value', found '" + text + "'");
+      const std::int64_t r = parse_index(t1, h.rows, "row", path, line);
+      const std::int64_t c = parse_index(t2, h.cols, "column", path, line);
+      const double v = parse_number(t3, path, line);
+      if (symmetric && r < c) fail(path, line, "a symmetric file must give the lower triangle only (row >= column)");
+      store(r, c, v);
+      if (symmetric && r != c) store(c, r, v);
+    } else {
+      if (!(ls >> t1) || (ls >> extra)) fail(path, line, "expected one value, found '" + text + "'");
+      const double v = parse_number(t1, path, line);
+      store(arr_r, arr_c, v);
+      if (symmetric && arr_r != arr_c) store(arr_c, arr_r, v);
+      if (++arr_r == h.rows) {
+        ++arr_c;
+        arr_r = symmetric ? arr_c : 0;
+      }
+    }
+    ++seen;
+  }
+  if (seen != h.entries)
+    fail(path, line, "file ends after " + std::to_string(seen) + " of " + std::to_string(h.entries) + " entries");
+  Panel panel(dist->local_rows());
+  for (auto& [ij, values] : blocks)
+    std::copy(values.begin(), values.end(),
+              panel.append_block(panel.row_index(ij.first), ij.second, static_cast<int>(values.size())));
+  m.set_local(std::move(panel));
+  return m;
+}
+
+void write_matrix_market(const DistMatrix& m, const std::string& path) {
+  const DistMatrix::Gathered g = m.gather_blocks(0);
+  MPI_Comm comm = m.grid().comm();
+  std::string error;
+  if (m.grid().rank() == 0) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f == nullptr) {
+      error = "cannot write '" + tmp + "': " + std::strerror(errno);
+    } else {
+      const auto& layout = m.layout();
+      std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by plexus: matrix %s\n",
+                   m.name().c_str());
+      std::fprintf(f, "%lld %lld %zu\n", static_cast<long long>(m.nrows()), static_cast<long long>(m.ncols()),
+                   g.values.size());
+      std::int64_t off = 0;
+      for (std::size_t q = 0; q < g.index.size(); q += 2) {
+        const int i = static_cast<int>(g.index[q]), j = static_cast<int>(g.index[q + 1]);
+        const int mi = layout.rows.size(i), nj = layout.cols.size(j);
+        for (int c = 0; c < nj; ++c)
+          for (int r = 0; r < mi; ++r)
+            std::fprintf(f, "%lld %lld %.17g\n", static_cast<long long>(layout.rows.offset(i) + r + 1),
+                         static_cast<long long>(layout.cols.offset(j) + c + 1),
+                         g.values[static_cast<std::size_t>(off + r + std::int64_t{c} * mi)]);
+        off += std::int64_t{mi} * nj;
+      }
+      const bool ok = std::ferror(f) == 0;
+      if (std::fclose(f) != 0 || !ok) {
+        error = "writing '" + tmp + "' failed: " + std::strerror(errno);
+        std::remove(tmp.c_str());
+      } else if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+        std::remove(tmp.c_str());
+      }
+    }
+  }
+  // Every rank learns whether rank 0 succeeded, so all throw together or none does.
+  int len = static_cast<int>(error.size());
+  mpi::check(MPI_Bcast(&len, 1, MPI_INT, 0, comm), "MPI_Bcast");
+  if (len > 0) {
+    error.resize(static_cast<std::size_t>(len));
+    mpi::check(MPI_Bcast(error.data(), len, MPI_CHAR, 0, comm), "MPI_Bcast");
+    throw InputError(path, error);
+  }
+}
+
+}  // namespace plexus

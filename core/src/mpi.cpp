@@ -1,0 +1,146 @@
+#include "plexus/mpi.hpp"
+
+#include <string>
+
+#include "plexus/error.hpp"
+
+namespace plexus::mpi {
+
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(call, std::string(call) + " failed: " + std::string(text, len));
+}
+
+int rank(MPI_Comm comm) {
+  int r = 0;
+  check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+  return r;
+}
+
+int size(MPI_Comm comm) {
+  int s = 0;
+  check(MPI_Comm_size(comm, &s), "MPI_Comm_size");
+  return s;
+}
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::A: return "A";
+    case Role::B: return "B";
+    case Role::C: return "C";
+    case Role::Other: return "other";
+  }
+  return "?";
+}
+
+RoleCounts& RoleCounts::operator+=(const RoleCounts& o) {
+  bytes_sent += o.bytes_sent;
+  bytes_received += o.bytes_received;
+  index_bytes_sent += o.index_bytes_sent;
+  index_bytes_received += o.index_bytes_received;
+  messages_sent += o.messages_sent;
+  messages_received += o.messages_received;
+  wait_seconds += o.wait_seconds;
+  return *this;
+}
+
+namespace {
+int type_size(MPI_Datatype type) {
+  int s = 0;
+  check(MPI_Type_size(type, &s), "MPI_Type_size");
+  return s;
+}
+int checked_count(std::int64_t count, const char* what) {
+  if (count < 0 || count > std::int64_t{2147483647})
+    throw Error(what, std::string(what) + ": message of " + std::to_string(count) +
+                          " elements exceeds the MPI count limit");
+  return static_cast<int>(count);
+}
+}  // namespace
+
+void Traffic::add_sent(Role role, Payload payload, std::int64_t bytes, std::int64_t messages) {
+  auto& c = counts_[static_cast<int>(role)];
+  (payload == Payload::Data ? c.bytes_sent : c.index_bytes_sent) += bytes;
+  c.messages_sent += messages;
+}
+
+void Traffic::add_received(Role role, Payload payload, std::int64_t bytes, std::int64_t messages) {
+  auto& c = counts_[static_cast<int>(role)];
+  (payload == Payload::Data ? c.bytes_received : c.index_bytes_received) += bytes;
+  c.messages_received += messages;
+}
+
+void Traffic::isend(const void* buf, std::int64_t count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                    Role role, Payload payload) {
+  Request r;
+  r.role = role;
+  r.payload = payload;
+  r.elem_bytes = type_size(type);
+  check(MPI_Isend(buf, checked_count(count, "MPI_Isend"), type, dest, tag, comm, &r.req), "MPI_Isend");
+  add_sent(role, payload, count * r.elem_bytes, 1);
+  requests_.push_back(r);
+}
+
+void Traffic::irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                    Role role, Payload payload) {
+  Request r;
+  r.role = role;
+  r.payload = payload;
+  r.elem_bytes = type_size(type);
+  r.receive = true;
+  check(MPI_Irecv(buf, checked_count(capacity, "MPI_Irecv"), type, source, tag, comm, &r.req), "MPI_Irecv");
+  requests_.push_back(r);
+}
+
+void Traffic::waitall(Role role) {
+  if (requests_.empty()) return;
+  raw_.resize(requests_.size());
+  statuses_.resize(requests_.size());
+  for (std::size_t i = 0; i < requests_.size(); ++i) raw_[i] = requests_[i].req;
+  const double t0 = MPI_Wtime();
+  check(MPI_Waitall(static_cast<int>(raw_.size()), raw_.data(), statuses_.data()), "MPI_Waitall");
+  add_wait(role, MPI_Wtime() - t0);
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    const auto& r = requests_[i];
+    if (!r.receive) continue;
+    int bytes = 0;
+    check(MPI_Get_count(&statuses_[i], MPI_BYTE, &bytes), "MPI_Get_count");
+    add_received(r.role, r.payload, bytes, 1);
+  }
+  requests_.clear();
+}
+
+void Traffic::alltoallv(const void* sendbuf, const std::vector<int>& sendcounts, void* recvbuf,
+                        const std::vector<int>& recvcounts, MPI_Datatype type, MPI_Comm comm, Role role,
+                        Payload payload) {
+  const int p = size(comm);
+  const int me = rank(comm);
+  if (static_cast<int>(sendcounts.size()) != p || static_cast<int>(recvcounts.size()) != p)
+    throw Error("Traffic::alltoallv", "count vectors must have one entry per rank");
+  std::vector<int> sdispl(p, 0), rdispl(p, 0);
+  for (int i = 1; i < p; ++i) {
+    sdispl[i] = sdispl[i - 1] + sendcounts[i - 1];
+    rdispl[i] = rdispl[i - 1] + recvcounts[i - 1];
+  }
+  const double t0 = MPI_Wtime();
+  check(MPI_Alltoallv(sendbuf, sendcounts.data(), sdispl.data(), type, recvbuf, recvcounts.data(), rdispl.data(),
+                      type, comm),
+        "MPI_Alltoallv");
+  add_wait(role, MPI_Wtime() - t0);
+  const int es = type_size(type);
+  for (int i = 0; i < p; ++i) {
+    if (i == me) continue;  // a rank's own part is a local copy, not traffic
+    if (sendcounts[i] > 0) add_sent(role, payload, std::int64_t{sendcounts[i]} * es, 1);
+    if (recvcounts[i] > 0) add_received(role, payload, std::int64_t{recvcounts[i]} * es, 1);
+  }
+}
+
+void Traffic::reset() {
+  requests_.clear();
+  counts_ = {};
+}
+
+}  // namespace plexus::mpi

@@ -1,0 +1,138 @@
+#include "plexus/panel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "plexus/error.hpp"
+
+namespace plexus {
+
+PanelView PanelView::from_packed(const std::int64_t* w, std::int64_t nwords, const double* data) {
+  if (nwords < 4) throw Error("PanelView::from_packed", "packed panel index too short");
+  PanelView v;
+  v.nrows = static_cast<int>(w[0]);
+  v.nblocks = w[1];
+  v.data_size = w[2];
+  if (v.nrows < 0 || v.nblocks < 0 || v.data_size < 0 || packed_words(v.nrows, v.nblocks) != nwords)
+    throw Error("PanelView::from_packed", "packed panel index of " + std::to_string(nwords) +
+                                              " words is inconsistent with its header (" + std::to_string(v.nrows) +
+                                              " rows, " + std::to_string(v.nblocks) + " blocks)");
+  v.row_ids = w + 3;
+  v.row_ptr = v.row_ids + v.nrows;
+  v.cols = v.row_ptr + v.nrows + 1;
+  v.offsets = v.cols + v.nblocks;
+  v.data = data;
+  return v;
+}
+
+Panel::Panel(const std::vector<int>& row_ids) : row_ids_(row_ids.begin(), row_ids.end()), row_ptr_(row_ids.size() + 1, 0) {
+  for (std::size_t r = 1; r < row_ids_.size(); ++r)
+    if (row_ids_[r] <= row_ids_[r - 1]) throw Error("Panel", "row ids must be strictly ascending");
+}
+
+Panel Panel::copy_of(const PanelView& v) {
+  Panel p;
+  p.row_ids_.assign(v.row_ids, v.row_ids + v.nrows);
+  p.row_ptr_.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
+  p.cols_.assign(v.cols, v.cols + v.nblocks);
+  p.offsets_.assign(v.offsets, v.offsets + v.nblocks);
+  p.data_.assign(v.data, v.data + v.data_size);
+  p.cur_row_ = v.nrows > 0 ? v.nrows - 1 : 0;
+  return p;
+}
+
+PanelView Panel::view() const {
+  const std::int64_t nb = nblocks();
+  for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr_.size(); ++q) row_ptr_[q] = nb;
+  PanelView v;
+  v.nrows = nrows();
+  v.nblocks = nb;
+  v.data_size = data_size();
+  v.row_ids = row_ids_.data();
+  v.row_ptr = row_ptr_.data();
+  v.cols = cols_.data();
+  v.offsets = offsets_.data();
+  v.data = data_.data();
+  return v;
+}
+
+double* Panel::append_block(int r, int col, int nvalues) {
+  if (r < cur_row_ || r >= nrows())
+    throw Error("Panel::append_block", "rows must be filled in ascending order (row " + std::to_string(r) +
+                                           " after row " + std::to_string(cur_row_) + ")");
+  if (r > cur_row_) {
+    // Rows cur_row_+1 .. r start where the blocks appended so far end.
+    for (int q = cur_row_ + 1; q <= r; ++q) row_ptr_[q] = nblocks();
+    cur_row_ = r;
+  } else if (nblocks() > row_ptr_[r] && cols_.back() >= col) {
+    throw Error("Panel::append_block", "columns must ascend within a row (column " + std::to_string(col) +
+                                           " after " + std::to_string(cols_.back()) + ")");
+  }
+  const auto off = static_cast<std::int64_t>(data_.size());
+  cols_.push_back(col);
+  offsets_.push_back(off);
+  data_.resize(data_.size() + static_cast<std::size_t>(nvalues), 0.0);
+  return data_.data() + off;
+}
+
+std::int64_t Panel::find(int r, int col) const {
+  const auto b = cols_.begin() + row_begin(r), e = cols_.begin() + row_end(r);
+  auto it = std::lower_bound(b, e, static_cast<std::int64_t>(col));
+  return (it != e && *it == col) ? static_cast<std::int64_t>(it - cols_.begin()) : -1;
+}
+
+int Panel::row_index(int global_row) const {
+  auto it = std::lower_bound(row_ids_.begin(), row_ids_.end(), static_cast<std::int64_t>(global_row));
+  return (it != row_ids_.end() && *it == global_row) ? static_cast<int>(it - row_ids_.begin()) : -1;
+}
+
+void Panel::pack_to(std::int64_t* w) const {
+  const PanelView v = view();
+  w[0] = v.nrows;
+  w[1] = v.nblocks;
+  w[2] = v.data_size;
+  std::int64_t* p = w + 3;
+  p = std::copy(v.row_ids, v.row_ids + v.nrows, p);
+  p = std::copy(v.row_ptr, v.row_ptr + v.nrows + 1, p);
+  p = std::copy(v.cols, v.cols + v.nblocks, p);
+  std::copy(v.offsets, v.offsets + v.nblocks, p);
+}
+
+void Panel::pack_index(std::vector<std::int64_t>& out) const {
+  const std::size_t start = out.size();
+  out.resize(start + static_cast<std::size_t>(PanelView::packed_words(nrows(), nblocks())));
+  pack_to(out.data() + start);
+}
+
+void Panel::reserve(std::int64_t nb, std::int64_t nvalues) {
+  cols_.reserve(static_cast<std::size_t>(nb));
+  offsets_.reserve(static_cast<std::size_t>(nb));
+  data_.reserve(static_cast<std::size_t>(nvalues));
+}
+
+void Panel::clear_blocks() {
+  std::fill(row_ptr_.begin(), row_ptr_.end(), 0);
+  cols_.clear();
+  offsets_.clear();
+  data_.clear();
+  cur_row_ = 0;
+}
+
+std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
+  std::vector<double> norms(static_cast<std::size_t>(v.nblocks));
+  for (int r = 0; r < v.nrows; ++r) {
+    const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
+      const double* x = v.data + v.offsets[b];
+      double s = 0;
+      for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+      norms[static_cast<std::size_t>(b)] = std::sqrt(s);
+    }
+  }
+  return norms;
+}
+
+}  // namespace plexus

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages plexus builds against, when any is missing.
+# Idempotent and quiet when everything is already there. Uses sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin
+  libtrilinos-teuchos-dev libtrilinos-kokkos-dev
+  libboost-dev libboost-filesystem-dev
+  libspdlog-dev libgtest-dev
+  libopenblas-dev libxsmm-dev
+  libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "install-deps: missing packages (${missing[*]}) and not root, and sudo is not available." >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -96,21 +96,28 @@ void Traffic::irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int sou
 }
 
 void Traffic::waitall(Role role) {
-  if (requests_.empty()) return;
-  raw_.resize(requests_.size());
-  statuses_.resize(requests_.size());
-  for (std::size_t i = 0; i < requests_.size(); ++i) raw_[i] = requests_[i].req;
+  // Wait only for this role's requests, so each role's wait time is its own.
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < requests_.size(); ++i)
+    if (requests_[i].role == role) mine.push_back(i);
+  if (mine.empty()) return;
+  raw_.resize(mine.size());
+  statuses_.resize(mine.size());
+  for (std::size_t q = 0; q < mine.size(); ++q) raw_[q] = requests_[mine[q]].req;
   const double t0 = MPI_Wtime();
   check(MPI_Waitall(static_cast<int>(raw_.size()), raw_.data(), statuses_.data()), "MPI_Waitall");
   add_wait(role, MPI_Wtime() - t0);
-  for (std::size_t i = 0; i < requests_.size(); ++i) {
-    const auto& r = requests_[i];
+  for (std::size_t q = 0; q < mine.size(); ++q) {
+    const auto& r = requests_[mine[q]];
     if (!r.receive) continue;
     int bytes = 0;
-    check(MPI_Get_count(&statuses_[i], MPI_BYTE, &bytes), "MPI_Get_count");
+    check(MPI_Get_count(&statuses_[q], MPI_BYTE, &bytes), "MPI_Get_count");
     add_received(r.role, r.payload, bytes, 1);
   }
-  requests_.clear();
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < requests_.size(); ++i)
+    if (requests_[i].role != role) requests_[keep++] = requests_[i];
+  requests_.resize(keep);
 }
 
 void Traffic::alltoallv(const void* sendbuf, const std::vector<int>& sendcounts, void* recvbuf,

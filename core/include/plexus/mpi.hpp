@@ -55,7 +55,7 @@ class Traffic {
   /// Posts MPI_Irecv of at most `capacity` elements; counted on completion with the actual size.
   void irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              Role role, Payload payload = Payload::Data);
-  /// Waits for every request posted since the last wait; the wait time goes to `role`.
+  /// Waits for every pending request of `role`; the wait time goes to `role`.
   void waitall(Role role);
   /// Number of posted, not yet completed requests.
   std::size_t pending() const { return requests_.size(); }

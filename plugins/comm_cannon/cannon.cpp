@@ -1,0 +1,392 @@
+// Cannon's algorithm as DBCSR does it, for any PR x PC grid.
+//
+// The k dimension (block columns of A = block rows of B) is cut into V = lcm(PR, PC) k-groups.
+// An "image" is the part of a local panel in one k-group: A(pr, g) holds the blocks of A in my
+// process row with k in group g; B(g, pc) those of B in my process column. Each process holds
+// a = V/PC images of A and b = V/PR images of B in FIFO queues. Seen from a process row, the A
+// queues form a ring of V slots (process pc holds slots pc*a .. pc*a+a-1); at tick t the front
+// image of process (pr, pc) is A(pr, g) and of B is B(g, pc) with
+//     g(pr, pc, t) = (pc*a + pr*b + t) mod V,
+// so the fronts match and over V ticks every k-group is multiplied once. After each tick but the
+// last, the front A image moves to the left neighbour's queue back (MPI_Isend left, MPI_Irecv
+// from the right, double-buffered, overlapping the local multiply) and B's front moves up.
+// The pre-shift puts every image into the slot it holds at t = 0.
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/plugin.hpp"
+
+namespace {
+
+using plexus::CommBuffer;
+using plexus::DistMatrix;
+using plexus::Error;
+using plexus::Panel;
+using plexus::PanelView;
+using plexus::mpi::Payload;
+using plexus::mpi::Role;
+using plexus::mpi::Traffic;
+
+constexpr int kTagIndex = 7101, kTagData = 7102;
+
+// Where the images are: the virtual grid, the k-groups, and the slots.
+struct Plan {
+  int pr = 0, pc = 0, PR = 1, PC = 1;
+  int V = 1, a = 1, b = 1;
+  std::vector<int> kgroup;                   // block column of A (row of B) -> k-group
+  std::vector<std::vector<int>> group_rows;  // k-group -> its k indices (rows of a B image)
+  int group_of_a_slot(int j) const { return (pc * a + j + pr * b) % V; }
+  int group_of_b_slot(int j) const { return (pr * b + j + pc * a) % V; }
+};
+
+// One image in a fixed-capacity buffer: packed index words and values.
+struct ImageBuffer {
+  CommBuffer<std::int64_t> index;
+  CommBuffer<double> data;
+  PanelView view() const {
+    const std::int64_t nwords = PanelView::packed_words(index[0], index[1]);
+    return PanelView::from_packed(index.data(), nwords, data.data());
+  }
+  std::int64_t words() const { return PanelView::packed_words(index[0], index[1]); }
+  std::int64_t values() const { return index[2]; }
+};
+
+class Cannon final : public plexus::CommStrategy {
+ public:
+  std::string name() const override { return "cannon"; }
+  unsigned operations() const override { return plexus::OpMultiply; }
+
+  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
+                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
+    check_operands(A, B, C);
+    const double t_start = plexus::mpi::now();
+    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
+    plexus::memory::reset_peak_total();
+    plexus::MultiplyReport report;
+    report.strategy = name();
+    report.kernel = kernel.name();
+
+    const Plan plan = make_plan(A);
+    prepare_c(C, beta);
+    std::vector<double> row_eps = row_thresholds(A, C, options.filter_eps);
+
+    Traffic preshift, ticks;
+    std::vector<ImageBuffer> a_buf, b_buf;
+    {
+      std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift);
+      std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift);
+      if (alpha != 1.0)
+        for (auto& p : a_img) kernel.scale(p.data().data(), p.data_size(), alpha);
+      allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
+    }
+
+    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), std::move(row_eps),
+                                 thread_weights(A, C));
+    run_ticks(plan, A, B, a_buf, b_buf, product, kernel, ticks);
+    C.set_local(product.finish());
+    if (options.filter_eps > 0) C.filter(options.filter_eps);
+
+    report.ticks = plan.V;
+    report.flops = product.stats().flops;
+    report.products = product.stats().products;
+    report.skipped_products = product.stats().skipped;
+    report.kernel_seconds = product.stats().kernel_seconds;
+    report.stack_seconds = product.stats().stack_seconds;
+    for (int r = 0; r < plexus::mpi::kRoles; ++r) {
+      report.traffic[r] = preshift.all_counts()[r];
+      report.traffic[r] += ticks.all_counts()[r];
+    }
+    report.extra["virtual_grid"] = plan.V;
+    report.extra["images_a"] = plan.a;
+    report.extra["images_b"] = plan.b;
+    report.extra["preshift_bytes_a"] = static_cast<double>(preshift.counts(Role::A).bytes_sent);
+    report.extra["preshift_bytes_b"] = static_cast<double>(preshift.counts(Role::B).bytes_sent);
+    report.extra["shift_bytes_a"] = static_cast<double>(ticks.counts(Role::A).bytes_sent);
+    report.extra["shift_bytes_b"] = static_cast<double>(ticks.counts(Role::B).bytes_sent);
+    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
+    report.peak_memory_bytes = plexus::memory::peak_total();
+    report.seconds = plexus::mpi::now() - t_start;
+    return report;
+  }
+
+ private:
+  static void check_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix& C) {
+    const std::string where = "cannon";
+    int same_ab = MPI_UNEQUAL, same_ac = MPI_UNEQUAL;
+    plexus::mpi::check(MPI_Comm_compare(A.grid().comm(), B.grid().comm(), &same_ab), "MPI_Comm_compare");
+    plexus::mpi::check(MPI_Comm_compare(A.grid().comm(), C.grid().comm(), &same_ac), "MPI_Comm_compare");
+    auto congruent = [](int r) { return r == MPI_IDENT || r == MPI_CONGRUENT; };
+    if (!congruent(same_ab) || !congruent(same_ac) || A.grid().nprows() != B.grid().nprows() ||
+        A.grid().npcols() != B.grid().npcols() || A.grid().nprows() != C.grid().nprows() ||
+        A.grid().npcols() != C.grid().npcols())
+      throw Error(where, "A, B and C must be distributed over the same process grid");
+    if (!(A.layout().cols == B.layout().rows))
+      throw Error(where, "the block columns of A (" + std::to_string(A.layout().cols.count()) +
+                             ") do not match the block rows of B (" + std::to_string(B.layout().rows.count()) + ")");
+    if (!(C.layout().rows == A.layout().rows) || !(C.layout().cols == B.layout().cols))
+      throw Error(where, "C's block sizes must be A's rows by B's columns");
+    if (C.distribution().row_dist() != A.distribution().row_dist() ||
+        C.distribution().col_dist() != B.distribution().col_dist())
+      throw Error(where, "C's rows must be distributed like A's rows and its columns like B's columns "
+                         "(redistribute C first)");
+  }
+
+  // The virtual grid and the k-groups. A k index keeps its A process column: group g holds
+  // k with col_dist(k) = g mod PC, dealt in order over the V/PC groups of that column.
+  static Plan make_plan(const DistMatrix& A) {
+    Plan p;
+    const auto& g = A.grid();
+    p.pr = g.myprow();
+    p.pc = g.mypcol();
+    p.PR = g.nprows();
+    p.PC = g.npcols();
+    p.V = std::lcm(p.PR, p.PC);
+    p.a = p.V / p.PC;
+    p.b = p.V / p.PR;
+    const auto& cdist = A.distribution().col_dist();
+    p.kgroup.resize(cdist.size());
+    p.group_rows.assign(static_cast<std::size_t>(p.V), {});
+    std::vector<int> seen(static_cast<std::size_t>(p.PC), 0);
+    for (std::size_t k = 0; k < cdist.size(); ++k) {
+      const int c = cdist[k];
+      p.kgroup[k] = c + p.PC * (seen[static_cast<std::size_t>(c)]++ % p.a);
+      p.group_rows[static_cast<std::size_t>(p.kgroup[k])].push_back(static_cast<int>(k));
+    }
+    return p;
+  }
+
+  static void prepare_c(DistMatrix& C, double beta) {
+    if (beta == 0.0) {
+      C.set_local(Panel(C.distribution().local_rows()));
+    } else if (beta != 1.0) {
+      C.scale(beta);
+    }
+  }
+
+  // DBCSR's on-the-fly filtering threshold per C row: eps divided by the number of blocks in
+  // that row of A (the most products that can add to one C block of the row).
+  static std::vector<double> row_thresholds(const DistMatrix& A, const DistMatrix& C, double eps) {
+    if (eps <= 0) return {};
+    const Panel& a = A.local();
+    std::vector<std::int64_t> count(static_cast<std::size_t>(a.nrows()));
+    for (int r = 0; r < a.nrows(); ++r) count[r] = a.row_end(r) - a.row_begin(r);
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(count.size()), MPI_INT64_T, MPI_SUM,
+                                     A.grid().row_comm()),
+                       "MPI_Allreduce");
+    std::vector<double> thr(static_cast<std::size_t>(C.local().nrows()));
+    for (std::size_t r = 0; r < thr.size(); ++r) thr[r] = eps / static_cast<double>(std::max<std::int64_t>(1, count[r]));
+    return thr;
+  }
+
+  // Threads own whole C rows; a row's expected work grows with its blocks in A and C.
+  static std::vector<std::int64_t> thread_weights(const DistMatrix& A, const DistMatrix& C) {
+    const Panel &a = A.local(), &c = C.local();
+    std::vector<std::int64_t> w(static_cast<std::size_t>(c.nrows()));
+    for (int r = 0; r < c.nrows(); ++r) w[r] = (a.row_end(r) - a.row_begin(r)) + (c.row_end(r) - c.row_begin(r));
+    return w;
+  }
+
+  // Sends every local block to the process and slot holding its image at tick 0. For A the
+  // exchange is within my process row, for B within my process column.
+  static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic) {
+    const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
+    const int nranks = is_a ? plan.PC : plan.PR;
+    const int nslots = is_a ? plan.a : plan.b;
+    const int per = is_a ? plan.a : plan.b;         // slots per process along the ring
+    const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
+    const Role role = is_a ? Role::A : Role::B;
+    const PanelView v = M.local().view();
+    const auto& layout = M.layout();
+    auto values_of = [&](int i, int j) { return std::int64_t{layout.rows.size(i)} * layout.cols.size(j); };
+    // Destination of a block: its k-group's ring position at tick 0.
+    auto destination = [&](int i, int j, int& slot) {
+      const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
+      const int pos = ((g - offset) % plan.V + plan.V) % plan.V;
+      slot = pos % per;
+      return pos / per;
+    };
+    std::vector<int> nidx(static_cast<std::size_t>(nranks), 0), nval(static_cast<std::size_t>(nranks), 0);
+    std::vector<int> dest(static_cast<std::size_t>(v.nblocks)), dslot(static_cast<std::size_t>(v.nblocks));
+    for (int r = 0; r < v.nrows; ++r)
+      for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
+        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
+        int slot = 0;
+        const int d = destination(i, j, slot);
+        dest[static_cast<std::size_t>(q)] = d;
+        dslot[static_cast<std::size_t>(q)] = slot;
+        nidx[d] += 3;
+        nval[d] += static_cast<int>(values_of(i, j));
+      }
+    std::vector<int> ip(static_cast<std::size_t>(nranks), 0), vp(static_cast<std::size_t>(nranks), 0);
+    for (int d = 1; d < nranks; ++d) {
+      ip[d] = ip[d - 1] + nidx[d - 1];
+      vp[d] = vp[d - 1] + nval[d - 1];
+    }
+    CommBuffer<std::int64_t> sidx(static_cast<std::size_t>(ip.back() + nidx.back()));
+    CommBuffer<double> sval(static_cast<std::size_t>(vp.back() + nval.back()));
+    for (int r = 0; r < v.nrows; ++r)
+      for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
+        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
+        const int d = dest[static_cast<std::size_t>(q)];
+        sidx[ip[d]++] = dslot[static_cast<std::size_t>(q)];
+        sidx[ip[d]++] = i;
+        sidx[ip[d]++] = j;
+        const std::int64_t n = values_of(i, j);
+        std::copy(v.data + v.offsets[q], v.data + v.offsets[q] + n, sval.data() + vp[d]);
+        vp[d] += static_cast<int>(n);
+      }
+    std::vector<int> ridx(static_cast<std::size_t>(nranks)), rval(static_cast<std::size_t>(nranks));
+    plexus::mpi::check(MPI_Alltoall(nidx.data(), 1, MPI_INT, ridx.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+    plexus::mpi::check(MPI_Alltoall(nval.data(), 1, MPI_INT, rval.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+    const std::int64_t tri = std::accumulate(ridx.begin(), ridx.end(), std::int64_t{0});
+    const std::int64_t trv = std::accumulate(rval.begin(), rval.end(), std::int64_t{0});
+    CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
+    CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
+    traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, Payload::Index);
+    traffic.alltoallv(sval.data(), nval, rval_buf.data(), rval, MPI_DOUBLE, comm, role, Payload::Data);
+
+    struct Item {
+      int slot, i, j;
+      std::int64_t off;
+    };
+    std::vector<Item> items;
+    items.reserve(static_cast<std::size_t>(tri / 3));
+    std::int64_t off = 0;
+    for (std::int64_t q = 0; q < tri; q += 3) {
+      const Item it{static_cast<int>(ridx_buf[q]), static_cast<int>(ridx_buf[q + 1]), static_cast<int>(ridx_buf[q + 2]),
+                    off};
+      off += values_of(it.i, it.j);
+      items.push_back(it);
+    }
+    std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+      return x.slot != y.slot ? x.slot < y.slot : (x.i != y.i ? x.i < y.i : x.j < y.j);
+    });
+    std::vector<Panel> images;
+    images.reserve(static_cast<std::size_t>(nslots));
+    for (int s = 0; s < nslots; ++s) {
+      const int g = is_a ? plan.group_of_a_slot(s) : plan.group_of_b_slot(s);
+      images.emplace_back(is_a ? M.distribution().local_rows() : plan.group_rows[static_cast<std::size_t>(g)]);
+    }
+    for (const auto& it : items) {
+      Panel& p = images[static_cast<std::size_t>(it.slot)];
+      const std::int64_t n = values_of(it.i, it.j);
+      const int r = p.row_index(it.i);
+      if (r < 0) throw Error("cannon", "pre-shift delivered block (" + std::to_string(it.i) + ", " +
+                                           std::to_string(it.j) + ") to the wrong image");
+      std::copy(rval_buf.data() + it.off, rval_buf.data() + it.off + n, p.append_block(r, it.j, static_cast<int>(n)));
+    }
+    return images;
+  }
+
+  // Every buffer gets the capacity of the largest image on any rank (one MPI_Allreduce), so a
+  // receive never overflows: a+1 buffers for A (the queue and one receive buffer), b+1 for B.
+  static void allocate_buffers(std::vector<Panel>& a_img, std::vector<Panel>& b_img, MPI_Comm comm,
+                               std::vector<ImageBuffer>& a_buf, std::vector<ImageBuffer>& b_buf) {
+    std::int64_t cap[4] = {0, 0, 0, 0};  // A words, A values, B words, B values
+    for (const auto& p : a_img) {
+      cap[0] = std::max(cap[0], PanelView::packed_words(p.nrows(), p.nblocks()));
+      cap[1] = std::max(cap[1], p.data_size());
+    }
+    for (const auto& p : b_img) {
+      cap[2] = std::max(cap[2], PanelView::packed_words(p.nrows(), p.nblocks()));
+      cap[3] = std::max(cap[3], p.data_size());
+    }
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, cap, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    auto fill = [](std::vector<Panel>& img, std::int64_t words, std::int64_t values, std::vector<ImageBuffer>& buf) {
+      buf.resize(img.size() + 1);
+      for (std::size_t s = 0; s < buf.size(); ++s) {
+        buf[s].index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
+        buf[s].data.resize(static_cast<std::size_t>(std::max<std::int64_t>(values, 1)));
+        if (s < img.size()) {
+          img[s].pack_to(buf[s].index.data());
+          std::copy(img[s].data().begin(), img[s].data().end(), buf[s].data.begin());
+          Panel().data().swap(img[s].data());  // release the image's values early
+        }
+      }
+    };
+    fill(a_img, cap[0], cap[1], a_buf);
+    fill(b_img, cap[2], cap[3], b_buf);
+  }
+
+  // V ticks: multiply the front images while the fronts travel to the neighbours.
+  static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, std::vector<ImageBuffer>& a_buf,
+                        std::vector<ImageBuffer>& b_buf, plexus::LocalProduct& product, plexus::Kernel& kernel,
+                        Traffic& traffic) {
+    // Queues of buffer indices; the last buffer of each vector is the receive buffer.
+    std::vector<int> a_queue(static_cast<std::size_t>(plan.a)), b_queue(static_cast<std::size_t>(plan.b));
+    std::iota(a_queue.begin(), a_queue.end(), 0);
+    std::iota(b_queue.begin(), b_queue.end(), 0);
+    int a_spare = plan.a, b_spare = plan.b;
+    const MPI_Comm row = A.grid().row_comm(), col = A.grid().col_comm();
+    const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
+    const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
+    for (int t = 0; t < plan.V; ++t) {
+      ImageBuffer& a_front = a_buf[static_cast<std::size_t>(a_queue.front())];
+      ImageBuffer& b_front = b_buf[static_cast<std::size_t>(b_queue.front())];
+      const bool shift = t + 1 < plan.V;
+      if (shift && plan.PC > 1) post_shift(a_front, a_buf[static_cast<std::size_t>(a_spare)], left, right, row, Role::A, traffic);
+      if (shift && plan.PR > 1) post_shift(b_front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
+      product.multiply(a_front.view(), A.layout(), b_front.view(), B.layout(), kernel);
+      if (!shift) break;
+      traffic.waitall(Role::A);
+      traffic.waitall(Role::B);
+      rotate(a_queue, a_spare, plan.PC > 1);
+      rotate(b_queue, b_spare, plan.PR > 1);
+    }
+  }
+
+  static void post_shift(const ImageBuffer& send, ImageBuffer& recv, int to, int from, MPI_Comm comm, Role role,
+                         Traffic& traffic) {
+    traffic.irecv(recv.index.data(), static_cast<std::int64_t>(recv.index.size()), MPI_INT64_T, from, kTagIndex, comm,
+                  role, Payload::Index);
+    traffic.irecv(recv.data.data(), static_cast<std::int64_t>(recv.data.size()), MPI_DOUBLE, from, kTagData, comm, role,
+                  Payload::Data);
+    traffic.isend(send.index.data(), send.words(), MPI_INT64_T, to, kTagIndex, comm, role, Payload::Index);
+    traffic.isend(send.data.data(), send.values(), MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
+  }
+
+  // The front leaves: with a neighbour, the received image joins the back and the sent buffer
+  // becomes the receive buffer; alone on the ring, the front simply goes to the back.
+  static void rotate(std::vector<int>& queue, int& spare, bool exchanged) {
+    const int front = queue.front();
+    queue.erase(queue.begin());
+    if (exchanged) {
+      queue.push_back(spare);
+      spare = front;
+    } else {
+      queue.push_back(front);
+    }
+  }
+};
+
+plexus::ParameterListPtr cannon_parameters() { return Teuchos::rcp(new plexus::ParameterList("cannon")); }
+
+const plexus::PluginDescriptor& describe() {
+  static const plexus::PluginDescriptor d = [] {
+    plexus::PluginDescriptor p;
+    p.name = "comm_cannon";
+    p.version = "1.0.0";
+    plexus::ComponentDescriptor c;
+    c.kind = plexus::ComponentKind::Comm;
+    c.name = "cannon";
+    c.summary =
+        "Cannon's algorithm as in DBCSR: virtual grid V = lcm(PR,PC), pre-shift, V ticks of double-buffered "
+        "Isend/Irecv of A (left) and B (up) images overlapping the local multiply. No parameters.";
+    c.operations = plexus::OpMultiply;
+    c.valid_parameters = cannon_parameters;
+    c.make_comm = [](const plexus::ParameterList&) { return std::make_unique<Cannon>(); };
+    p.components.push_back(std::move(c));
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+PLEXUS_PLUGIN(describe)

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "plexus/error.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/panel.hpp"
+
+using namespace plexus;
+
+TEST(BlockSizes, OffsetsAndLookup) {
+  BlockSizes s({1, 5, 13});
+  EXPECT_EQ(s.count(), 3);
+  EXPECT_EQ(s.total(), 19);
+  EXPECT_EQ(s.offset(2), 6);
+  EXPECT_EQ(s.block_of(0), 0);
+  EXPECT_EQ(s.block_of(1), 1);
+  EXPECT_EQ(s.block_of(5), 1);
+  EXPECT_EQ(s.block_of(6), 2);
+  EXPECT_EQ(s.block_of(18), 2);
+  EXPECT_THROW(s.block_of(19), Error);
+  EXPECT_EQ(s.max_size(), 13);
+  EXPECT_THROW(BlockSizes({3, 0}), InputError);
+}
+
+TEST(BlockSizes, CoveringAndCyclic) {
+  auto c = BlockSizes::covering(10, 4);
+  EXPECT_EQ(c.sizes(), (std::vector<int>{4, 4, 2}));
+  auto y = BlockSizes::cyclic(5, {1, 5});
+  EXPECT_EQ(y.sizes(), (std::vector<int>{1, 5, 1, 5, 1}));
+}
+
+TEST(Panel, AppendFindAndPackRoundTrip) {
+  Panel p(std::vector<int>{2, 5, 9});
+  double* x = p.append_block(0, 1, 4);
+  x[3] = 7;
+  p.append_block(0, 3, 2);
+  p.append_block(2, 0, 1)[0] = -1;  // row 1 stays empty
+  EXPECT_THROW(p.append_block(1, 4, 1), Error);  // rows must ascend
+  EXPECT_THROW(p.append_block(2, 0, 1), Error);  // columns must ascend
+  EXPECT_EQ(p.nblocks(), 3);
+  EXPECT_EQ(p.find(0, 3), 1);
+  EXPECT_EQ(p.find(1, 3), -1);
+  EXPECT_EQ(p.find(2, 0), 2);
+  EXPECT_EQ(p.row_index(5), 1);
+  EXPECT_EQ(p.row_index(6), -1);
+
+  std::vector<std::int64_t> words;
+  p.pack_index(words);
+  ASSERT_EQ(static_cast<std::int64_t>(words.size()), PanelView::packed_words(3, 3));
+  const PanelView v = PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), p.data().data());
+  EXPECT_EQ(v.nrows, 3);
+  EXPECT_EQ(v.nblocks, 3);
+  EXPECT_EQ(v.row_ptr[1], 2);
+  EXPECT_EQ(v.row_ptr[2], 2);
+  EXPECT_EQ(v.row_ptr[3], 3);
+  EXPECT_EQ(v.data[v.offsets[0] + 3], 7);
+  Panel q = Panel::copy_of(v);
+  EXPECT_EQ(q.find(2, 0), 2);
+  EXPECT_EQ(q.data()[q.offset(2)], -1);
+  EXPECT_THROW(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()) - 1, nullptr), Error);
+}
+
+TEST(BalanceRows, EqualWeightPerThread) {
+  // 8 rows with weights summing to 40: two threads get 20 each.
+  std::vector<std::int64_t> w{10, 5, 5, 2, 8, 4, 3, 3};
+  auto f = balance_rows(w, 2);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0], 0);
+  EXPECT_EQ(f[1], 3);
+  EXPECT_EQ(f[2], 8);
+  auto g = balance_rows(std::vector<std::int64_t>(6, 0), 3);  // no weights: by row count
+  EXPECT_EQ(g, (std::vector<int>{0, 2, 4, 6}));
+  auto h = balance_rows({}, 4);
+  EXPECT_EQ(h, (std::vector<int>{0, 0, 0, 0, 0}));
+}

@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "dense_reference.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/local_multiply.hpp"
+
+using namespace plexus;
+
+namespace {
+// A full panel over `rows` x `ncols` blocks where block (i, j) is present iff keep(i, j), with
+// values derived from (seed, i, j, element).
+template <class Keep>
+Panel make_panel(const BlockLayout& l, int seed, Keep keep) {
+  std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
+  for (int i = 0; i < l.rows.count(); ++i) rows[i] = i;
+  Panel p(rows);
+  for (int i = 0; i < l.rows.count(); ++i)
+    for (int j = 0; j < l.cols.count(); ++j) {
+      if (!keep(i, j)) continue;
+      const int n = l.rows.size(i) * l.cols.size(j);
+      double* x = p.append_block(i, j, n);
+      for (int e = 0; e < n; ++e) x[e] = std::sin(seed * 1.3 + i * 7.1 + j * 3.7 + e * 0.37);
+    }
+  return p;
+}
+
+std::vector<double> dense_of(const PanelView& v, const BlockLayout& l) {
+  const std::int64_t nr = l.rows.total();
+  std::vector<double> d(static_cast<std::size_t>(nr * l.cols.total()), 0.0);
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
+      const int m = l.rows.size(i);
+      for (int c = 0; c < l.cols.size(j); ++c)
+        for (int q = 0; q < m; ++q)
+          d[static_cast<std::size_t>((l.cols.offset(j) + c) * nr + l.rows.offset(i) + q)] = v.data[v.offsets[b] + q + c * m];
+    }
+  return d;
+}
+}  // namespace
+
+TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
+  const BlockSizes s = BlockSizes::cyclic(8, {1, 5, 13, 23, 32});
+  BlockLayout la{s, s}, lb{s, s}, lc{s, s};
+  Panel a1 = make_panel(la, 1, [](int i, int j) { return (i + j) % 3 == 0 && j < 4; });
+  Panel a2 = make_panel(la, 2, [](int i, int j) { return (i * j) % 4 == 1 && j >= 4; });
+  Panel b1 = make_panel(lb, 3, [](int i, int j) { return (i + 2 * j) % 3 != 0 && i < 4; });
+  Panel b2 = make_panel(lb, 4, [](int i, int j) { return (i + j) % 2 == 0 && i >= 4; });
+  Panel c0 = make_panel(lc, 5, [](int i, int j) { return i == j; });
+  for (int threads : {1, 2, 3}) {
+    ReferenceKernel k;
+    LocalProduct lp(c0.view(), lc, threads, {});
+    lp.multiply(a1.view(), la, b1.view(), lb, k);
+    lp.multiply(a2.view(), la, b2.view(), lb, k);
+    lp.multiply(Panel(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}).view(), la, b2.view(), lb, k);  // empty panel
+    Panel c = lp.finish();
+    std::vector<double> ref = dense_of(c0.view(), lc);
+    const std::int64_t n = s.total();
+    test::dense_gemm(n, n, n, 1.0, dense_of(a1.view(), la), dense_of(b1.view(), lb), 1.0, ref);
+    test::dense_gemm(n, n, n, 1.0, dense_of(a2.view(), la), dense_of(b2.view(), lb), 1.0, ref);
+    EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13) << threads << " threads";
+    // Blocks come out sorted by (row, col) with no duplicates.
+    const PanelView v = c.view();
+    for (int r = 0; r < v.nrows; ++r)
+      for (std::int64_t b = v.row_ptr[r] + 1; b < v.row_ptr[r + 1]; ++b) EXPECT_LT(v.cols[b - 1], v.cols[b]);
+  }
+}
+
+TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
+  const BlockSizes s = BlockSizes::cyclic(6, {5, 13});
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 7, [](int, int) { return true; });
+  Panel b = make_panel(l, 8, [](int, int) { return true; });
+  // Scale some blocks down so their products fall below the threshold.
+  for (std::int64_t q = 0; q < a.nblocks(); q += 3)
+    for (int e = 0; e < 25; ++e) a.data()[static_cast<std::size_t>(a.offset(q) + e)] *= 1e-9;
+  const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
+  std::vector<double> eps(6, 1e-6);
+  ReferenceKernel k;
+  LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, 2, eps);
+  lp.multiply(a.view(), l, b.view(), l, k);
+  const std::int64_t skipped = lp.stats().skipped;
+  Panel c = lp.finish();
+  // Independent: block-by-block sums of the products that pass |a||b| >= eps.
+  std::int64_t expect_skipped = 0;
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  for (int i = 0; i < 6; ++i)
+    for (int kk = 0; kk < 6; ++kk)
+      for (int j = 0; j < 6; ++j) {
+        const std::int64_t ab = a.find(i, kk), bb = b.find(kk, j);
+        if (an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] < 1e-6) {
+          ++expect_skipped;
+          continue;
+        }
+        const int m = s.size(i), kn = s.size(kk), nn = s.size(j);
+        for (int c2 = 0; c2 < nn; ++c2)
+          for (int l2 = 0; l2 < kn; ++l2)
+            for (int r = 0; r < m; ++r)
+              ref[static_cast<std::size_t>((s.offset(j) + c2) * n + s.offset(i) + r)] +=
+                  a.data()[static_cast<std::size_t>(a.offset(ab) + r + l2 * m)] *
+                  b.data()[static_cast<std::size_t>(b.offset(bb) + l2 + c2 * kn)];
+      }
+  EXPECT_GT(expect_skipped, 0);
+  EXPECT_EQ(skipped, expect_skipped);
+  EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+}

@@ -1,0 +1,278 @@
+// Cannon's multiply on every rank count, square and non-square grids (both orientations),
+// mixed block sizes, alpha/beta, filtering on and off: C is compared with the dense product of
+// the gathered operands, and the counted traffic with the volume the schedule implies,
+// recomputed here from the global block lists.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <string>
+
+#include "dense_reference.hpp"
+#include "plexus/distribution.hpp"
+#include "plexus/error.hpp"
+#include "plexus/generator.hpp"
+#include "plexus/registry.hpp"
+
+using namespace plexus;
+
+namespace {
+
+void load_plugins() {
+  static bool loaded = false;
+  if (loaded) return;
+  Registry::global().load_file(PLEXUS_CANNON_PATH);
+  Registry::global().load_file(PLEXUS_KERNELS_CPU_PATH);
+  loaded = true;
+}
+
+std::unique_ptr<CommStrategy> cannon() {
+  load_plugins();
+  ParameterList p("cannon");
+  return Registry::global().make_comm("cannon", p, "Communication/cannon");
+}
+
+std::unique_ptr<Kernel> kernel(const std::string& name) {
+  load_plugins();
+  ParameterList p(name);
+  return Registry::global().make_kernel(name, p, "Kernel/" + name);
+}
+
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// The grids a test runs on: MPI_Dims_create's and its transpose.
+std::vector<std::shared_ptr<const Grid>> grids() {
+  auto g = Grid::create(MPI_COMM_WORLD);
+  std::vector<std::shared_ptr<const Grid>> out{g};
+  if (g->nprows() != g->npcols()) out.push_back(Grid::create(MPI_COMM_WORLD, g->npcols(), g->nprows()));
+  return out;
+}
+
+struct Case {
+  std::string name;
+  int rows, inner, cols;       // block counts of C rows, the k dimension, C cols
+  std::vector<int> sizes;      // block sizes, cycled
+  double occupancy;
+  double alpha, beta;
+  std::string dist;
+  std::string kernel;
+  double filter_eps = 0;
+  int repeat = 1;
+};
+
+struct Operands {
+  DistMatrix a, b, c;
+};
+
+Operands make_operands(const Case& k, std::shared_ptr<const Grid> grid) {
+  const std::uint64_t dseed = 17;
+  auto bs = [&](int n) { return BlockSizes::cyclic(n, k.sizes); };
+  BlockLayout la{bs(k.rows), bs(k.inner)}, lb{bs(k.inner), bs(k.cols)}, lc{bs(k.rows), bs(k.cols)};
+  // The same seed per dimension gives C the rows of A and the columns of B.
+  GeneratorSpec sa, sb, sc;
+  sa.occupancy = sb.occupancy = sc.occupancy = k.occupancy;
+  sa.seed = 101;
+  sb.seed = 202;
+  sc.seed = 303;
+  return Operands{generate_random("A", Distribution::by_name(k.dist, grid, k.rows, k.inner, dseed), la, sa),
+                  generate_random("B", Distribution::by_name(k.dist, grid, k.inner, k.cols, dseed), lb, sb),
+                  k.beta != 0 ? generate_random("C", Distribution::by_name(k.dist, grid, k.rows, k.cols, dseed), lc, sc)
+                              : DistMatrix("C", Distribution::by_name(k.dist, grid, k.rows, k.cols, dseed), lc)};
+}
+
+// Blocks of a gathered matrix: (i, j) -> values.
+std::map<std::pair<int, int>, std::vector<double>> blocks_of(const DistMatrix& m) {
+  const auto g = m.gather_blocks();
+  std::map<std::pair<int, int>, std::vector<double>> out;
+  std::size_t off = 0;
+  for (std::size_t q = 0; q < g.index.size(); q += 2) {
+    const int i = static_cast<int>(g.index[q]), j = static_cast<int>(g.index[q + 1]);
+    const std::size_t n = static_cast<std::size_t>(m.layout().rows.size(i)) * m.layout().cols.size(j);
+    out[{i, j}].assign(g.values.begin() + static_cast<long>(off), g.values.begin() + static_cast<long>(off + n));
+    off += n;
+  }
+  return out;
+}
+
+double norm(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v * v;
+  return std::sqrt(s);
+}
+
+// C as DBCSR's filtered multiply defines it, computed block by block: a product A(i,k)B(k,j) is
+// skipped when |A(i,k)|*|B(k,j)| < eps / (blocks in row i of A); then blocks with |C(i,j)| < eps
+// are dropped.
+std::vector<double> filtered_reference(const Case& k, const Operands& o) {
+  auto A = blocks_of(o.a), B = blocks_of(o.b);
+  const auto &la = o.a.layout(), &lb = o.b.layout();
+  std::map<int, int> row_count;
+  for (const auto& [ij, v] : A) ++row_count[ij.first];
+  std::map<std::pair<int, int>, std::vector<double>> C;
+  for (const auto& [ik, av] : A)
+    for (int j = 0; j < k.cols; ++j) {
+      auto bit = B.find({ik.second, j});
+      if (bit == B.end()) continue;
+      if (norm(av) * norm(bit->second) < k.filter_eps / row_count[ik.first]) continue;
+      const int m = la.rows.size(ik.first), kk = la.cols.size(ik.second), n = lb.cols.size(j);
+      auto& c = C[{ik.first, j}];
+      if (c.empty()) c.assign(static_cast<std::size_t>(m * n), 0.0);
+      std::vector<double> prod;
+      test::dense_gemm(m, n, kk, k.alpha, av, bit->second, 1.0, c);
+    }
+  const std::int64_t nr = la.rows.total();
+  std::vector<double> dense(static_cast<std::size_t>(nr * lb.cols.total()), 0.0);
+  for (const auto& [ij, c] : C) {
+    if (norm(c) < k.filter_eps) continue;
+    const int m = la.rows.size(ij.first);
+    for (int cc = 0; cc < lb.cols.size(ij.second); ++cc)
+      for (int r = 0; r < m; ++r)
+        dense[static_cast<std::size_t>((lb.cols.offset(ij.second) + cc) * nr + la.rows.offset(ij.first) + r)] =
+            c[static_cast<std::size_t>(r + cc * m)];
+  }
+  return dense;
+}
+
+void run_case(const Case& k) {
+  for (const auto& grid : grids()) {
+    SCOPED_TRACE(k.name + " on grid " + grid->describe());
+    Operands o = make_operands(k, grid);
+    const auto A = o.a.to_dense(), B = o.b.to_dense();
+    std::vector<double> ref = o.c.to_dense();
+    const std::int64_t m = o.a.nrows(), n = o.b.ncols(), kk = o.a.ncols();
+    if (k.filter_eps > 0) {
+      ref = filtered_reference(k, o);
+    } else {
+      for (int r = 0; r < k.repeat; ++r) test::dense_gemm(m, n, kk, k.alpha, A, B, k.beta, ref);
+    }
+    auto strategy = cannon();
+    auto kern = kernel(k.kernel);
+    MultiplyReport last;
+    for (int r = 0; r < k.repeat; ++r)
+      last = strategy->multiply(k.alpha, o.a, o.b, k.beta, o.c, *kern, MultiplyOptions{k.filter_eps});
+    EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-12);
+    EXPECT_EQ(last.ticks, std::lcm(grid->nprows(), grid->npcols()));
+    if (k.filter_eps > 0) {
+      std::int64_t skipped = last.skipped_products;
+      MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_GT(skipped, 0) << "the filter case must skip some products";
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Cannon, UniformBlocksAlphaOne) {
+  run_case({"uniform", 12, 12, 12, {7}, 0.3, 1.0, 0.0, "block-cyclic", "reference"});
+}
+
+TEST(Cannon, MixedOddBlockSizesAlphaBeta) {
+  run_case({"mixed", 11, 13, 9, {1, 5, 13, 23, 32}, 0.35, -0.75, 1.5, "random", "cpu"});
+}
+
+TEST(Cannon, RectangularMoreColumnsThanRows) {
+  run_case({"rect", 5, 17, 14, {3, 8}, 0.5, 2.0, -1.0, "block-cyclic", "cpu"});
+}
+
+TEST(Cannon, EmptyOperandsGiveBetaC) {
+  run_case({"empty", 8, 8, 8, {4}, 0.0, 1.0, 0.5, "random", "cpu"});
+}
+
+TEST(Cannon, RepeatedMultipliesAccumulate) {
+  Case k{"repeat", 9, 9, 9, {2, 6}, 0.4, 0.5, 1.0, "random", "cpu"};
+  k.repeat = 3;
+  run_case(k);
+}
+
+TEST(Cannon, OnTheFlyFilteringMatchesBlockwiseDefinition) {
+  Case k{"filter", 10, 12, 10, {1, 5, 13}, 0.6, 1.0, 0.0, "random", "cpu"};
+  k.filter_eps = 2.0;
+  run_case(k);
+}
+
+TEST(Cannon, TrafficEqualsTheScheduleVolume) {
+  for (const double occupancy : {1.0, 0.3}) {
+    for (const auto& grid : grids()) {
+      SCOPED_TRACE("grid " + grid->describe() + " occupancy " + std::to_string(occupancy));
+      const int nb = 12;  // divisible by every V = lcm(PR, PC) of the tested grids
+      Case k{"volume", nb, nb, nb, {4}, occupancy, 1.0, 0.0, "block-cyclic", "reference"};
+      Operands o = make_operands(k, grid);
+      auto strategy = cannon();
+      auto kern = kernel("reference");
+      const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
+
+      // The schedule, recomputed: k-groups from A's column distribution, image sizes from the
+      // gathered block lists, fronts g(pr, pc, t) = (pc*a + pr*b + t) mod V.
+      const int PR = grid->nprows(), PC = grid->npcols(), pr = grid->myprow(), pc = grid->mypcol();
+      const int V = std::lcm(PR, PC), a = V / PC, b = V / PR;
+      const auto& cA = o.a.distribution().col_dist();
+      const auto& rA = o.a.distribution().row_dist();
+      const auto& cB = o.b.distribution().col_dist();
+      std::vector<int> kg(cA.size()), seen(static_cast<std::size_t>(PC), 0);
+      for (std::size_t q = 0; q < cA.size(); ++q) kg[q] = cA[q] + PC * (seen[static_cast<std::size_t>(cA[q])]++ % a);
+      std::vector<std::int64_t> sizeA(static_cast<std::size_t>(PR * V), 0), sizeB(static_cast<std::size_t>(V * PC), 0);
+      std::int64_t pre_sent_a = 0, pre_recv_a = 0, flops_expected = 0;
+      auto A = blocks_of(o.a), B = blocks_of(o.b);
+      for (const auto& [ik, v] : A) {
+        const int g = kg[static_cast<std::size_t>(ik.second)], row = rA[static_cast<std::size_t>(ik.first)];
+        sizeA[static_cast<std::size_t>(row * V + g)] += static_cast<std::int64_t>(v.size()) * 8;
+        const int dest = (((g - row * b) % V + V) % V) / a;
+        const int from = cA[static_cast<std::size_t>(ik.second)];
+        if (row == pr && from == pc && dest != pc) pre_sent_a += static_cast<std::int64_t>(v.size()) * 8;
+        if (row == pr && from != pc && dest == pc) pre_recv_a += static_cast<std::int64_t>(v.size()) * 8;
+      }
+      for (const auto& [kj, v] : B)
+        sizeB[static_cast<std::size_t>(kg[static_cast<std::size_t>(kj.first)] * PC + cB[static_cast<std::size_t>(kj.second)])] +=
+            static_cast<std::int64_t>(v.size()) * 8;
+      for (const auto& [ik, av] : A)
+        for (int j = 0; j < nb; ++j)
+          if (B.count({ik.second, j})) flops_expected += 2 * 4 * 4 * 4;
+      std::int64_t shift_a = 0, shift_b = 0, recv_a = 0;
+      for (int t = 0; t + 1 < V; ++t) {
+        const int g = (pc * a + pr * b + t) % V;
+        if (PC > 1) {
+          shift_a += sizeA[static_cast<std::size_t>(pr * V + g)];
+          recv_a += sizeA[static_cast<std::size_t>(pr * V + ((pc + 1) % PC * a + pr * b + t) % V)];
+        }
+        if (PR > 1) shift_b += sizeB[static_cast<std::size_t>(g * PC + pc)];
+      }
+      EXPECT_EQ(rep.extra.at("shift_bytes_a"), static_cast<double>(shift_a));
+      EXPECT_EQ(rep.extra.at("shift_bytes_b"), static_cast<double>(shift_b));
+      EXPECT_EQ(rep.extra.at("preshift_bytes_a"), static_cast<double>(pre_sent_a));
+      EXPECT_EQ(rep.traffic[0].bytes_received, recv_a + pre_recv_a);
+      EXPECT_EQ(rep.traffic[0].bytes_sent, shift_a + pre_sent_a);
+      const std::int64_t shift_msgs = PC > 1 ? 2 * (V - 1) : 0;
+      EXPECT_GE(rep.traffic[0].messages_sent, shift_msgs);
+      EXPECT_EQ(rep.traffic[2].bytes_sent, 0);  // Cannon never moves C
+      if (occupancy == 1.0 && PC > 1) {
+        // The published model: V-1 shifts of one A panel of (N/PR) x (N/V) values each.
+        const std::int64_t N = nb * 4;
+        EXPECT_EQ(shift_a, (V - 1) * (N / PR) * (N / V) * 8);
+      }
+      double flops = rep.flops;
+      MPI_Allreduce(MPI_IN_PLACE, &flops, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_EQ(flops, static_cast<double>(flops_expected));
+      EXPECT_GT(rep.peak_buffer_bytes, 0);
+    }
+  }
+}
+
+TEST(Cannon, MismatchedOperandsAreRefusedOnEveryRank) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  BlockLayout la{BlockSizes::uniform(5, 3), BlockSizes::uniform(6, 3)};
+  BlockLayout lb{BlockSizes::uniform(7, 3), BlockSizes::uniform(5, 3)};
+  BlockLayout lc{BlockSizes::uniform(5, 3), BlockSizes::uniform(5, 3)};
+  DistMatrix a("A", Distribution::block_cyclic(grid, 5, 6), la);
+  DistMatrix b("B", Distribution::block_cyclic(grid, 7, 5), lb);
+  DistMatrix c("C", Distribution::block_cyclic(grid, 5, 5), lc);
+  auto strategy = cannon();
+  auto kern = kernel("reference");
+  EXPECT_THROW(strategy->multiply(1.0, a, b, 0.0, c, *kern, MultiplyOptions{}), Error);
+  (void)world_size;
+}

@@ -1,0 +1,163 @@
+// DistMatrix on several ranks: every result is compared with the same operation on the dense
+// matrix built directly from the generator's definition.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "dense_reference.hpp"
+#include "plexus/distribution.hpp"
+#include "plexus/error.hpp"
+#include "plexus/generator.hpp"
+#include "plexus/matrix_market.hpp"
+
+using namespace plexus;
+
+namespace {
+
+BlockLayout mixed(int nb) {
+  auto s = BlockSizes::cyclic(nb, {1, 5, 13, 4});
+  return BlockLayout{s, s};
+}
+
+GeneratorSpec spec(std::uint64_t seed, double occ, bool sym = false) {
+  GeneratorSpec s;
+  s.seed = seed;
+  s.occupancy = occ;
+  s.symmetric = sym;
+  return s;
+}
+
+// The dense matrix straight from the generator's definition (rank-independent by construction).
+std::vector<double> dense_from_definition(const BlockLayout& l, const GeneratorSpec& s) {
+  const std::int64_t nr = l.rows.total();
+  std::vector<double> d(static_cast<std::size_t>(nr * l.cols.total()), 0.0);
+  for (int i = 0; i < l.rows.count(); ++i)
+    for (int j = 0; j < l.cols.count(); ++j) {
+      if (!generator_block_present(s, i, j) && !(s.force_diagonal && i == j)) continue;
+      for (int c = 0; c < l.cols.size(j); ++c)
+        for (int r = 0; r < l.rows.size(i); ++r)
+          d[static_cast<std::size_t>((l.cols.offset(j) + c) * nr + l.rows.offset(i) + r)] =
+              generator_value(s, i, j, r, c, l.rows.size(i), l.cols.size(j));
+    }
+  return d;
+}
+
+}  // namespace
+
+TEST(DistMatrix, GeneratorIsIndependentOfRanksAndDistribution) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(11);
+  const auto s = spec(3, 0.35, true);
+  const auto ref = dense_from_definition(l, s);
+  for (const char* kind : {"block-cyclic", "random"}) {
+    DistMatrix m = generate_random("A", Distribution::by_name(kind, grid, 11, 11, 9), l, s);
+    EXPECT_EQ(m.to_dense(), ref) << kind;
+  }
+}
+
+TEST(DistMatrix, RedistributeKeepsEveryBlock) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(13);
+  const auto s = spec(4, 0.4);
+  DistMatrix a = generate_random("A", Distribution::block_cyclic(grid, 13, 13), l, s);
+  DistMatrix b = a.redistribute(Distribution::random_permuted(grid, 13, 13, 77));
+  EXPECT_EQ(b.to_dense(), a.to_dense());
+  EXPECT_EQ(b.global_nblocks(), a.global_nblocks());
+  auto line = Grid::create(MPI_COMM_WORLD, grid->size(), 1);
+  DistMatrix c = b.redistribute(Distribution::rows_1d(line, 13, 13));
+  EXPECT_EQ(c.to_dense(0), a.to_dense(0));
+}
+
+TEST(DistMatrix, AlgebraMatchesDense) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(10);
+  auto d1 = Distribution::block_cyclic(grid, 10, 10);
+  auto d2 = Distribution::random_permuted(grid, 10, 10, 5);
+  const auto sa = spec(5, 0.3), sb = spec(6, 0.5);
+  const auto A = dense_from_definition(l, sa), B = dense_from_definition(l, sb);
+  DistMatrix a = generate_random("A", d1, l, sa);
+  DistMatrix b = generate_random("B", d2, l, sb);  // another distribution: add/dot redistribute
+
+  double dot = 0, na = 0, tr = 0;
+  const std::int64_t n = l.rows.total();
+  for (std::size_t q = 0; q < A.size(); ++q) {
+    dot += A[q] * B[q];
+    na += A[q] * A[q];
+  }
+  for (std::int64_t i = 0; i < n; ++i) tr += A[static_cast<std::size_t>(i + i * n)];
+  EXPECT_NEAR(a.dot(b), dot, 1e-12 * std::sqrt(na) * 10);
+  EXPECT_NEAR(a.frobenius_norm(), std::sqrt(na), 1e-12 * std::sqrt(na));
+  EXPECT_NEAR(a.trace(), tr, 1e-12 * std::sqrt(na));
+
+  DistMatrix c = a;
+  c.add(2.0, -0.5, b);
+  std::vector<double> ref(A.size());
+  for (std::size_t q = 0; q < A.size(); ++q) ref[q] = 2.0 * A[q] - 0.5 * B[q];
+  EXPECT_LE(test::relative_error(c.to_dense(), ref), 1e-15);
+
+  c.scale(-3.0);
+  c.add_identity(1.5);
+  for (auto& x : ref) x *= -3.0;
+  for (std::int64_t i = 0; i < n; ++i) ref[static_cast<std::size_t>(i + i * n)] += 1.5;
+  EXPECT_LE(test::relative_error(c.to_dense(), ref), 1e-15);
+}
+
+TEST(DistMatrix, FilterDropsSmallBlocksOnly) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(9);
+  DistMatrix a = generate_random("A", Distribution::block_cyclic(grid, 9, 9), l, spec(8, 0.6));
+  // Block norms over all ranks, then filter at the median norm.
+  std::vector<double> norms = a.block_norms();
+  int n = static_cast<int>(norms.size()), total = 0;
+  MPI_Allreduce(&n, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  std::vector<int> counts(static_cast<std::size_t>(grid->size())), displs(counts.size(), 0);
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(norms.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+  std::sort(all.begin(), all.end());
+  const double eps = all[all.size() / 2];
+  const auto expect_kept = std::count_if(all.begin(), all.end(), [&](double x) { return x >= eps; });
+  const auto before = a.to_dense();
+  a.filter(eps);
+  EXPECT_EQ(a.global_nblocks(), expect_kept);
+  for (double x : a.block_norms()) EXPECT_GE(x, eps);
+  // Kept blocks are unchanged: the filtered matrix differs from the original only where it is 0.
+  const auto after = a.to_dense();
+  for (std::size_t q = 0; q < after.size(); ++q)
+    if (after[q] != 0.0) {
+      ASSERT_EQ(after[q], before[q]);
+    }
+}
+
+TEST(DistMatrix, MatrixMarketRoundTripOnAllRanks) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(8);
+  DistMatrix a = generate_random("A", Distribution::random_permuted(grid, 8, 8, 3), l, spec(9, 0.5));
+  std::string path = "/tmp/plexus_mpi_rt_" + std::to_string(grid->size()) + ".mtx";
+  write_matrix_market(a, path);
+  DistMatrix b = read_matrix_market(path, "B", Distribution::block_cyclic(grid, 8, 8), l);
+  EXPECT_EQ(b.to_dense(), a.to_dense());
+  EXPECT_EQ(b.global_nblocks(), a.global_nblocks());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (grid->rank() == 0) std::remove(path.c_str());
+  // A write into a missing folder fails on every rank, not only on rank 0.
+  EXPECT_THROW(write_matrix_market(a, "/nonexistent-dir/x.mtx"), InputError);
+}
+
+TEST(Grid, ShapesAndErrors) {
+  const int p = [] {
+    int s = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+  }();
+  auto g = Grid::create(MPI_COMM_WORLD);
+  EXPECT_EQ(g->nprows() * g->npcols(), p);
+  auto line = Grid::create(MPI_COMM_WORLD, 1, p);
+  EXPECT_EQ(line->nprows(), 1);
+  EXPECT_THROW(Grid::create(MPI_COMM_WORLD, p + 1, 1), InputError);
+}

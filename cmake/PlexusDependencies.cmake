@@ -6,15 +6,7 @@ find_package(spdlog REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 
-# Debian's Teuchos config needs Kokkos and exports variables, not targets: wrap them once.
-find_package(Teuchos REQUIRED)
-if(NOT TARGET plexus::teuchos)
-  add_library(plexus::teuchos INTERFACE IMPORTED)
-  set_target_properties(plexus::teuchos PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${Teuchos_INCLUDE_DIRS};${Teuchos_TPL_INCLUDE_DIRS}"
-    INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${Teuchos_INCLUDE_DIRS};${Teuchos_TPL_INCLUDE_DIRS}"
-    INTERFACE_LINK_LIBRARIES "${Teuchos_LIBRARIES};${Teuchos_TPL_LIBRARIES}")
-endif()
+include(PlexusTeuchos)
 
 # libxsmm (Debian ships static, position-independent archives and a pkg-config file).
 set(PLEXUS_HAVE_LIBXSMM OFF)

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <string>
 
 namespace plexus {
 /// The plexus logger (created on first use; configure_logging sets levels per rank).

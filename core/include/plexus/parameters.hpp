@@ -34,7 +34,10 @@ void validate_and_fill(ParameterList& user, const ParameterList& valid, const st
 std::size_t edit_distance(const std::string& a, const std::string& b);
 std::string nearest(const std::string& name, const std::vector<std::string>& candidates);
 
-/// Helpers to declare valid parameters with documentation.
+/// Helpers to declare valid parameters with documentation. Ranges and choices are checked by
+/// plexus' own validators (Teuchos_StandardParameterEntryValidators.hpp does not compile as
+/// C++20), so a valid list is described by describe_parameters, not written as XML. For an
+/// unbounded range pass std::numeric_limits<T>::max() (or lowest()).
 void declare_int(ParameterList& valid, const std::string& name, int def, const std::string& doc, int min, int max);
 void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc,
                     double min, double max);

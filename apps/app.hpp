@@ -1,0 +1,69 @@
+#pragma once
+// Pieces of the `plexus` program shared by its subcommands: the top-level parameter list, run
+// summaries reduced over ranks, and small output helpers.
+#include <mpi.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plexus/comm_strategy.hpp"
+#include "plexus/error.hpp"
+#include "plexus/parameters.hpp"
+
+namespace plexus::app {
+
+/// A command-line mistake: reported on rank 0, exit code 2, identical on every rank.
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+  ~UsageError() override;
+};
+
+// ---- parameters -----------------------------------------------------------------------------
+
+/// The valid top-level list (Solver, Problem, Communication, Kernel, Output and one sublist per
+/// solver) for the components currently registered. Component sublists are empty here; each
+/// component validates its own.
+ParameterListPtr top_level_valid();
+
+/// Validates the whole user list in place and fills every default: the top level, Problem,
+/// Output, the selected (and every other present) solver, strategy and kernel sublist.
+void validate_top_level(ParameterList& user);
+
+struct Selection {
+  std::string solver, strategy, kernel;
+};
+/// The names selected by a validated list.
+Selection selection_of(const ParameterList& validated);
+
+// ---- reports --------------------------------------------------------------------------------
+
+/// What the multiplies of one run did, reduced over ranks (every rank gets the same values).
+struct Summary {
+  int multiplies = 0;
+  int ranks = 1;
+  double seconds = 0;       ///< per multiply, max over ranks
+  double flops = 0;         ///< per multiply, sum over ranks
+  double gflops = 0;        ///< flops / seconds * 1e-9
+  double bytes_max = 0;     ///< bytes sent per multiply, max over ranks
+  double bytes_avg = 0;     ///< bytes sent per multiply, average over ranks
+  double messages_max = 0;  ///< messages sent per multiply, max over ranks
+  double messages_avg = 0;
+  double wait_max = 0;         ///< wait seconds per multiply, max over ranks
+  double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks
+  double peak_buffer_max = 0;  ///< peak communication buffer bytes, max over multiplies and ranks
+  double peak_memory_max = 0;  ///< peak tracked memory bytes, max over multiplies and ranks
+  /// Strategy-specific figures (MultiplyReport::extra named on rank 0): per multiply, max over ranks.
+  std::map<std::string, double> extra;
+};
+/// Collective over comm; every rank must pass the same number of reports.
+Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);
+
+std::string format_bytes(double bytes);
+std::string format_number(const char* fmt, double v);
+std::string json_escape(const std::string& s);
+/// Writes text to `path` through a temporary file renamed into place.
+void write_text_atomically(const std::string& path, const std::string& text);
+
+}  // namespace plexus::app

@@ -1,0 +1,118 @@
+// The top-level parameter list of the `plexus` program and its validation.
+#include <algorithm>
+
+#include "app.hpp"
+#include "plexus/problem.hpp"
+#include "plexus/registry.hpp"
+
+namespace plexus::app {
+
+UsageError::~UsageError() = default;
+
+namespace {
+
+std::string preferred(const std::vector<std::string>& names, const std::string& want) {
+  if (std::find(names.begin(), names.end(), want) != names.end()) return want;
+  return names.empty() ? want : names.front();
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void require_some(const std::vector<std::string>& names, ComponentKind kind) {
+  if (!names.empty()) return;
+  std::string dirs;
+  for (const auto& d : Registry::global().search_path()) dirs += (dirs.empty() ? "" : ", ") + d;
+  throw InputError("plugins", std::string("no ") + kind_name(kind) +
+                                  " component is available; no plugin was found in the plugin search path (" +
+                                  (dirs.empty() ? std::string("empty") : dirs) + "); set PLEXUS_PLUGIN_PATH");
+}
+
+ParameterListPtr valid_for(const ComponentEntry& e) {
+  if (!e.descriptor.valid_parameters) return Teuchos::rcp(new ParameterList(e.descriptor.name));
+  auto v = e.descriptor.valid_parameters();
+  return v.is_null() ? Teuchos::rcp(new ParameterList(e.descriptor.name)) : v;
+}
+
+// Validates every component sublist present in `parent` (and the selected one, created if
+// absent) against its component's valid parameters.
+void validate_component_sublists(ParameterList& parent, ComponentKind kind, const std::vector<std::string>& names,
+                                 const std::string& selected, const std::string& path) {
+  parent.sublist(selected);  // the selected component's sublist is always echoed, with its defaults
+  for (const auto& name : names) {
+    if (!parent.isSublist(name)) continue;
+    const ComponentEntry& e = Registry::global().get(kind, name);
+    validate_and_fill(parent.sublist(name), *valid_for(e), path + "/" + name);
+  }
+}
+
+}  // namespace
+
+ParameterListPtr top_level_valid() {
+  auto& reg = Registry::global();
+  const auto solvers = reg.names(ComponentKind::Solver);
+  const auto comms = reg.names(ComponentKind::Comm);
+  const auto kernels = reg.names(ComponentKind::Kernel);
+  require_some(solvers, ComponentKind::Solver);
+  require_some(comms, ComponentKind::Comm);
+  require_some(kernels, ComponentKind::Kernel);
+
+  auto v = Teuchos::rcp(new ParameterList("plexus"));
+  declare_choice(*v, "Solver", preferred(solvers, "multiply"), solvers,
+                 "the solver to run; its parameters are in the sublist of the same name");
+  v->set("Problem", *problem_valid_parameters(), "the matrices: generated or read, block sizes, distribution, grid");
+  ParameterList& comm = v->sublist("Communication", false, "how data moves: the strategy and its parameters");
+  declare_choice(comm, "Strategy", preferred(comms, "cannon"), comms,
+                 "the communication strategy; its parameters are in the sublist of the same name");
+  for (const auto& n : comms) comm.sublist(n, false, "parameters of the strategy '" + n + "'");
+  ParameterList& kernel = v->sublist("Kernel", false, "how local blocks are multiplied: the kernel and its parameters");
+  declare_choice(kernel, "Type", preferred(kernels, "cpu"), kernels,
+                 "the local kernel; its parameters are in the sublist of the same name");
+  for (const auto& n : kernels) kernel.sublist(n, false, "parameters of the kernel '" + n + "'");
+  ParameterList& output = v->sublist("Output", false, "what the program prints");
+  declare_choice(output, "LogLevel", "info", {"error", "warn", "info", "debug"},
+                 "rank 0 logs at this level; other ranks log warnings and errors, everything at debug");
+  for (const auto& n : solvers) v->sublist(n, false, "parameters of the solver '" + n + "'");
+  return v;
+}
+
+void validate_top_level(ParameterList& user) {
+  auto& reg = Registry::global();
+  const auto solvers = reg.names(ComponentKind::Solver);
+  const auto comms = reg.names(ComponentKind::Comm);
+  const auto kernels = reg.names(ComponentKind::Kernel);
+  auto valid = top_level_valid();
+
+  // Top level: Problem and Output recursively; solver, Communication and Kernel sublists below.
+  validate_and_fill(user, *valid, "plexus", concat(solvers, {"Communication", "Kernel"}));
+  ParameterList& comm = user.sublist("Communication");
+  validate_and_fill(comm, valid->sublist("Communication"), "plexus/Communication", comms);
+  ParameterList& kernel = user.sublist("Kernel");
+  validate_and_fill(kernel, valid->sublist("Kernel"), "plexus/Kernel", kernels);
+
+  const ParameterList& problem = user.sublist("Problem");
+  if (problem.get<std::string>("Generator") == "matrix-market" &&
+      (problem.get<std::string>("FileA").empty() || problem.get<std::string>("FileB").empty()))
+    throw InputError("plexus/Problem/FileA",
+                     "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB");
+
+  const Selection s = selection_of(user);
+  for (const auto& name : solvers) {
+    if (!user.isSublist(name) && name != s.solver) continue;
+    validate_and_fill(user.sublist(name), *valid_for(reg.get(ComponentKind::Solver, name)), "plexus/" + name);
+  }
+  validate_component_sublists(comm, ComponentKind::Comm, comms, s.strategy, "plexus/Communication");
+  validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
+}
+
+Selection selection_of(const ParameterList& validated) {
+  Selection s;
+  s.solver = validated.get<std::string>("Solver");
+  s.strategy = validated.sublist("Communication").get<std::string>("Strategy");
+  s.kernel = validated.sublist("Kernel").get<std::string>("Type");
+  return s;
+}
+
+}  // namespace plexus::app

@@ -1,0 +1,144 @@
+// Run summaries reduced over ranks, and output helpers of the `plexus` program.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "app.hpp"
+
+namespace plexus::app {
+
+Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
+  Summary s;
+  MPI_Comm_size(comm, &s.ranks);
+  s.multiplies = static_cast<int>(reports.size());
+  // Per rank: averages per multiply, peaks over multiplies.
+  double seconds = 0, flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0;
+  for (const auto& r : reports) {
+    seconds += r.seconds;
+    flops += r.flops;
+    bytes += static_cast<double>(r.bytes_sent());
+    messages += static_cast<double>(r.messages_sent());
+    wait += r.wait_seconds();
+    kernel += r.kernel_seconds;
+    peak_buffer = std::max(peak_buffer, static_cast<double>(r.peak_buffer_bytes));
+    peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
+  }
+  const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
+  double maxes[7] = {seconds / n, bytes / n, messages / n, wait / n, kernel / n, peak_buffer, peak_memory};
+  double sums[3] = {flops / n, bytes / n, messages / n};
+  double gmax[7], gsum[3];
+  MPI_Allreduce(maxes, gmax, 7, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(sums, gsum, 3, MPI_DOUBLE, MPI_SUM, comm);
+  s.seconds = gmax[0];
+  s.bytes_max = gmax[1];
+  s.messages_max = gmax[2];
+  s.wait_max = gmax[3];
+  s.kernel_seconds = gmax[4];
+  s.peak_buffer_max = gmax[5];
+  s.peak_memory_max = gmax[6];
+  s.flops = gsum[0];
+  s.bytes_avg = gsum[1] / s.ranks;
+  s.messages_avg = gsum[2] / s.ranks;
+  s.gflops = s.seconds > 0 ? s.flops / s.seconds * 1e-9 : 0.0;
+
+  // Strategy-specific figures: the names rank 0 knows, averaged per rank, max over ranks.
+  std::map<std::string, double> local_extra;
+  for (const auto& r : reports)
+    for (const auto& [k, v] : r.extra) local_extra[k] += v / n;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string names;
+  if (rank == 0)
+    for (const auto& [k, v] : local_extra) names += k + "\n";
+  int len = static_cast<int>(names.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  names.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(names.data(), len, MPI_CHAR, 0, comm);
+  std::vector<std::string> keys;
+  for (std::size_t start = 0, nl; (nl = names.find('\n', start)) != std::string::npos; start = nl + 1)
+    keys.push_back(names.substr(start, nl - start));
+  if (!keys.empty()) {
+    std::vector<double> mine(keys.size(), 0.0), all(keys.size(), 0.0);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (auto it = local_extra.find(keys[i]); it != local_extra.end()) mine[i] = it->second;
+    MPI_Allreduce(mine.data(), all.data(), static_cast<int>(keys.size()), MPI_DOUBLE, MPI_MAX, comm);
+    for (std::size_t i = 0; i < keys.size(); ++i) s.extra[keys[i]] = all[i];
+  }
+  return s;
+}
+
+std::string format_number(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0)
+    std::snprintf(buf, sizeof(buf), "%.0f %s", bytes, units[u]);
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw InputError(path, "cannot write '" + path + "': cannot create '" + tmp + "': " + std::strerror(errno));
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(path, "cannot write '" + path + "': write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error(path, "cannot write '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace plexus::app

@@ -1,0 +1,780 @@
+// The `plexus` program: run a solver, compare strategies and kernels, list plugins.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app.hpp"
+#include "plexus/error.hpp"
+#include "plexus/log.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/registry.hpp"
+#include "plexus/solver.hpp"
+
+namespace plexus::app {
+namespace {
+
+// ---- usage ----------------------------------------------------------------------------------
+
+const char* const kOverview =
+    "plexus: distributed block-sparse matrix algebra with pluggable communication strategies and kernels\n"
+    "\n"
+    "Usage:\n"
+    "  plexus run [FILE.xml] [--set Path/Key=value]... [--write-params FILE] [--log-level LEVEL]\n"
+    "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
+    "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
+    "  plexus plugins [--verbose]\n"
+    "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
+    "\n"
+    "Commands:\n"
+    "  run      run one solver on one problem (no FILE: the built-in H2O-like problem)\n"
+    "  compare  run the same problem with several strategies/kernels in one job and check the results agree\n"
+    "  plugins  list every component (strategies, kernels, solvers) with its plugin and file\n"
+    "  help     show this text or the help of a command\n"
+    "\n"
+    "Examples:\n"
+    "  mpiexec -n 4 plexus run\n"
+    "  mpiexec -n 4 plexus run examples/h2o.xml --set Communication/Strategy=cannon --set multiply/Repetitions=5\n"
+    "  mpiexec -n 4 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=4 --kernels cpu,reference\n"
+    "  plexus plugins --verbose\n"
+    "\n"
+    "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
+
+const char* const kRunHelp =
+    "Usage: plexus run [FILE.xml] [options]\n"
+    "\n"
+    "Runs the solver selected by the parameter list (FILE.xml; without it, the built-in default problem:\n"
+    "160 x 160 blocks of 23, about 10% occupancy, like a small water system). The complete list used,\n"
+    "with every default filled in, is printed first, so the run can be reproduced from its own output.\n"
+    "\n"
+    "Options:\n"
+    "  --set Path/Key=value   override one parameter (repeatable), e.g. --set Problem/Blocks=40\n"
+    "                         --set Communication/Strategy=cannon --set Kernel/Type=reference\n"
+    "  --write-params FILE    also write the complete parameter list used to FILE (XML)\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Examples:\n"
+    "  mpiexec -n 4 plexus run examples/h2o.xml\n"
+    "  mpiexec -n 2 plexus run --set Problem/Blocks=40 --set multiply/Repetitions=1 --write-params used.xml\n"
+    "  plexus plugins --verbose     (lists every parameter of every component)\n";
+
+const char* const kCompareHelp =
+    "Usage: plexus compare [FILE.xml] --strategies S1,S2,... [options]\n"
+    "\n"
+    "Runs the same problem through every (strategy, kernel) combination in one job, compares each result\n"
+    "with the first one (relative Frobenius difference) and prints one table: time per multiply, GFLOP/s,\n"
+    "bytes and messages sent per rank (max and average), wait time, peak buffer memory.\n"
+    "\n"
+    "A strategy or kernel spec is name[:Key=Value[:Key=Value...]]; the assignments go to\n"
+    "Communication/<name> (or Kernel/<name>), e.g. rma25d:Layers=4.\n"
+    "\n"
+    "Options:\n"
+    "  --strategies LIST      comma-separated strategy specs (required)\n"
+    "  --kernels LIST         comma-separated kernel specs (default: Kernel/Type of the parameter list)\n"
+    "  --set Path/Key=value   override one parameter for every combination (repeatable)\n"
+    "  --csv FILE             write the table as CSV\n"
+    "  --json FILE            write the table as JSON\n"
+    "  --tolerance T          largest accepted relative difference (default 1e-10); exceeded: exit code 1\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Examples:\n"
+    "  mpiexec -n 4 plexus compare --strategies cannon --kernels cpu,reference\n"
+    "  mpiexec -n 8 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=2 --json table.json\n";
+
+const char* const kPluginsHelp =
+    "Usage: plexus plugins [--verbose]\n"
+    "\n"
+    "Lists every component the registry knows: kind, name, plugin, version, file and summary.\n"
+    "\n"
+    "Options:\n"
+    "  -v, --verbose   also list each component's documented parameters (type, default, range/choices)\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
+
+const std::vector<std::string> kCommands = {"run", "compare", "plugins", "help"};
+
+const char* help_of(const std::string& command) {
+  if (command == "run") return kRunHelp;
+  if (command == "compare") return kCompareHelp;
+  if (command == "plugins") return kPluginsHelp;
+  return kOverview;
+}
+
+// ---- command line ---------------------------------------------------------------------------
+
+struct Options {
+  std::string command;
+  std::string file;
+  std::vector<std::string> sets;
+  std::string write_params;
+  std::string log_level;
+  std::vector<std::string> strategies, kernels;
+  std::string csv, json;
+  double tolerance = 1e-10;
+  bool verbose = false;
+  bool help = false;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    auto pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> spec_list(const std::string& option, const std::string& value) {
+  auto items = split(value, ',');
+  for (const auto& it : items)
+    if (it.empty()) throw UsageError(option, "option " + option + " has an empty entry in '" + value + "'");
+  return items;
+}
+
+Options parse_command_line(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) throw UsageError("command line", "no command given");
+  std::size_t i = 0;
+  const std::string first = args[0];
+  if (first == "-h" || first == "--help") {
+    o.command = "help";
+    o.help = true;
+    return o;
+  }
+  if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
+    std::string msg = "unknown command '" + first + "'";
+    const std::string near = nearest(first, kCommands);
+    if (!near.empty())
+      msg += "; did you mean '" + near + "'?";
+    else if (first.size() > 4 && first.substr(first.size() - 4) == ".xml")
+      msg += "; did you mean 'plexus run " + first + "'?";
+    else if (!first.empty() && first[0] == '-')
+      msg = "unknown option '" + first + "' before the command";
+    throw UsageError("command line", msg + " (commands: run, compare, plugins, help)");
+  }
+  o.command = first;
+  ++i;
+  if (o.command == "help") {
+    o.help = true;
+    if (i < args.size()) {
+      const std::string topic = args[i];
+      if (std::find(kCommands.begin(), kCommands.end(), topic) == kCommands.end()) {
+        const std::string near = nearest(topic, kCommands);
+        throw UsageError("help", "no help for '" + topic + "'" +
+                                     (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
+                                     " (commands: run, compare, plugins)");
+      }
+      o.command = topic == "help" ? "help" : topic;
+      if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
+    } else {
+      o.command = "help";
+    }
+    return o;
+  }
+
+  std::vector<std::string> valued, flags = {"--help", "-h"};
+  if (o.command == "run") valued = {"--set", "--write-params", "--log-level"};
+  if (o.command == "compare")
+    valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
+  if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
+  const bool takes_file = o.command == "run" || o.command == "compare";
+
+  for (; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.size() > 1 && a[0] == '-') {
+      std::string name = a, value;
+      bool has_value = false;
+      if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+        name = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        has_value = true;
+      }
+      if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
+        if (has_value) throw UsageError(name, "option " + name + " takes no value");
+        if (name == "--help" || name == "-h") o.help = true;
+        if (name == "--verbose" || name == "-v") o.verbose = true;
+        continue;
+      }
+      if (std::find(valued.begin(), valued.end(), name) == valued.end()) {
+        auto all = valued;
+        all.insert(all.end(), flags.begin(), flags.end());
+        const std::string near = nearest(name, all);
+        throw UsageError(name, "unknown option '" + name + "' for 'plexus " + o.command + "'" +
+                                   (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
+      }
+      if (!has_value) {
+        if (i + 1 >= args.size()) throw UsageError(name, "option " + name + " needs a value");
+        value = args[++i];
+      }
+      if (name == "--set") {
+        if (value.find('=') == std::string::npos || value[0] == '=')
+          throw UsageError(name, "--set needs Path/To/Key=value, got '" + value + "'");
+        o.sets.push_back(value);
+      } else if (name == "--write-params") {
+        o.write_params = value;
+      } else if (name == "--log-level") {
+        o.log_level = value;
+      } else if (name == "--strategies") {
+        auto v = spec_list(name, value);
+        o.strategies.insert(o.strategies.end(), v.begin(), v.end());
+      } else if (name == "--kernels") {
+        auto v = spec_list(name, value);
+        o.kernels.insert(o.kernels.end(), v.begin(), v.end());
+      } else if (name == "--csv") {
+        o.csv = value;
+      } else if (name == "--json") {
+        o.json = value;
+      } else if (name == "--tolerance") {
+        char* end = nullptr;
+        o.tolerance = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(o.tolerance >= 0) || !std::isfinite(o.tolerance))
+          throw UsageError(name, "--tolerance needs a non-negative number, got '" + value + "'");
+      }
+      continue;
+    }
+    if (!takes_file) throw UsageError("command line", "'plexus " + o.command + "' takes no argument '" + a + "'");
+    if (!o.file.empty())
+      throw UsageError("command line", "only one parameter file can be given ('" + o.file + "' and '" + a + "')");
+    o.file = a;
+  }
+  if (o.command == "compare" && o.strategies.empty() && !o.help)
+    throw UsageError("--strategies", "'plexus compare' needs --strategies S1,S2,... (e.g. --strategies cannon)");
+  return o;
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+std::string describe_error(const std::exception& e) {
+  if (auto* pe = dynamic_cast<const Error*>(&e)) {
+    // The where is told unless the message already names it.
+    const std::string what = e.what();
+    if (!pe->where().empty() && what.find(pe->where()) == std::string::npos) return what + " (at " + pe->where() + ")";
+  }
+  return e.what();
+}
+
+/// Prints the error of this rank and ends the whole job. Never returns.
+[[noreturn]] void abort_job(int rank, const std::string& message, bool same_on_every_rank) {
+  // An error every rank sees alike is best told once: give rank 0 a moment to end the job first.
+  if (same_on_every_rank && rank != 0) ::sleep(2);
+  std::fprintf(stderr, "plexus: error on rank %d: %s\n", rank, message.c_str());
+  std::fflush(stderr);
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+/// Runs the set-up (no collective work inside): if every rank fails, rank 0 tells the error once
+/// and all ranks leave together (exit_code 2 for usage errors, else 1); if only some ranks fail,
+/// they tell theirs and the job is aborted. Returns true when every rank succeeded.
+template <class F>
+bool setup_phase(F&& setup, int rank, int size, int& exit_code) {
+  std::string message;
+  int failed = 0;
+  bool usage = false;
+  try {
+    setup();
+  } catch (const UsageError& e) {
+    failed = 1;
+    usage = true;
+    message = e.what();
+  } catch (const std::exception& e) {
+    failed = 1;
+    message = describe_error(e);
+  }
+  int count = 0;
+  MPI_Allreduce(&failed, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (count == 0) return true;
+  if (count == size) {
+    if (rank == 0) {
+      if (usage)
+        std::fprintf(stderr, "plexus: %s\nRun 'plexus --help' for usage.\n", message.c_str());
+      else
+        std::fprintf(stderr, "plexus: error on rank 0: %s\n", message.c_str());
+      std::fflush(stderr);
+    }
+    exit_code = usage ? 2 : 1;
+    return false;
+  }
+  if (failed) abort_job(rank, message, false);
+  // A failing rank prints its message and calls MPI_Abort, which ends every rank: the others
+  // wait in a barrier the failing ranks never enter, so nothing ends the job before the message.
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+/// Hidden test hook: PLEXUS_TEST_FAIL_RANK=R makes rank R throw once the run has started.
+void maybe_fail_for_test(int rank) {
+  if (const char* env = std::getenv("PLEXUS_TEST_FAIL_RANK")) {
+    if (*env && std::atoi(env) == rank)
+      throw Error("PLEXUS_TEST_FAIL_RANK", "failing on purpose on rank " + std::to_string(rank) + " (test hook)");
+  }
+}
+
+// ---- shared set-up --------------------------------------------------------------------------
+
+ParameterListPtr load_parameters(const Options& o) {
+  Registry::global().load_default();
+  ParameterListPtr params = o.file.empty() ? Teuchos::rcp(new ParameterList("plexus")) : read_parameter_file(o.file);
+  params->setName("plexus");
+  for (const auto& s : o.sets) apply_override(*params, s);
+  if (!o.log_level.empty()) apply_override(*params, "Output/LogLevel=" + o.log_level);
+  return params;
+}
+
+struct Components {
+  std::unique_ptr<CommStrategy> strategy;
+  std::unique_ptr<Kernel> kernel;
+  std::unique_ptr<Solver> solver;
+};
+
+Components make_components(ParameterList& params) {
+  auto& reg = Registry::global();
+  const Selection s = selection_of(params);
+  Components c;
+  c.strategy = reg.make_comm(s.strategy, params.sublist("Communication").sublist(s.strategy),
+                             "plexus/Communication/" + s.strategy);
+  c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
+  c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
+  return c;
+}
+
+void echo_parameters(const ParameterList& params, int rank) {
+  if (rank != 0 || !log().should_log(spdlog::level::info)) return;
+  log().info("parameters used (save them with --write-params FILE to repeat this run):");
+  std::fflush(stdout);
+  std::cout << to_xml(params) << std::flush;
+}
+
+void print_summary_lines(const Summary& s) {
+  auto& l = log();
+  l.info("  multiplies            {}", s.multiplies);
+  if (s.multiplies == 0) return;
+  l.info("  time per multiply     {} s (max over ranks)", format_number("%.4g", s.seconds));
+  l.info("  GFLOP/s               {}", format_number("%.3f", s.gflops));
+  l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
+  l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
+         format_number("%.1f", s.messages_avg));
+  l.info("  wait time             {} s (max over ranks)", format_number("%.4g", s.wait_max));
+  l.info("  kernel time           {} s (max over ranks)", format_number("%.4g", s.kernel_seconds));
+  l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
+  l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
+  for (const auto& [name, value] : s.extra)
+    l.info("  {:<21} {} (strategy figure, max over ranks)", name, format_number("%.6g", value));
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+int command_run(const Options& o, int rank, int size) {
+  ParameterListPtr params;
+  Components c;
+  int exit_code = 0;
+  const bool ok = setup_phase(
+      [&] {
+        params = load_parameters(o);
+        validate_top_level(*params);
+        configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
+        c = make_components(*params);
+        if (!o.write_params.empty() && rank == 0) write_parameter_file(*params, o.write_params);
+      },
+      rank, size, exit_code);
+  if (!ok) return exit_code;
+
+  echo_parameters(*params, rank);
+  const Selection sel = selection_of(*params);
+  if (rank == 0)
+    log().info("running solver '{}' with strategy '{}' and kernel '{}' on {} rank{}", sel.solver, sel.strategy,
+               sel.kernel, size, size == 1 ? "" : "s");
+  maybe_fail_for_test(rank);
+
+  SolverContext ctx;
+  ctx.comm = MPI_COMM_WORLD;
+  ctx.problem = &params->sublist("Problem");
+  ctx.strategy = c.strategy.get();
+  ctx.kernel = c.kernel.get();
+  ctx.quiet = false;
+  SolverResult result = c.solver->run(ctx);
+  const Summary s = summarize(result.reports, MPI_COMM_WORLD);
+  if (rank == 0) {
+    log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
+               size, size == 1 ? "" : "s", result.result ? ", grid " + result.result->grid().describe() : "");
+    print_summary_lines(s);
+    for (const auto& [name, value] : result.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
+  }
+  return 0;
+}
+
+// ---- compare --------------------------------------------------------------------------------
+
+struct Spec {
+  std::string text, name;
+  std::vector<std::string> assignments;  // Key=Value
+};
+
+Spec parse_spec(const std::string& text, const char* option) {
+  Spec s;
+  s.text = text;
+  auto parts = split(text, ':');
+  s.name = parts[0];
+  if (s.name.empty()) throw UsageError(option, std::string(option) + ": '" + text + "' has no name");
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const auto eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(option, std::string(option) + ": '" + parts[i] + "' in '" + text +
+                                   "' is not Key=Value (a spec is name[:Key=Value[:Key=Value...]])");
+    s.assignments.push_back(parts[i]);
+  }
+  return s;
+}
+
+struct Row {
+  std::string strategy, kernel;
+  Summary summary;
+  double rel_diff = 0;
+  std::map<std::string, double> figures;
+};
+
+std::string table_text(const std::vector<Row>& rows) {
+  const std::vector<std::string> head = {"strategy",      "kernel",        "s/multiply",    "GFLOP/s",
+                                         "sent/rank max", "sent/rank avg", "msgs/rank max", "msgs/rank avg",
+                                         "wait max (s)",  "peak buffer",   "rel. diff"};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    const Summary& s = r.summary;
+    cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds), format_number("%.3f", s.gflops),
+                     format_bytes(s.bytes_max), format_bytes(s.bytes_avg), format_number("%.0f", s.messages_max),
+                     format_number("%.1f", s.messages_avg), format_number("%.3g", s.wait_max),
+                     format_bytes(s.peak_buffer_max), format_number("%.2e", r.rel_diff)});
+  }
+  std::vector<std::size_t> width(head.size());
+  for (std::size_t j = 0; j < head.size(); ++j) {
+    width[j] = head[j].size();
+    for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
+  }
+  std::ostringstream os;
+  auto line = [&](const std::vector<std::string>& v) {
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (j) os << "  ";
+      if (j < 2)
+        os << v[j] << std::string(width[j] - v[j].size(), ' ');
+      else
+        os << std::string(width[j] - v[j].size(), ' ') << v[j];
+    }
+    os << "\n";
+  };
+  line(head);
+  std::size_t total = 0;
+  for (auto w : width) total += w + 2;
+  os << std::string(total - 2, '-') << "\n";
+  for (const auto& c : cells) line(c);
+  return os.str();
+}
+
+std::string csv_text(const std::vector<Row>& rows) {
+  std::ostringstream os;
+  os << "strategy,kernel,ranks,multiplies,seconds_per_multiply,gflops,bytes_sent_per_rank_max,"
+        "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
+        "peak_buffer_bytes_max,peak_memory_bytes_max,relative_difference";
+  std::vector<std::string> figure_names;
+  if (!rows.empty())
+    for (const auto& [k, v] : rows.front().figures) figure_names.push_back(k);
+  for (const auto& f : figure_names) os << ",figure_" << f;
+  os << "\n";
+  auto quote = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const auto& r : rows) {
+    const Summary& s = r.summary;
+    os << quote(r.strategy) << "," << quote(r.kernel) << "," << s.ranks << "," << s.multiplies << ","
+       << format_number("%.9g", s.seconds) << "," << format_number("%.9g", s.gflops) << ","
+       << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
+       << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
+       << format_number("%.9g", s.wait_max) << "," << format_number("%.0f", s.peak_buffer_max) << ","
+       << format_number("%.0f", s.peak_memory_max) << "," << format_number("%.6e", r.rel_diff);
+    for (const auto& f : figure_names) {
+      auto it = r.figures.find(f);
+      os << "," << (it == r.figures.end() ? std::string() : format_number("%.17g", it->second));
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  return format_number("%.17g", v);
+}
+
+std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver) {
+  std::ostringstream os;
+  os << "{\n  \"solver\": \"" << json_escape(solver) << "\",\n  \"tolerance\": " << json_number(tolerance)
+     << ",\n  \"rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const Summary& s = r.summary;
+    os << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.strategy) << "\", \"kernel\": \""
+       << json_escape(r.kernel) << "\", \"ranks\": " << s.ranks << ", \"multiplies\": " << s.multiplies
+       << ", \"seconds_per_multiply\": " << json_number(s.seconds) << ", \"gflops\": " << json_number(s.gflops)
+       << ", \"bytes_sent_per_rank_max\": " << json_number(s.bytes_max)
+       << ", \"bytes_sent_per_rank_avg\": " << json_number(s.bytes_avg)
+       << ", \"messages_per_rank_max\": " << json_number(s.messages_max)
+       << ", \"messages_per_rank_avg\": " << json_number(s.messages_avg)
+       << ", \"wait_seconds_max\": " << json_number(s.wait_max)
+       << ", \"peak_buffer_bytes_max\": " << json_number(s.peak_buffer_max)
+       << ", \"peak_memory_bytes_max\": " << json_number(s.peak_memory_max)
+       << ", \"relative_difference\": " << json_number(r.rel_diff) << ", \"figures\": {";
+    bool first = true;
+    for (const auto& [k, v] : r.figures) {
+      os << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << json_number(v);
+      first = false;
+    }
+    os << "}, \"strategy_figures\": {";
+    first = true;
+    for (const auto& [k, v] : s.extra) {
+      os << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << json_number(v);
+      first = false;
+    }
+    os << "}}";
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+struct Combination {
+  std::string strategy_label, kernel_label;
+  ParameterListPtr params;
+  Components components;
+};
+
+int command_compare(const Options& o, int rank, int size) {
+  ParameterListPtr base;
+  std::vector<Combination> combos;
+  int exit_code = 0;
+  const bool ok = setup_phase(
+      [&] {
+        std::vector<Spec> strategies, kernels;
+        for (const auto& t : o.strategies) strategies.push_back(parse_spec(t, "--strategies"));
+        for (const auto& t : o.kernels) kernels.push_back(parse_spec(t, "--kernels"));
+        base = load_parameters(o);
+        auto checked = Teuchos::rcp(new ParameterList(*base));
+        validate_top_level(*checked);
+        configure_logging(rank, checked->sublist("Output").get<std::string>("LogLevel"));
+        auto& reg = Registry::global();
+        for (const auto& s : strategies) reg.get(ComponentKind::Comm, s.name);
+        for (const auto& k : kernels) reg.get(ComponentKind::Kernel, k.name);
+        if (kernels.empty()) kernels.push_back(parse_spec(selection_of(*checked).kernel, "--kernels"));
+        for (const auto& s : strategies) {
+          for (const auto& k : kernels) {
+            Combination c;
+            c.strategy_label = s.text;
+            c.kernel_label = k.text;
+            c.params = Teuchos::rcp(new ParameterList(*base));
+            apply_override(*c.params, "Communication/Strategy=" + s.name);
+            for (const auto& a : s.assignments) apply_override(*c.params, "Communication/" + s.name + "/" + a);
+            apply_override(*c.params, "Kernel/Type=" + k.name);
+            for (const auto& a : k.assignments) apply_override(*c.params, "Kernel/" + k.name + "/" + a);
+            validate_top_level(*c.params);
+            c.components = make_components(*c.params);
+            combos.push_back(std::move(c));
+          }
+        }
+        if (!o.write_params.empty() && rank == 0) write_parameter_file(*checked, o.write_params);
+        base = checked;
+      },
+      rank, size, exit_code);
+  if (!ok) return exit_code;
+
+  echo_parameters(*base, rank);
+  const std::string solver_name = selection_of(*base).solver;
+  if (rank == 0)
+    log().info("comparing {} combination{} of solver '{}' on {} rank{}", combos.size(), combos.size() == 1 ? "" : "s",
+               solver_name, size, size == 1 ? "" : "s");
+  maybe_fail_for_test(rank);
+
+  std::vector<Row> rows;
+  std::shared_ptr<DistMatrix> reference;
+  for (std::size_t i = 0; i < combos.size(); ++i) {
+    Combination& c = combos[i];
+    if (rank == 0) log().info("[{}/{}] strategy {}, kernel {}", i + 1, combos.size(), c.strategy_label, c.kernel_label);
+    SolverContext ctx;
+    ctx.comm = MPI_COMM_WORLD;
+    ctx.problem = &c.params->sublist("Problem");
+    ctx.strategy = c.components.strategy.get();
+    ctx.kernel = c.components.kernel.get();
+    ctx.quiet = true;
+    SolverResult result = c.components.solver->run(ctx);
+    Row row;
+    row.strategy = c.strategy_label;
+    row.kernel = c.kernel_label;
+    row.summary = summarize(result.reports, MPI_COMM_WORLD);
+    row.figures = result.figures;
+    if (!result.result) {
+      row.rel_diff = std::nan("");
+    } else if (!reference) {
+      reference = result.result;
+      row.rel_diff = 0.0;
+    } else {
+      DistMatrix diff = result.result->redistribute(reference->distribution_ptr());
+      diff.add(1.0, -1.0, *reference);
+      const double dn = diff.frobenius_norm();
+      const double n0 = reference->frobenius_norm();
+      row.rel_diff = n0 > 0 ? dn / n0 : dn;
+    }
+    rows.push_back(std::move(row));
+    // Components are done: free their resources before the next combination runs.
+    c.components = Components{};
+  }
+
+  // Rank 0 decides (all ranks hold the same figures, but one verdict avoids any doubt).
+  int verdict = 0;
+  if (rank == 0) {
+    std::cout << "\n" << table_text(rows) << std::flush;
+    std::vector<std::string> bad;
+    for (const auto& r : rows)
+      if (!(r.rel_diff <= o.tolerance))
+        bad.push_back(r.strategy + " / " + r.kernel + " (" + format_number("%.3e", r.rel_diff) + ")");
+    try {
+      if (!o.csv.empty()) {
+        write_text_atomically(o.csv, csv_text(rows));
+        log().info("wrote CSV to '{}'", o.csv);
+      }
+      if (!o.json.empty()) {
+        write_text_atomically(o.json, json_text(rows, o.tolerance, solver_name));
+        log().info("wrote JSON to '{}'", o.json);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "plexus: error on rank 0: %s\n", describe_error(e).c_str());
+      verdict = 1;
+    }
+    if (!bad.empty()) {
+      std::string list;
+      for (const auto& b : bad) list += (list.empty() ? "" : ", ") + b;
+      std::fprintf(stderr,
+                   "plexus: results differ from the first combination (%s / %s) by more than the tolerance %g: %s\n",
+                   rows.front().strategy.c_str(), rows.front().kernel.c_str(), o.tolerance, list.c_str());
+      verdict = 1;
+    } else {
+      log().info("all {} result{} agree with the first within {}", rows.size(), rows.size() == 1 ? "" : "s",
+                 format_number("%g", o.tolerance));
+    }
+  }
+  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return verdict;
+}
+
+// ---- plugins --------------------------------------------------------------------------------
+
+int command_plugins(const Options& o, int rank, int size) {
+  int exit_code = 0;
+  if (!setup_phase([&] { Registry::global().load_default(); }, rank, size, exit_code)) return exit_code;
+  if (rank != 0) return 0;
+  auto& reg = Registry::global();
+  std::ostringstream os;
+  os << "plugin search path:";
+  for (const auto& d : reg.search_path()) os << " " << d;
+  os << "\n";
+  for (ComponentKind kind :
+       {ComponentKind::Comm, ComponentKind::Kernel, ComponentKind::Distribution, ComponentKind::Solver}) {
+    for (const ComponentEntry* e : reg.list(kind)) {
+      os << "\n"
+         << kind_name(kind) << " " << e->descriptor.name << "  (plugin " << e->plugin << " " << e->version << ", "
+         << e->file << ")\n";
+      if (!e->descriptor.summary.empty()) os << "    " << e->descriptor.summary << "\n";
+      if (kind == ComponentKind::Comm) {
+        std::string ops;
+        for (Operation op : {OpMultiply, OpCirculate, OpAllreduceSum})
+          if (e->descriptor.operations & op) ops += (ops.empty() ? "" : ", ") + operation_name(op);
+        os << "    operations: " << (ops.empty() ? std::string("none") : ops) << "\n";
+      }
+      if (o.verbose) {
+        ParameterListPtr valid = e->descriptor.valid_parameters ? e->descriptor.valid_parameters() : ParameterListPtr();
+        auto lines = valid.is_null() ? std::vector<std::string>() : describe_parameters(*valid, "      ");
+        if (lines.empty()) {
+          os << "    parameters: none\n";
+        } else {
+          os << "    parameters (sublist "
+             << (kind == ComponentKind::Comm     ? "Communication/"
+                 : kind == ComponentKind::Kernel ? "Kernel/"
+                                                 : "")
+             << e->descriptor.name << "):\n";
+          for (const auto& l : lines) os << l << "\n";
+        }
+      }
+    }
+  }
+  if (o.verbose) {
+    os << "\nprogram parameters (top level; see also 'plexus run --help'):\n";
+    for (const auto& l : describe_parameters(*top_level_valid(), "    ")) os << l << "\n";
+  }
+  std::cout << os.str() << std::flush;
+  return 0;
+}
+
+int dispatch(int argc, char** argv, int rank, int size) {
+  Options o;
+  try {
+    o = parse_command_line(argc, argv);
+  } catch (const UsageError& e) {
+    // Every rank sees the same command line, so every rank leaves here alike.
+    if (rank == 0) {
+      std::fprintf(stderr, "plexus: %s\n", e.what());
+      if (argc <= 1)
+        std::fprintf(stderr, "\n%s", kOverview);
+      else
+        std::fprintf(stderr, "Run 'plexus --help' for usage.\n");
+    }
+    return 2;
+  }
+  if (o.help) {
+    if (rank == 0) std::cout << help_of(o.command) << std::flush;
+    return 0;
+  }
+  if (o.command == "run") return command_run(o, rank, size);
+  if (o.command == "compare") return command_compare(o, rank, size);
+  if (o.command == "plugins") return command_plugins(o, rank, size);
+  return 2;
+}
+
+}  // namespace
+}  // namespace plexus::app
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int code = 0;
+  try {
+    if (provided < MPI_THREAD_FUNNELED)
+      throw plexus::Error("MPI_Init_thread", "the MPI library does not provide MPI_THREAD_FUNNELED");
+    code = plexus::app::dispatch(argc, argv, rank, size);
+  } catch (const plexus::InputError& e) {
+    plexus::app::abort_job(rank, plexus::app::describe_error(e), true);
+  } catch (const std::exception& e) {
+    plexus::app::abort_job(rank, plexus::app::describe_error(e), false);
+  } catch (...) {
+    plexus::app::abort_job(rank, "unknown exception", false);
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,631 @@
+// Parameters: XML I/O, command-line overrides, validation against documented valid lists.
+#include "plexus/parameters.hpp"
+
+#include <unistd.h>
+
+#include <Teuchos_ParameterEntryValidator.hpp>
+#include <Teuchos_XMLParameterListCoreHelpers.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+#include <type_traits>
+
+#include "plexus/error.hpp"
+
+namespace plexus {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::string join_path(const std::string& path, const std::string& name) {
+  return path.empty() ? name : path + "/" + name;
+}
+
+std::string format_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  std::string s(buf);
+  // Keep it recognisable as a floating-point value.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+template <class T>
+bool unbounded_below(T min) {
+  return min <= std::numeric_limits<T>::lowest();
+}
+
+template <class T>
+bool unbounded(T max) {
+  if constexpr (std::is_same_v<T, double>)
+    return max >= std::numeric_limits<double>::max();
+  else
+    return max == std::numeric_limits<T>::max();
+}
+
+// Our own validators: Teuchos' standard validators header does not compile as C++20 (a
+// template-id used as a constructor name), so ranges and choices are checked by these.
+template <class T>
+class RangeValidator final : public Teuchos::ParameterEntryValidator {
+ public:
+  RangeValidator(T min, T max) : min_(min), max_(max) {}
+  T min() const { return min_; }
+  T max() const { return max_; }
+  std::string range_text() const {
+    auto fmt = [](T x) {
+      if constexpr (std::is_same_v<T, double>)
+        return format_double(x);
+      else
+        return std::to_string(x);
+    };
+    const bool no_min = unbounded_below(min_), no_max = unbounded(max_);
+    std::string r;
+    if (no_min && no_max) return r;  // any value
+    if (no_min) {
+      r = "<= ";
+      r += fmt(max_);
+    } else if (no_max) {
+      r = ">= ";
+      r += fmt(min_);
+    } else {
+      r = "[";
+      r += fmt(min_);
+      r += ", ";
+      r += fmt(max_);
+      r += "]";
+    }
+    return r;
+  }
+  const std::string getXMLTypeName() const override {
+    return std::is_same_v<T, int> ? "plexusIntRange" : "plexusDoubleRange";
+  }
+  void printDoc(const std::string& doc, std::ostream& out) const override {
+    out << "# " << doc << "\n# valid: " << range_text() << "\n";
+  }
+  ValidStringsList validStringValues() const override { return Teuchos::null; }
+  void validate(const Teuchos::ParameterEntry& entry, const std::string& name,
+                const std::string& sublist) const override {
+    if (!entry.isType<T>()) return;  // types are checked (and converted) by validate_and_fill
+    const T v = Teuchos::getValue<T>(entry);
+    if (v < min_ || v > max_)
+      throw InputError(sublist + "/" + name, "parameter '" + name + "' is out of range; valid: " + range_text());
+  }
+
+ private:
+  T min_, max_;
+};
+
+class ChoiceValidator final : public Teuchos::ParameterEntryValidator {
+ public:
+  explicit ChoiceValidator(const std::vector<std::string>& choices)
+      : choices_(Teuchos::rcp(new Teuchos::Array<std::string>(choices.begin(), choices.end()))) {}
+  const std::string getXMLTypeName() const override { return "plexusChoice"; }
+  void printDoc(const std::string& doc, std::ostream& out) const override {
+    out << "# " << doc << "\n# valid:";
+    for (const auto& c : *choices_) out << " " << c;
+    out << "\n";
+  }
+  ValidStringsList validStringValues() const override { return choices_; }
+  void validate(const Teuchos::ParameterEntry& entry, const std::string& name,
+                const std::string& sublist) const override {
+    if (!entry.isType<std::string>()) return;
+    const std::string v = Teuchos::getValue<std::string>(entry);
+    if (std::find(choices_->begin(), choices_->end(), v) == choices_->end())
+      throw InputError(sublist + "/" + name, "parameter '" + name + "' = '" + v + "' is not a valid choice");
+  }
+
+ private:
+  ValidStringsList choices_;
+};
+
+std::string bracketed(const std::string& range) {
+  if (range.empty()) return range;
+  return range.front() == '[' ? " " + range : " [" + range + "]";
+}
+
+using IntRange = RangeValidator<int>;
+using DoubleRange = RangeValidator<double>;
+
+enum class Type { Int, Double, Bool, String, List, Other };
+
+Type type_of(const Teuchos::ParameterEntry& e) {
+  if (e.isList()) return Type::List;
+  if (e.isType<int>()) return Type::Int;
+  if (e.isType<double>()) return Type::Double;
+  if (e.isType<bool>()) return Type::Bool;
+  if (e.isType<std::string>()) return Type::String;
+  return Type::Other;
+}
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::Int:
+      return "int";
+    case Type::Double:
+      return "double";
+    case Type::Bool:
+      return "bool";
+    case Type::String:
+      return "string";
+    case Type::List:
+      return "sublist";
+    case Type::Other:
+      break;
+  }
+  return "other";
+}
+
+std::string value_text(const Teuchos::ParameterEntry& e) {
+  switch (type_of(e)) {
+    case Type::Int:
+      return std::to_string(Teuchos::getValue<int>(e));
+    case Type::Double:
+      return format_double(Teuchos::getValue<double>(e));
+    case Type::Bool:
+      return Teuchos::getValue<bool>(e) ? "true" : "false";
+    case Type::String:
+      return "'" + Teuchos::getValue<std::string>(e) + "'";
+    case Type::List:
+      return "(sublist)";
+    case Type::Other:
+      break;
+  }
+  std::ostringstream os;
+  os << e.getAny(false);
+  return os.str();
+}
+
+std::vector<std::string> names_of(const ParameterList& list) {
+  std::vector<std::string> out;
+  for (auto it = list.begin(); it != list.end(); ++it) out.push_back(list.name(it));
+  return out;
+}
+
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string n = nearest(name, candidates);
+  return n.empty() ? std::string() : "; did you mean '" + n + "'?";
+}
+
+bool parse_int(const std::string& text, int& out) {
+  std::string t = trim(text);
+  if (t.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(t.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_double(const std::string& text, double& out) {
+  std::string t = trim(text);
+  if (t.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (errno == ERANGE || *end != '\0' || !std::isfinite(v)) return false;
+  out = v;
+  return true;
+}
+
+bool parse_bool(const std::string& text, bool& out) {
+  std::string t = lower(trim(text));
+  if (t == "true" || t == "1" || t == "yes" || t == "on") {
+    out = true;
+    return true;
+  }
+  if (t == "false" || t == "0" || t == "no" || t == "off") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+[[noreturn]] void wrong_type(const std::string& full, Type expected, const Teuchos::ParameterEntry& got) {
+  throw InputError(full, "parameter '" + full + "' expects a value of type " + type_name(expected) + ", got " +
+                             type_name(type_of(got)) + " " + value_text(got));
+}
+
+// Converts the user's entry to the type of the valid one (strings are parsed; an int is accepted
+// for a double). Keeps the user's value otherwise; throws for incompatible types.
+void convert_entry(ParameterList& user, const std::string& name, const Teuchos::ParameterEntry& valid,
+                   const std::string& full) {
+  Teuchos::ParameterEntry& entry = user.getEntry(name);
+  const Type want = type_of(valid);
+  const Type have = type_of(entry);
+  if (want == have || want == Type::Other) return;
+  const std::string doc = valid.docString();
+  if (have == Type::String) {
+    const std::string text = Teuchos::getValue<std::string>(entry);
+    bool ok = false;
+    switch (want) {
+      case Type::Int: {
+        int v = 0;
+        ok = parse_int(text, v);
+        if (ok) user.set(name, v, doc);
+        break;
+      }
+      case Type::Double: {
+        double v = 0;
+        ok = parse_double(text, v);
+        if (ok) user.set(name, v, doc);
+        break;
+      }
+      case Type::Bool: {
+        bool v = false;
+        ok = parse_bool(text, v);
+        if (ok) user.set(name, v, doc);
+        break;
+      }
+      default:
+        break;
+    }
+    if (!ok) {
+      std::string hint = want == Type::Bool ? " (true/false, 1/0, yes/no)" : "";
+      throw InputError(
+          full, "parameter '" + full + "' expects a value of type " + type_name(want) + hint + ", got '" + text + "'");
+    }
+    return;
+  }
+  if (have == Type::Int && want == Type::Double) {
+    user.set(name, static_cast<double>(Teuchos::getValue<int>(entry)), doc);
+    return;
+  }
+  if (have == Type::Double && want == Type::Int) {
+    const double d = Teuchos::getValue<double>(entry);
+    if (d == std::floor(d) && std::abs(d) <= std::numeric_limits<int>::max()) {
+      user.set(name, static_cast<int>(d), doc);
+      return;
+    }
+  }
+  if (want == Type::String && (have == Type::Int || have == Type::Double || have == Type::Bool)) {
+    std::string text = value_text(entry);
+    user.set(name, text, doc);
+    return;
+  }
+  wrong_type(full, want, entry);
+}
+
+template <class T>
+void check_range(const RangeValidator<T>& v, T value, const std::string& full, const std::string& shown) {
+  if (value >= v.min() && value <= v.max()) return;
+  throw InputError(full, "parameter '" + full + "' = " + shown + " is out of range; valid: " + v.range_text());
+}
+
+void check_validator(const ParameterList& user, const std::string& name, const Teuchos::ParameterEntry& valid,
+                     const std::string& full, const std::string& path) {
+  auto validator = valid.validator();
+  if (validator.is_null()) return;
+  const Teuchos::ParameterEntry& entry = user.getEntry(name);
+  if (auto iv = Teuchos::rcp_dynamic_cast<const IntRange>(validator); !iv.is_null() && entry.isType<int>()) {
+    const int v = Teuchos::getValue<int>(entry);
+    check_range(*iv, v, full, std::to_string(v));
+    return;
+  }
+  if (auto dv = Teuchos::rcp_dynamic_cast<const DoubleRange>(validator); !dv.is_null() && entry.isType<double>()) {
+    const double v = Teuchos::getValue<double>(entry);
+    check_range(*dv, v, full, format_double(v));
+    return;
+  }
+  auto strings = validator->validStringValues();
+  if (!strings.is_null() && entry.isType<std::string>()) {
+    const std::string v = Teuchos::getValue<std::string>(entry);
+    std::vector<std::string> choices(strings->begin(), strings->end());
+    if (std::find(choices.begin(), choices.end(), v) != choices.end()) return;
+    throw InputError(full, "parameter '" + full + "' = '" + v + "' is not a valid choice" + did_you_mean(v, choices) +
+                               " (valid: " + join(choices, ", ") + ")");
+  }
+  try {
+    validator->validate(entry, name, path);
+  } catch (const std::exception& e) {
+    throw InputError(full, "parameter '" + full + "' = " + value_text(entry) + " is refused: " + e.what());
+  }
+}
+
+}  // namespace
+
+// ---- XML ------------------------------------------------------------------------------------
+
+ParameterListPtr read_parameter_file(const std::string& path) {
+  {
+    std::ifstream probe(path);
+    if (!probe) throw InputError(path, "cannot read parameter file '" + path + "': " + std::strerror(errno));
+  }
+  try {
+    return Teuchos::getParametersFromXmlFile(path);
+  } catch (const std::exception& e) {
+    // Teuchos' messages start with its source location and throw counter: keep the last line,
+    // which says what is wrong and where in the file.
+    std::string what = trim(e.what());
+    if (auto nl = what.rfind('\n'); nl != std::string::npos) what = trim(what.substr(nl + 1));
+    throw InputError(path, "cannot parse parameter file '" + path + "': " + what);
+  }
+}
+
+namespace {
+
+// The shortest text that reads back as the same double.
+std::string shortest_double(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return text;
+  for (int precision = 1; precision <= 17; ++precision) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) return buf;
+  }
+  return text;
+}
+
+// Teuchos writes bookkeeping attributes (id, isDefault, isUsed), an empty <Validators/> element
+// and doubles with 17 digits; a list meant for people reads better without them, and reads back
+// the same.
+std::string tidy_xml(const std::string& xml) {
+  static const std::regex noise(R"re( (id|isDefault|isUsed)="[^"]*")re");
+  static const std::regex validators(R"re(\n?[ \t]*<Validators/>)re");
+  static const std::regex dbl(R"re(type="double" value="([^"]*)")re");
+  std::string out = std::regex_replace(xml, noise, "");
+  out = std::regex_replace(out, validators, "");
+  std::string result;
+  auto begin = std::sregex_iterator(out.begin(), out.end(), dbl);
+  std::size_t last = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    result.append(out, last, static_cast<std::size_t>(m.position(0)) - last);
+    result += "type=\"double\" value=\"" + shortest_double(m.str(1)) + "\"";
+    last = static_cast<std::size_t>(m.position(0) + m.length(0));
+  }
+  result.append(out, last, std::string::npos);
+  return result;
+}
+
+}  // namespace
+
+std::string to_xml(const ParameterList& list) {
+  std::ostringstream os;
+  Teuchos::writeParameterListToXmlOStream(list, os);
+  // Lists carrying validators (valid lists) are written as Teuchos writes them.
+  const std::string xml = os.str();
+  if (xml.find("<Validators/>") == std::string::npos) return xml;
+  return tidy_xml(xml);
+}
+
+void write_parameter_file(const ParameterList& list, const std::string& path) {
+  const std::string xml = to_xml(list);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw Error(path,
+                  "cannot write parameter file '" + path + "': cannot create '" + tmp + "': " + std::strerror(errno));
+    out << xml;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(path, "cannot write parameter file '" + path + "': write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error(path, "cannot write parameter file '" + path + "': " + std::strerror(err));
+  }
+}
+
+// ---- overrides ------------------------------------------------------------------------------
+
+void apply_override(ParameterList& list, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set " + assignment, "override '" + assignment + "' is not of the form Path/To/Key=value");
+  const std::string key = trim(assignment.substr(0, eq));
+  const std::string value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    auto slash = key.find('/', start);
+    std::string part = trim(key.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (part.empty())
+      throw InputError("--set " + assignment, "override '" + assignment + "' has an empty name in its path");
+    parts.push_back(part);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  // A leading root name ("plexus/Solver=...") is accepted when the list carries that name.
+  if (parts.size() > 1 && parts.front() == list.name() && !list.isParameter(parts.front())) parts.erase(parts.begin());
+  ParameterList* current = &list;
+  std::string walked = list.name();
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked = join_path(walked, parts[i]);
+    if (current->isParameter(parts[i]) && !current->isSublist(parts[i]))
+      throw InputError("--set " + assignment,
+                       "override '" + assignment + "': '" + walked + "' is a parameter, not a sublist");
+    current = &current->sublist(parts[i]);
+  }
+  const std::string& leaf = parts.back();
+  if (current->isSublist(leaf))
+    throw InputError("--set " + assignment,
+                     "override '" + assignment + "': '" + join_path(walked, leaf) + "' is a sublist, not a parameter");
+  std::string doc;
+  if (current->isParameter(leaf)) doc = current->getEntry(leaf).docString();
+  current->set(leaf, value, doc);
+}
+
+// ---- validation -----------------------------------------------------------------------------
+
+void validate_and_fill(ParameterList& user, const ParameterList& valid, const std::string& path,
+                       const std::vector<std::string>& skip_sublists) {
+  const std::vector<std::string> valid_names = names_of(valid);
+  // 1. every user entry must be known, of the right type, and accepted by its validator.
+  for (const std::string& name : names_of(user)) {
+    const std::string full = join_path(path, name);
+    const bool skipped = std::find(skip_sublists.begin(), skip_sublists.end(), name) != skip_sublists.end();
+    if (!valid.isParameter(name)) {
+      if (skipped && user.isSublist(name)) continue;
+      throw InputError(full, "unknown " + std::string(user.isSublist(name) ? "sublist" : "parameter") + " '" + full +
+                                 "'" + did_you_mean(name, valid_names) +
+                                 (valid_names.empty() ? " (this list takes no parameters)"
+                                                      : " (valid: " + join(valid_names, ", ") + ")"));
+    }
+    const Teuchos::ParameterEntry& ventry = valid.getEntry(name);
+    if (ventry.isList()) {
+      if (!user.isSublist(name))
+        throw InputError(full, "'" + full + "' must be a sublist, got a parameter " + value_text(user.getEntry(name)));
+      if (!skipped) validate_and_fill(user.sublist(name), valid.sublist(name), full);
+      continue;
+    }
+    if (user.isSublist(name))
+      throw InputError(full,
+                       "'" + full + "' must be a parameter of type " + type_name(type_of(ventry)) + ", got a sublist");
+    convert_entry(user, name, ventry, full);
+    check_validator(user, name, ventry, full, path);
+    // Carry the documentation along, so the echoed list stays self-explaining.
+    if (user.getEntry(name).docString().empty() && !ventry.docString().empty())
+      user.getEntry(name).setDocString(ventry.docString());
+  }
+  // 2. fill in what is missing (sublists recursively, unless validated elsewhere).
+  for (auto it = valid.begin(); it != valid.end(); ++it) {
+    const std::string& name = valid.name(it);
+    const Teuchos::ParameterEntry& ventry = valid.entry(it);
+    const bool skipped = std::find(skip_sublists.begin(), skip_sublists.end(), name) != skip_sublists.end();
+    if (ventry.isList()) {
+      if (skipped || user.isSublist(name)) continue;
+      ParameterList& sub = user.sublist(name, false, ventry.docString());
+      validate_and_fill(sub, valid.sublist(name), join_path(path, name));
+      continue;
+    }
+    if (user.isParameter(name)) continue;
+    Teuchos::ParameterEntry copy(ventry);
+    copy.setValidator(Teuchos::null);
+    user.setEntry(name, copy);
+  }
+}
+
+// ---- edit distance --------------------------------------------------------------------------
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest(const std::string& name, const std::vector<std::string>& candidates) {
+  if (name.empty()) return {};
+  const std::string lname = lower(name);
+  std::string best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const auto& c : candidates) {
+    if (c == name) return c;
+    const std::string lc = lower(c);
+    std::size_t d = edit_distance(lname, lc);
+    const std::size_t cutoff = std::max<std::size_t>(2, std::max(lname.size(), lc.size()) / 3);
+    // A candidate that starts with (or is a prefix of) the name is close enough too.
+    const bool prefix = lname.size() >= 3 && (lc.rfind(lname, 0) == 0 || lname.rfind(lc, 0) == 0);
+    if (d > cutoff && !prefix) continue;
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+// ---- declarations ---------------------------------------------------------------------------
+
+void declare_int(ParameterList& valid, const std::string& name, int def, const std::string& doc, int min, int max) {
+  PLEXUS_CHECK(min <= def && def <= max, "declare_int: default of '" + name + "' is out of its range");
+  auto v = Teuchos::rcp(new IntRange(min, max));
+  valid.set(name, def, doc, v);
+}
+
+void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc, double min,
+                    double max) {
+  PLEXUS_CHECK(min <= def && def <= max, "declare_double: default of '" + name + "' is out of its range");
+  auto v = Teuchos::rcp(new DoubleRange(min, max));
+  valid.set(name, def, doc, v);
+}
+
+void declare_bool(ParameterList& valid, const std::string& name, bool def, const std::string& doc) {
+  valid.set(name, def, doc);
+}
+
+void declare_string(ParameterList& valid, const std::string& name, const std::string& def, const std::string& doc) {
+  valid.set(name, def, doc);
+}
+
+void declare_choice(ParameterList& valid, const std::string& name, const std::string& def,
+                    const std::vector<std::string>& choices, const std::string& doc) {
+  PLEXUS_CHECK(std::find(choices.begin(), choices.end(), def) != choices.end() || choices.empty(),
+               "declare_choice: default '" + def + "' of '" + name + "' is not among its choices");
+  auto v = Teuchos::rcp(new ChoiceValidator(choices));
+  valid.set(name, def, doc, v);
+}
+
+std::vector<std::string> describe_parameters(const ParameterList& valid, const std::string& indent) {
+  std::vector<std::string> lines;
+  for (auto it = valid.begin(); it != valid.end(); ++it) {
+    const std::string& name = valid.name(it);
+    const Teuchos::ParameterEntry& e = valid.entry(it);
+    if (e.isList()) {
+      std::string line = indent + name + " (sublist)";
+      if (!e.docString().empty()) line += ": " + e.docString();
+      lines.push_back(line);
+      auto sub = describe_parameters(valid.sublist(name), indent + "  ");
+      lines.insert(lines.end(), sub.begin(), sub.end());
+      continue;
+    }
+    std::string line = indent + name + " (" + type_name(type_of(e)) + ", default " + value_text(e) + ")";
+    if (!e.docString().empty()) line += ": " + e.docString();
+    auto validator = e.validator();
+    if (!validator.is_null()) {
+      if (auto iv = Teuchos::rcp_dynamic_cast<const IntRange>(validator); !iv.is_null()) {
+        line += bracketed(iv->range_text());
+      } else if (auto dv = Teuchos::rcp_dynamic_cast<const DoubleRange>(validator); !dv.is_null()) {
+        line += bracketed(dv->range_text());
+      } else if (auto strings = validator->validStringValues(); !strings.is_null()) {
+        line += " [" + join(std::vector<std::string>(strings->begin(), strings->end()), "|") + "]";
+      }
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace plexus

@@ -1,0 +1,291 @@
+// The plugin registry: Boost.DLL loading, ABI and duplicate checks, components by name.
+#include "plexus/registry.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <boost/dll/shared_library.hpp>
+#include <boost/filesystem.hpp>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <system_error>
+
+#include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/solver.hpp"
+
+namespace plexus {
+
+const char* kind_name(ComponentKind k) {
+  switch (k) {
+    case ComponentKind::Comm:
+      return "comm";
+    case ComponentKind::Kernel:
+      return "kernel";
+    case ComponentKind::Distribution:
+      return "distribution";
+    case ComponentKind::Solver:
+      return "solver";
+  }
+  return "unknown";
+}
+
+Solver::~Solver() = default;
+
+namespace {
+
+namespace fs = boost::filesystem;
+
+const char* kind_phrase(ComponentKind k) {
+  switch (k) {
+    case ComponentKind::Comm:
+      return "communication strategy";
+    case ComponentKind::Kernel:
+      return "kernel";
+    case ComponentKind::Distribution:
+      return "distribution";
+    case ComponentKind::Solver:
+      return "solver";
+  }
+  return "component";
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::string canonical_or_same(const std::string& path) {
+  boost::system::error_code ec;
+  fs::path p = fs::canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+// The directory of the library that holds this function (libplexus_core.so).
+std::string core_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&core_library_dir), &info) == 0 || info.dli_fname == nullptr) return {};
+  fs::path p(canonical_or_same(info.dli_fname));
+  return p.parent_path().string();
+}
+
+ParameterListPtr empty_list() { return Teuchos::rcp(new ParameterList()); }
+
+}  // namespace
+
+struct Registry::Impl {
+  mutable std::recursive_mutex mutex;
+  std::deque<ComponentEntry> entries;                 // stable addresses: find() hands out pointers
+  std::vector<boost::dll::shared_library> libraries;  // never unloaded
+  std::set<std::string> loaded_files;                 // canonical paths
+  bool defaults_loaded = false;
+};
+
+Registry::Registry() : impl_(new Impl) {
+  ComponentDescriptor ref;
+  ref.kind = ComponentKind::Kernel;
+  ref.name = "reference";
+  ref.summary = "plain loops, one thread: the correctness oracle (always available)";
+  ref.valid_parameters = [] { return empty_list(); };
+  ref.make_kernel = [](const ParameterList&) -> std::unique_ptr<Kernel> { return std::make_unique<ReferenceKernel>(); };
+  add(std::move(ref), "core", PLEXUS_VERSION, "<core>");
+}
+
+Registry& Registry::global() {
+  static Registry* registry = new Registry();  // leaked on purpose: plugins outlive everything
+  return *registry;
+}
+
+std::vector<std::string> Registry::search_path() const {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PLEXUS_PLUGIN_PATH")) {
+    std::string s(env);
+    std::size_t start = 0;
+    while (start <= s.size()) {
+      auto colon = s.find(':', start);
+      std::string dir = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!dir.empty()) dirs.push_back(dir);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  const std::string core = core_library_dir();
+  if (!core.empty()) dirs.push_back((fs::path(core) / PLEXUS_PLUGIN_SUBDIR_FROM_LIB).string());
+  return dirs;
+}
+
+void Registry::load_default() {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->defaults_loaded) return;
+  std::set<std::string> seen_dirs;
+  for (const auto& dir : search_path()) {
+    boost::system::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    const std::string canon = canonical_or_same(dir);
+    if (!seen_dirs.insert(canon).second) continue;
+    std::vector<std::string> files;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (p.extension() == ".so" && fs::is_regular_file(p, ec)) files.push_back(p.string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) load_file(f);
+  }
+  impl_->defaults_loaded = true;
+}
+
+void Registry::load_file(const std::string& path) {
+  std::lock_guard lock(impl_->mutex);
+  boost::system::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(path, "cannot load plugin '" + path + "': no such file");
+  const std::string canon = canonical_or_same(path);
+  if (impl_->loaded_files.count(canon)) return;
+
+  boost::dll::shared_library lib;
+  try {
+    lib.load(canon, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw Error(path, "cannot load plugin '" + path + "': " + e.what());
+  }
+  if (!lib.has("plexus_plugin_abi_version") || !lib.has("plexus_plugin_descriptor"))
+    throw Error(path, "'" + path +
+                          "' is not a plexus plugin: it exports no plexus_plugin_abi_version / "
+                          "plexus_plugin_descriptor (use PLEXUS_PLUGIN in the plugin)");
+  int abi = 0;
+  try {
+    abi = lib.get_alias<int()>("plexus_plugin_abi_version")();
+  } catch (const std::exception& e) {
+    throw Error(path, "cannot read the ABI version of plugin '" + path + "': " + e.what());
+  }
+  if (abi != kAbiVersion)
+    throw Error(path, "plugin '" + path + "' was built for plexus plugin ABI version " + std::to_string(abi) +
+                          ", but this plexus has ABI version " + std::to_string(kAbiVersion) +
+                          "; rebuild the plugin against this plexus");
+  const PluginDescriptor* desc = nullptr;
+  try {
+    desc = &lib.get_alias<const PluginDescriptor&()>("plexus_plugin_descriptor")();
+  } catch (const std::exception& e) {
+    throw Error(path, "cannot read the descriptor of plugin '" + path + "': " + e.what());
+  }
+  // Check every component before registering any, so a refused plugin leaves no trace.
+  std::set<std::pair<int, std::string>> own;
+  for (const auto& c : desc->components) {
+    if (c.name.empty()) throw Error(path, "plugin '" + path + "' has a " + kind_name(c.kind) + " without a name");
+    if (!own.insert({static_cast<int>(c.kind), c.name}).second)
+      throw Error(path,
+                  std::string("plugin '") + path + "' declares the " + kind_name(c.kind) + " '" + c.name + "' twice");
+    if (const ComponentEntry* prev = find(c.kind, c.name))
+      throw Error(path, std::string("duplicate ") + kind_name(c.kind) + " '" + c.name + "': plugin '" + desc->name +
+                            "' in '" + path + "' provides it, but plugin '" + prev->plugin + "' in '" + prev->file +
+                            "' already did; refusing '" + path + "'");
+  }
+  for (const auto& c : desc->components) add(c, desc->name, desc->version, canon);
+  impl_->libraries.push_back(std::move(lib));
+  impl_->loaded_files.insert(canon);
+}
+
+void Registry::add(ComponentDescriptor d, const std::string& plugin, const std::string& version,
+                   const std::string& file) {
+  std::lock_guard lock(impl_->mutex);
+  if (const ComponentEntry* prev = find(d.kind, d.name))
+    throw Error(file, std::string("duplicate ") + kind_name(d.kind) + " '" + d.name + "': '" + file +
+                          "' provides it, but plugin '" + prev->plugin + "' in '" + prev->file + "' already did");
+  impl_->entries.push_back(ComponentEntry{std::move(d), plugin, version, file});
+}
+
+const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name) const {
+  std::lock_guard lock(impl_->mutex);
+  for (const auto& e : impl_->entries)
+    if (e.descriptor.kind == kind && e.descriptor.name == name) return &e;
+  return nullptr;
+}
+
+const ComponentEntry& Registry::get(ComponentKind kind, const std::string& name) const {
+  if (const ComponentEntry* e = find(kind, name)) return *e;
+  const auto available = names(kind);
+  std::string msg = std::string("unknown ") + kind_phrase(kind) + " '" + name + "'";
+  const std::string near = nearest(name, available);
+  if (!near.empty()) msg += "; did you mean '" + near + "'?";
+  msg += available.empty() ? std::string(" (none is available; is PLEXUS_PLUGIN_PATH right?)")
+                           : " (available: " + join(available, ", ") + ")";
+  throw InputError(std::string(kind_name(kind)) + " " + name, msg);
+}
+
+std::vector<const ComponentEntry*> Registry::list(ComponentKind kind) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<const ComponentEntry*> out;
+  for (const auto& e : impl_->entries)
+    if (e.descriptor.kind == kind) out.push_back(&e);
+  std::sort(out.begin(), out.end(),
+            [](const ComponentEntry* a, const ComponentEntry* b) { return a->descriptor.name < b->descriptor.name; });
+  return out;
+}
+
+std::vector<std::string> Registry::names(ComponentKind kind) const {
+  std::vector<std::string> out;
+  for (const auto* e : list(kind)) out.push_back(e->descriptor.name);
+  return out;
+}
+
+std::vector<std::string> Registry::providers(Operation op) const {
+  std::vector<std::string> out;
+  for (const auto* e : list(ComponentKind::Comm))
+    if (e->descriptor.operations & static_cast<unsigned>(op)) out.push_back(e->descriptor.name);
+  return out;
+}
+
+namespace {
+
+ParameterListPtr valid_of(const ComponentEntry& e) {
+  if (!e.descriptor.valid_parameters) return empty_list();
+  auto v = e.descriptor.valid_parameters();
+  return v.is_null() ? empty_list() : v;
+}
+
+template <class Factory>
+void require_factory(const ComponentEntry& e, const Factory& f) {
+  if (!f)
+    throw Error(e.file, std::string(kind_name(e.descriptor.kind)) + " '" + e.descriptor.name + "' of plugin '" +
+                            e.plugin + "' has no factory");
+}
+
+}  // namespace
+
+std::unique_ptr<CommStrategy> Registry::make_comm(const std::string& name, ParameterList& sublist,
+                                                  const std::string& path) const {
+  const ComponentEntry& e = get(ComponentKind::Comm, name);
+  validate_and_fill(sublist, *valid_of(e), path);
+  require_factory(e, e.descriptor.make_comm);
+  auto made = e.descriptor.make_comm(sublist);
+  PLEXUS_CHECK(made != nullptr, "communication strategy '" + name + "' factory returned nothing");
+  return made;
+}
+
+std::unique_ptr<Kernel> Registry::make_kernel(const std::string& name, ParameterList& sublist,
+                                              const std::string& path) const {
+  const ComponentEntry& e = get(ComponentKind::Kernel, name);
+  validate_and_fill(sublist, *valid_of(e), path);
+  require_factory(e, e.descriptor.make_kernel);
+  auto made = e.descriptor.make_kernel(sublist);
+  PLEXUS_CHECK(made != nullptr, "kernel '" + name + "' factory returned nothing");
+  return made;
+}
+
+std::unique_ptr<Solver> Registry::make_solver(const std::string& name, ParameterList& sublist,
+                                              const std::string& path) const {
+  const ComponentEntry& e = get(ComponentKind::Solver, name);
+  validate_and_fill(sublist, *valid_of(e), path);
+  require_factory(e, e.descriptor.make_solver);
+  auto made = e.descriptor.make_solver(sublist);
+  PLEXUS_CHECK(made != nullptr, "solver '" + name + "' factory returned nothing");
+  return made;
+}
+
+}  // namespace plexus

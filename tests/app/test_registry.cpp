@@ -1,0 +1,187 @@
+// The plugin registry: refused plugins (other ABI, duplicate names, not a plugin, unloadable,
+// missing), lookups with suggestions, validated factories, search path.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/registry.hpp"
+
+namespace {
+
+using plexus::ComponentKind;
+using plexus::Registry;
+
+std::string base(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+// Runs f, expects a plexus::Error, returns its message.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const plexus::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected plexus::Error, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected plexus::Error, nothing was thrown";
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Registry, ReferenceKernelIsBuiltIn) {
+  const auto* e = Registry::global().find(ComponentKind::Kernel, "reference");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->plugin, "core");
+  EXPECT_EQ(e->file, "<core>");
+  plexus::ParameterList empty;
+  auto k = Registry::global().make_kernel("reference", empty, "plexus/Kernel/reference");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->name(), "reference");
+  EXPECT_NE(dynamic_cast<plexus::ReferenceKernel*>(k.get()), nullptr);
+}
+
+TEST(Registry, MisspelledNameSuggestsNearest) {
+  try {
+    Registry::global().get(ComponentKind::Kernel, "refrence");
+    FAIL() << "no error";
+  } catch (const plexus::InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "kernel 'refrence'")) << msg;
+    EXPECT_TRUE(contains(msg, "did you mean 'reference'?")) << msg;
+    EXPECT_TRUE(contains(msg, "available: ")) << msg;
+  }
+  EXPECT_EQ(Registry::global().find(ComponentKind::Kernel, "refrence"), nullptr);
+}
+
+TEST(Registry, MissingFileIsAClearError) {
+  const std::string path = "/nonexistent/libplexus_nothing.so";
+  const std::string msg = error_of([&] { Registry::global().load_file(path); });
+  EXPECT_TRUE(contains(msg, path)) << msg;
+  EXPECT_TRUE(contains(msg, "no such file")) << msg;
+}
+
+TEST(Registry, LibraryWithoutEntryPointsIsRefused) {
+  const std::string msg = error_of([&] { Registry::global().load_file(PLEXUS_TEST_NOT_A_PLUGIN); });
+  EXPECT_TRUE(contains(msg, PLEXUS_TEST_NOT_A_PLUGIN)) << msg;
+  EXPECT_TRUE(contains(msg, "not a plexus plugin")) << msg;
+}
+
+TEST(Registry, UnloadableFileGivesTheLoadersMessage) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("libplexus_garbage_" + std::to_string(::getpid()) + ".so");
+  {
+    std::ofstream out(path);
+    out << "this is not an ELF file, but long enough to have a header to look at........................\n";
+  }
+  const std::string msg = error_of([&] { Registry::global().load_file(path.string()); });
+  EXPECT_TRUE(contains(msg, path.string())) << msg;
+  EXPECT_TRUE(contains(msg, "dlerror") || contains(msg, "ELF") || contains(msg, "invalid")) << msg;
+  std::filesystem::remove(path);
+}
+
+TEST(Registry, OtherAbiVersionIsRefused) {
+  const std::string msg = error_of([&] { Registry::global().load_file(PLEXUS_TEST_BAD_ABI); });
+  EXPECT_TRUE(contains(msg, PLEXUS_TEST_BAD_ABI)) << msg;
+  EXPECT_TRUE(contains(msg, "ABI version " + std::to_string(plexus::kAbiVersion + 1000))) << msg;
+  EXPECT_TRUE(contains(msg, "ABI version " + std::to_string(plexus::kAbiVersion) + ";")) << msg;
+  EXPECT_EQ(Registry::global().find(ComponentKind::Kernel, "test-bad-abi"), nullptr);
+}
+
+TEST(Registry, DuplicateOfARealPluginIsRefusedNamingBothFiles) {
+  auto& reg = Registry::global();
+  reg.load_file(PLEXUS_TEST_CPU_PLUGIN);
+  const auto* cpu = reg.find(ComponentKind::Kernel, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  const std::string msg = error_of([&] { reg.load_file(PLEXUS_TEST_DUP_CPU); });
+  EXPECT_TRUE(contains(msg, "duplicate kernel 'cpu'")) << msg;
+  EXPECT_TRUE(contains(msg, base(PLEXUS_TEST_DUP_CPU))) << msg;
+  EXPECT_TRUE(contains(msg, base(PLEXUS_TEST_CPU_PLUGIN))) << msg;
+  // Nothing of the refused plugin is registered, and the original stays.
+  EXPECT_EQ(reg.find(ComponentKind::Kernel, "test-dup-extra"), nullptr);
+  EXPECT_EQ(reg.find(ComponentKind::Kernel, "cpu"), cpu);
+  EXPECT_TRUE(contains(cpu->file, base(PLEXUS_TEST_CPU_PLUGIN)));
+}
+
+TEST(Registry, DuplicateOfAnEarlierSiblingIsRefusedNamingBothFiles) {
+  auto& reg = Registry::global();
+  reg.load_file(PLEXUS_TEST_GOOD);
+  reg.load_file(PLEXUS_TEST_GOOD);  // loading the same file again is a no-op
+  const auto* good = reg.find(ComponentKind::Kernel, "test-good");
+  ASSERT_NE(good, nullptr);
+  EXPECT_EQ(good->plugin, "test_good");
+  EXPECT_EQ(good->version, "9.9.9");
+  const std::string msg = error_of([&] { reg.load_file(PLEXUS_TEST_DUP_SIBLING); });
+  EXPECT_TRUE(contains(msg, "duplicate kernel 'test-good'")) << msg;
+  EXPECT_TRUE(contains(msg, base(PLEXUS_TEST_DUP_SIBLING))) << msg;
+  EXPECT_TRUE(contains(msg, base(PLEXUS_TEST_GOOD))) << msg;
+  EXPECT_TRUE(contains(msg, "test_good")) << msg;
+}
+
+TEST(Registry, FactoriesValidateTheirSublist) {
+  auto& reg = Registry::global();
+  reg.load_file(PLEXUS_TEST_GOOD);
+  plexus::ParameterList l;
+  auto k = reg.make_kernel("test-good", l, "plexus/Kernel/test-good");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(l.get<int>("Scale"), 1);  // default filled
+
+  plexus::ParameterList bad;
+  bad.set("Scael", 2);
+  try {
+    reg.make_kernel("test-good", bad, "plexus/Kernel/test-good");
+    FAIL() << "no error";
+  } catch (const plexus::InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "'plexus/Kernel/test-good/Scael'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "did you mean 'Scale'?")) << e.what();
+  }
+  plexus::ParameterList range;
+  range.set("Scale", std::string("11"));
+  try {
+    reg.make_kernel("test-good", range, "plexus/Kernel/test-good");
+    FAIL() << "no error";
+  } catch (const plexus::InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "[1, 10]")) << e.what();
+  }
+  // The plugin's kernel works across the library boundary.
+  plexus::StackEntry e{1, 1, 1, 0, 0, 0};
+  double a = 2, b = 3, c = 1;
+  k->process(&e, 1, &a, &b, &c);
+  EXPECT_DOUBLE_EQ(c, 7.0);
+}
+
+TEST(Registry, ProvidersAndListings) {
+  auto& reg = Registry::global();
+  reg.load_file(PLEXUS_TEST_CANNON_PLUGIN);
+  const auto providers = reg.providers(plexus::OpMultiply);
+  EXPECT_NE(std::find(providers.begin(), providers.end(), "cannon"), providers.end());
+  const auto kernels = reg.names(ComponentKind::Kernel);
+  EXPECT_TRUE(std::is_sorted(kernels.begin(), kernels.end()));
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "reference"), kernels.end());
+  EXPECT_STREQ(plexus::kind_name(ComponentKind::Comm), "comm");
+  EXPECT_STREQ(plexus::kind_name(ComponentKind::Solver), "solver");
+}
+
+TEST(Registry, SearchPathReadsThePluginPathFirst) {
+  const char* old = std::getenv("PLEXUS_PLUGIN_PATH");
+  const std::string saved = old ? old : "";
+  ::setenv("PLEXUS_PLUGIN_PATH", "/first::/second:", 1);
+  const auto dirs = Registry::global().search_path();
+  ASSERT_EQ(dirs.size(), 3u);
+  EXPECT_EQ(dirs[0], "/first");
+  EXPECT_EQ(dirs[1], "/second");
+  EXPECT_TRUE(contains(dirs[2], "plexus/plugins")) << dirs[2];
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dirs[2]).parent_path().parent_path()));
+  ::setenv("PLEXUS_PLUGIN_PATH", saved.c_str(), 1);
+}
+
+}  // namespace

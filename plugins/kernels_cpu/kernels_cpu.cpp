@@ -1,0 +1,235 @@
+// The `cpu` kernel plugin: stacks of small block products processed with libxsmm's JIT-generated
+// kernels (one dispatch per (m, n, k), cached per thread), with BLAS dgemm as the fallback for
+// shapes libxsmm does not generate (and for Backend=blas).
+//
+// Threading: core's LocalProduct opens the OpenMP region and gives each thread a stack whose
+// C blocks no other thread touches; process() is therefore called concurrently and opens no
+// parallel region of its own. threads() tells core how many threads to use.
+#include <cblas.h>
+#include <omp.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/plugin.hpp"
+
+#if PLEXUS_HAVE_LIBXSMM
+#include <libxsmm.h>
+#endif
+
+namespace plexus_kernels_cpu {
+
+using plexus::StackEntry;
+
+enum class Backend { Auto, Libxsmm, Blas };
+
+constexpr bool kHaveLibxsmm = PLEXUS_HAVE_LIBXSMM != 0;
+/// Products with m*n*k above this go to dgemm: libxsmm's generated code is tuned for small shapes
+/// and BLAS is as fast or faster beyond (libxsmm's own default threshold is 64^3).
+constexpr std::int64_t kMaxXsmmVolume = 64 * 64 * 64;
+
+inline void blas_gemm(const StackEntry& e, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, e.m, e.n, e.k, 1.0, a + e.a, e.m, b + e.b, e.k, 1.0,
+              c + e.c, e.m);
+}
+
+#if PLEXUS_HAVE_LIBXSMM
+using XsmmFn = libxsmm_dmmfunction;
+
+void init_libxsmm() {
+  static std::once_flag once;
+  std::call_once(once, [] { libxsmm_init(); });
+}
+
+/// Per-thread cache (m, n, k) -> libxsmm kernel (nullptr: use dgemm). A last-hit fast path serves
+/// the common case of runs of equal shapes; an open-addressed table serves mixed shapes without
+/// locks. libxsmm's own registry is thread-safe, so a miss simply asks it.
+class DispatchCache {
+ public:
+  XsmmFn get(int m, int n, int k) {
+    const std::uint64_t key = pack(m, n, k);
+    if (key == last_key_) return last_fn_;
+    std::uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> (64 - kBits);
+    for (int probe = 0; probe < kSlots; ++probe, h = (h + 1) & (kSlots - 1)) {
+      Slot& s = slots_[h];
+      if (s.key == key) return remember(key, s.fn);
+      if (s.key == 0) {
+        s.key = key;
+        s.fn = dispatch(m, n, k);
+        return remember(key, s.fn);
+      }
+    }
+    return remember(key, dispatch(m, n, k));  // table full: libxsmm's registry still caches
+  }
+
+ private:
+  static constexpr int kBits = 9;
+  static constexpr int kSlots = 1 << kBits;
+  struct Slot {
+    std::uint64_t key = 0;  // 0: empty (m, n, k >= 1, so no real key is 0)
+    XsmmFn fn = nullptr;
+  };
+  static std::uint64_t pack(int m, int n, int k) {
+    return (static_cast<std::uint64_t>(m) << 42) | (static_cast<std::uint64_t>(n) << 21) |
+           static_cast<std::uint64_t>(k);
+  }
+  static XsmmFn dispatch(int m, int n, int k) {
+    if (static_cast<std::int64_t>(m) * n * k > kMaxXsmmVolume) return nullptr;
+    const double alpha = 1.0, beta = 1.0;
+    // Kernels that take the next product's operands and prefetch them (libxsmm picks the
+    // strategy for the target); process() passes the next stack entry's blocks.
+    const int prefetch = LIBXSMM_PREFETCH_AUTO;
+    return libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &alpha, &beta, nullptr, &prefetch);
+  }
+  XsmmFn remember(std::uint64_t key, XsmmFn fn) {
+    last_key_ = key;
+    last_fn_ = fn;
+    return fn;
+  }
+
+  std::uint64_t last_key_ = 0;
+  XsmmFn last_fn_ = nullptr;
+  std::array<Slot, kSlots> slots_{};
+};
+
+/// Small blocks (S-E-like, 6x6) are scattered and each is used for few flops, so the product
+/// is latency-bound: their cache lines are requested a few products ahead. Larger blocks are
+/// left to libxsmm's own prefetch of the next operands and to the hardware prefetcher.
+constexpr std::int64_t kPrefetchDistance = 8;
+constexpr std::int64_t kPrefetchMaxValues = 128;  // 16 cache lines
+
+inline void prefetch_block(const double* p, std::int64_t values, bool write) {
+  if (values > kPrefetchMaxValues) return;
+  for (std::int64_t v = 0; v < values; v += 8) {
+    if (write)
+      __builtin_prefetch(p + v, 1);
+    else
+      __builtin_prefetch(p + v, 0);
+  }
+}
+
+inline void prefetch_small(const StackEntry& e, const double* a, const double* b, const double* c) {
+  prefetch_block(a + e.a, std::int64_t{e.m} * e.k, false);
+  prefetch_block(b + e.b, std::int64_t{e.k} * e.n, false);
+  prefetch_block(c + e.c, std::int64_t{e.m} * e.n, true);
+}
+
+DispatchCache& thread_cache() {
+  static thread_local DispatchCache cache;
+  return cache;
+}
+#endif
+
+class CpuKernel final : public plexus::Kernel {
+ public:
+  CpuKernel(int threads, Backend backend) : backend_(backend) {
+    if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
+    if (backend == Backend::Libxsmm && !kHaveLibxsmm)
+      throw plexus::InputError("Kernel/cpu/Backend",
+                               "Backend=libxsmm was requested but this build of the cpu kernel has no libxsmm "
+                               "(configure with PLEXUS_ENABLE_LIBXSMM=ON and libxsmm installed, or use "
+                               "Backend=auto or Backend=blas)");
+    if (backend_ == Backend::Auto) backend_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
+#if PLEXUS_HAVE_LIBXSMM
+    if (backend_ == Backend::Libxsmm) init_libxsmm();
+#endif
+    threads_ = threads > 0 ? threads : omp_get_max_threads();
+    if (threads_ < 1) threads_ = 1;
+  }
+  ~CpuKernel() override = default;
+
+  std::string name() const override { return "cpu"; }
+  int threads() const override { return threads_; }
+  /// The backend in use after resolving "auto".
+  const char* backend_name() const { return backend_ == Backend::Libxsmm ? "libxsmm" : "blas"; }
+
+  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
+#if PLEXUS_HAVE_LIBXSMM
+    if (backend_ == Backend::Libxsmm) {
+      DispatchCache& cache = thread_cache();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const StackEntry& e = stack[i];
+        if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
+        if (i + kPrefetchDistance < n) prefetch_small(stack[i + kPrefetchDistance], a, b, c);
+        const StackEntry& nx = stack[i + 1 < n ? i + 1 : i];
+        if (XsmmFn fn = cache.get(e.m, e.n, e.k))
+          fn(a + e.a, b + e.b, c + e.c, a + nx.a, b + nx.b, c + nx.c);
+        else
+          blas_gemm(e, a, b, c);
+      }
+      return;
+    }
+#endif
+    for (std::int64_t i = 0; i < n; ++i) {
+      const StackEntry& e = stack[i];
+      if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
+      blas_gemm(e, a, b, c);
+    }
+  }
+
+  double block_norm(const double* x, std::int64_t n) override {
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+    return std::sqrt(s);
+  }
+
+ private:
+  Backend backend_;
+  int threads_ = 1;
+};
+
+Backend parse_backend(const std::string& s) {
+  if (s == "auto") return Backend::Auto;
+  if (s == "libxsmm") return Backend::Libxsmm;
+  if (s == "blas") return Backend::Blas;
+  throw plexus::InputError("Kernel/cpu/Backend", "unknown backend '" + s + "' (valid: auto, libxsmm, blas)");
+}
+
+plexus::ParameterListPtr valid_parameters() {
+  auto valid = Teuchos::rcp(new plexus::ParameterList("cpu"));
+  plexus::declare_int(*valid, "Threads", 0,
+                      "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0, 4096);
+  plexus::declare_choice(*valid, "Backend", "auto", {"auto", "libxsmm", "blas"},
+                         std::string("small products by libxsmm JIT kernels or BLAS dgemm; auto: ") +
+                             (kHaveLibxsmm ? "libxsmm (built in), dgemm beyond 64^3" : "blas (libxsmm not built in)"));
+  return valid;
+}
+
+std::unique_ptr<plexus::Kernel> make_kernel(const plexus::ParameterList& p) {
+  const int threads = p.isParameter("Threads") ? p.get<int>("Threads") : 0;
+  const std::string backend = p.isParameter("Backend") ? p.get<std::string>("Backend") : std::string("auto");
+  return std::make_unique<CpuKernel>(threads, parse_backend(backend));
+}
+
+const plexus::PluginDescriptor& describe() {
+  static const plexus::PluginDescriptor descriptor = [] {
+    plexus::PluginDescriptor d;
+    d.name = "kernels_cpu";
+    d.version = "0.1.0";
+    plexus::ComponentDescriptor k;
+    k.kind = plexus::ComponentKind::Kernel;
+    k.name = "cpu";
+    k.summary = std::string("CPU stacks of small products: ") +
+                (kHaveLibxsmm ? "libxsmm JIT kernels, BLAS dgemm fallback" : "BLAS dgemm") +
+                "; OpenMP threads own whole C block rows";
+    k.valid_parameters = valid_parameters;
+    k.make_kernel = make_kernel;
+    d.components.push_back(std::move(k));
+    return d;
+  }();
+  return descriptor;
+}
+
+}  // namespace plexus_kernels_cpu
+
+PLEXUS_PLUGIN(plexus_kernels_cpu::describe)

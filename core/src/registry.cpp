@@ -258,34 +258,37 @@ void require_factory(const ComponentEntry& e, const Factory& f) {
 
 }  // namespace
 
+namespace {
+// Validates the sublist against the component's valid parameters (defaults filled in), then
+// calls the factory of its kind.
+template <class T, class Factory>
+std::unique_ptr<T> make_component(const ComponentEntry& e, const Factory& factory, ParameterList& sublist,
+                                  const std::string& path) {
+  validate_and_fill(sublist, *valid_of(e), path);
+  require_factory(e, factory);
+  auto made = factory(sublist);
+  PLEXUS_CHECK(made != nullptr, std::string(kind_name(e.descriptor.kind)) + " '" + e.descriptor.name +
+                                    "' factory returned nothing");
+  return made;
+}
+}  // namespace
+
 std::unique_ptr<CommStrategy> Registry::make_comm(const std::string& name, ParameterList& sublist,
                                                   const std::string& path) const {
   const ComponentEntry& e = get(ComponentKind::Comm, name);
-  validate_and_fill(sublist, *valid_of(e), path);
-  require_factory(e, e.descriptor.make_comm);
-  auto made = e.descriptor.make_comm(sublist);
-  PLEXUS_CHECK(made != nullptr, "communication strategy '" + name + "' factory returned nothing");
-  return made;
+  return make_component<CommStrategy>(e, e.descriptor.make_comm, sublist, path);
 }
 
 std::unique_ptr<Kernel> Registry::make_kernel(const std::string& name, ParameterList& sublist,
                                               const std::string& path) const {
   const ComponentEntry& e = get(ComponentKind::Kernel, name);
-  validate_and_fill(sublist, *valid_of(e), path);
-  require_factory(e, e.descriptor.make_kernel);
-  auto made = e.descriptor.make_kernel(sublist);
-  PLEXUS_CHECK(made != nullptr, "kernel '" + name + "' factory returned nothing");
-  return made;
+  return make_component<Kernel>(e, e.descriptor.make_kernel, sublist, path);
 }
 
 std::unique_ptr<Solver> Registry::make_solver(const std::string& name, ParameterList& sublist,
                                               const std::string& path) const {
   const ComponentEntry& e = get(ComponentKind::Solver, name);
-  validate_and_fill(sublist, *valid_of(e), path);
-  require_factory(e, e.descriptor.make_solver);
-  auto made = e.descriptor.make_solver(sublist);
-  PLEXUS_CHECK(made != nullptr, "solver '" + name + "' factory returned nothing");
-  return made;
+  return make_component<Solver>(e, e.descriptor.make_solver, sublist, path);
 }
 
 }  // namespace plexus

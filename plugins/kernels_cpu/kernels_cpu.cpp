@@ -38,8 +38,8 @@ constexpr bool kHaveLibxsmm = PLEXUS_HAVE_LIBXSMM != 0;
 constexpr std::int64_t kMaxXsmmVolume = 64 * 64 * 64;
 
 inline void blas_gemm(const StackEntry& e, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, e.m, e.n, e.k, 1.0, a + e.a, e.m, b + e.b, e.k, 1.0,
-              c + e.c, e.m);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, e.m, e.n, e.k, 1.0, a + e.a, e.m, b + e.b, e.k, 1.0, c + e.c,
+              e.m);
 }
 
 #if PLEXUS_HAVE_LIBXSMM
@@ -55,6 +55,7 @@ void init_libxsmm() {
 /// locks. libxsmm's own registry is thread-safe, so a miss simply asks it.
 class DispatchCache {
  public:
+  /// m, n, k >= 1 with m*n*k <= kMaxXsmmVolume (so each fits the 21 bits of the key).
   XsmmFn get(int m, int n, int k) {
     const std::uint64_t key = pack(m, n, k);
     if (key == last_key_) return last_fn_;
@@ -83,7 +84,6 @@ class DispatchCache {
            static_cast<std::uint64_t>(k);
   }
   static XsmmFn dispatch(int m, int n, int k) {
-    if (static_cast<std::int64_t>(m) * n * k > kMaxXsmmVolume) return nullptr;
     const double alpha = 1.0, beta = 1.0;
     // Kernels that take the next product's operands and prefetch them (libxsmm picks the
     // strategy for the target); process() passes the next stack entry's blocks.
@@ -149,9 +149,6 @@ class CpuKernel final : public plexus::Kernel {
 
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
-  /// The backend in use after resolving "auto".
-  const char* backend_name() const { return backend_ == Backend::Libxsmm ? "libxsmm" : "blas"; }
-
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
 #if PLEXUS_HAVE_LIBXSMM
     if (backend_ == Backend::Libxsmm) {
@@ -161,7 +158,8 @@ class CpuKernel final : public plexus::Kernel {
         if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
         if (i + kPrefetchDistance < n) prefetch_small(stack[i + kPrefetchDistance], a, b, c);
         const StackEntry& nx = stack[i + 1 < n ? i + 1 : i];
-        if (XsmmFn fn = cache.get(e.m, e.n, e.k))
+        XsmmFn fn = std::int64_t{e.m} * e.n * e.k <= kMaxXsmmVolume ? cache.get(e.m, e.n, e.k) : nullptr;
+        if (fn)
           fn(a + e.a, b + e.b, c + e.c, a + nx.a, b + nx.b, c + nx.c);
         else
           blas_gemm(e, a, b, c);
@@ -197,8 +195,8 @@ Backend parse_backend(const std::string& s) {
 
 plexus::ParameterListPtr valid_parameters() {
   auto valid = Teuchos::rcp(new plexus::ParameterList("cpu"));
-  plexus::declare_int(*valid, "Threads", 0,
-                      "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0, 4096);
+  plexus::declare_int(*valid, "Threads", 0, "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0,
+                      4096);
   plexus::declare_choice(*valid, "Backend", "auto", {"auto", "libxsmm", "blas"},
                          std::string("small products by libxsmm JIT kernels or BLAS dgemm; auto: ") +
                              (kHaveLibxsmm ? "libxsmm (built in), dgemm beyond 64^3" : "blas (libxsmm not built in)"));

@@ -391,8 +391,8 @@ void dense_accumulate(Expected& ex, const Panel& a_panel, const BlockLayout& al,
 /// Per-C-row thresholds chosen in the gaps between product norms, so that no product lies so
 /// close to its threshold that rounding in the norm computation could decide it. Some rows get
 /// 0 (no filtering), the others a threshold near the median of their product norms.
-std::vector<double> choose_eps(const Panel& a_panel, const BlockLayout& al, const Panel& b_panel,
-                               const BlockLayout& bl, const std::vector<int>& c_rows) {
+std::vector<double> choose_eps(const Panel& a_panel, const BlockLayout& al, const Panel& b_panel, const BlockLayout& bl,
+                               const std::vector<int>& c_rows) {
   const plexus::PanelView a = a_panel.view(), b = b_panel.view();
   std::vector<double> eps(c_rows.size(), 0.0);
   for (int ra = 0; ra < a.nrows; ++ra) {
@@ -441,8 +441,7 @@ struct LocalCase {
 
 /// Runs the case with a kernel; returns the dense result and the stats.
 std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const LocalCase& lc, Kernel& k,
-                                                                     const std::vector<double>& row_eps,
-                                                                     int threads) {
+                                                                     const std::vector<double>& row_eps, int threads) {
   plexus::LocalProduct lp(lc.c_start.view(), lc.cl, threads, row_eps);
   EXPECT_EQ(lp.threads(), threads);
   for (const Tick& t : lc.ticks) lp.multiply(t.a.view(), lc.al, t.b.view(), lc.bl, k);

@@ -135,51 +135,79 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         ThreadWork& w = *work_[static_cast<std::size_t>(t)];
         const double t0 = omp_get_wtime();
         double kernel_time = 0;
-        auto flush = [&]() {
-          if (w.stack.empty()) return;
-          const double k0 = omp_get_wtime();
-          kernel.process(w.stack.data(), static_cast<std::int64_t>(w.stack.size()), a.data, b.data, w.data.data());
-          kernel_time += omp_get_wtime() - k0;
-          w.stack.clear();
-        };
         // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
         const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
         const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
-        for (int ar = ar0; ar < ar1; ++ar) {
-          const int cr = a_c_row[ar];
-          auto& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
-          for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
-          const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
-          const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
-          for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-            const int kk = static_cast<int>(a.cols[ab]);
-            const int br = b_row_of[static_cast<std::size_t>(kk)];
-            if (br < 0) continue;
-            const int k = a_layout.cols.size(kk);
-            const double an = filtering ? a_norms[static_cast<std::size_t>(ab)] : 0.0;
-            for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
-              if (filtering && an * b_norms[static_cast<std::size_t>(bb)] < eps) {
-                ++w.stats.skipped;
-                continue;
+        // Visits the products of the thread's rows that pass the filter: f(ab, bb, j, m, n, k, c_off[j]).
+        auto for_each_product = [&](auto&& f) {
+          for (int ar = ar0; ar < ar1; ++ar) {
+            const int cr = a_c_row[ar];
+            auto& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
+            for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
+            const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+            const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
+            for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+              const int kk = static_cast<int>(a.cols[ab]);
+              const int br = b_row_of[static_cast<std::size_t>(kk)];
+              if (br < 0) continue;
+              const int k = a_layout.cols.size(kk);
+              const double an = filtering ? a_norms[static_cast<std::size_t>(ab)] : 0.0;
+              for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
+                if (filtering && an * b_norms[static_cast<std::size_t>(bb)] < eps) {
+                  f.skip();
+                  continue;
+                }
+                const auto j = static_cast<std::size_t>(b.cols[bb]);
+                f(ab, bb, j, m, layout_.cols.size(static_cast<int>(j)), k, list);
               }
-              const auto j = static_cast<std::size_t>(b.cols[bb]);
-              const int n = layout_.cols.size(static_cast<int>(j));
-              std::int64_t coff = w.c_off[j];
-              if (coff < 0) {
-                coff = static_cast<std::int64_t>(w.data.size());
-                w.data.resize(w.data.size() + static_cast<std::size_t>(m) * static_cast<std::size_t>(n), 0.0);
-                w.c_off[j] = coff;
-                list.emplace_back(static_cast<std::int64_t>(j), coff);
-              }
-              w.stack.push_back(StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], coff});
-              w.stats.flops += 2.0 * m * n * k;
-              ++w.stats.products;
-              if (w.stack.size() == kStackCapacity) flush();
             }
+            for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
           }
-          for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
+        };
+        // Pass 1 (symbolic): place the new C blocks, then grow the value area once.
+        struct Place {
+          ThreadWork& w;
+          std::int64_t end;
+          void skip() {}
+          void operator()(std::int64_t, std::int64_t, std::size_t j, int m, int n, int,
+                          std::vector<std::pair<std::int64_t, std::int64_t>>& list) {
+            if (w.c_off[j] >= 0) return;
+            w.c_off[j] = end;
+            list.emplace_back(static_cast<std::int64_t>(j), end);
+            end += std::int64_t{m} * n;
+          }
+        } place{w, static_cast<std::int64_t>(w.data.size())};
+        for_each_product(place);
+        if (place.end > static_cast<std::int64_t>(w.data.size())) {
+          if (place.end > static_cast<std::int64_t>(w.data.capacity()))
+            w.data.reserve(std::max<std::size_t>(static_cast<std::size_t>(place.end), w.data.capacity() * 3 / 2));
+          w.data.resize(static_cast<std::size_t>(place.end), 0.0);
         }
-        flush();
+        // Pass 2 (numeric): stacks of products, processed by the kernel when full.
+        struct Stack {
+          ThreadWork& w;
+          const PanelView& a;
+          const PanelView& b;
+          Kernel& kernel;
+          double& kernel_time;
+          void flush() {
+            if (w.stack.empty()) return;
+            const double k0 = omp_get_wtime();
+            kernel.process(w.stack.data(), static_cast<std::int64_t>(w.stack.size()), a.data, b.data, w.data.data());
+            kernel_time += omp_get_wtime() - k0;
+            w.stack.clear();
+          }
+          void skip() { ++w.stats.skipped; }
+          void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k,
+                          std::vector<std::pair<std::int64_t, std::int64_t>>&) {
+            w.stack.push_back(StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], w.c_off[j]});
+            w.stats.flops += 2.0 * m * n * k;
+            ++w.stats.products;
+            if (w.stack.size() == kStackCapacity) flush();
+          }
+        } stack{w, a, b, kernel, kernel_time};
+        for_each_product(stack);
+        stack.flush();
         const double total = omp_get_wtime() - t0;
         w.stats.kernel_seconds += kernel_time;
         w.stats.stack_seconds += total - kernel_time;
@@ -204,28 +232,48 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
 }
 
 Panel LocalProduct::finish() {
-  Panel out(std::vector<int>(row_ids_.begin(), row_ids_.end()));
-  std::int64_t nb = 0, nv = 0;
-  for (auto& w : work_) {
-    nv += static_cast<std::int64_t>(w->data.size());
-    for (auto& l : w->rows) nb += static_cast<std::int64_t>(l.size());
+  // The threads' rows become one blocked CSR: each thread sorts its rows and writes its part of
+  // the index; values are adopted as they are (one thread) or copied once, in parallel, into one
+  // area (several threads, each copying its own part).
+  const int nthreads = static_cast<int>(work_.size());
+  std::vector<std::int64_t> blk_base(static_cast<std::size_t>(nthreads) + 1, 0),
+      val_base(static_cast<std::size_t>(nthreads) + 1, 0);
+  for (int t = 0; t < nthreads; ++t) {
+    std::int64_t nb = 0;
+    for (const auto& l : work_[static_cast<std::size_t>(t)]->rows) nb += static_cast<std::int64_t>(l.size());
+    blk_base[t + 1] = blk_base[t] + nb;
+    val_base[t + 1] = val_base[t] + static_cast<std::int64_t>(work_[static_cast<std::size_t>(t)]->data.size());
   }
-  out.reserve(nb, nv);
-  for (auto& w : work_) {
-    for (int r = w->row_begin; r < w->row_end; ++r) {
-      auto& list = w->rows[static_cast<std::size_t>(r - w->row_begin)];
+  const auto nrows = row_ids_.size();
+  std::vector<std::int64_t> row_ids(row_ids_.begin(), row_ids_.end()), row_ptr(nrows + 1, 0);
+  std::vector<std::int64_t> cols(static_cast<std::size_t>(blk_base.back())), offsets(cols.size());
+  MatrixData data;
+  if (nthreads == 1) {
+    data = std::move(work_[0]->data);
+  } else {
+    data.resize(static_cast<std::size_t>(val_base.back()));  // default-initialised: every value is copied below
+  }
+  row_ptr[nrows] = blk_base.back();
+#pragma omp parallel num_threads(nthreads)
+  for (int t = omp_get_thread_num(); t < nthreads; t += omp_get_num_threads()) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    std::int64_t b = blk_base[static_cast<std::size_t>(t)];
+    const std::int64_t shift = nthreads == 1 ? 0 : val_base[static_cast<std::size_t>(t)];
+    for (int r = w.row_begin; r < w.row_end; ++r) {
+      auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];
       std::sort(list.begin(), list.end());
-      const int m = layout_.rows.size(row_ids_[static_cast<std::size_t>(r)]);
+      row_ptr[static_cast<std::size_t>(r)] = b;
       for (const auto& [col, off] : list) {
-        const int n = m * layout_.cols.size(static_cast<int>(col));
-        double* dst = out.append_block(r, static_cast<int>(col), n);
-        std::copy(w->data.data() + off, w->data.data() + off + n, dst);
+        cols[static_cast<std::size_t>(b)] = col;
+        offsets[static_cast<std::size_t>(b)] = off + shift;
+        ++b;
       }
     }
-    w->rows.clear();
-    MatrixData().swap(w->data);
+    if (nthreads > 1) std::copy(w.data.begin(), w.data.end(), data.begin() + shift);
+    w.rows.clear();
+    MatrixData().swap(w.data);
   }
-  return out;
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
 
 }  // namespace plexus

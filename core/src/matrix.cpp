@@ -311,7 +311,15 @@ DistMatrix::Gathered DistMatrix::gather_blocks(int root) const {
       idx.push_back(v.cols[b]);
     }
   if (v.data_size > std::int64_t{2147483647}) throw Error("DistMatrix " + name_, "gather: local part too large");
-  int counts[2] = {static_cast<int>(idx.size()), static_cast<int>(v.data_size)};
+  // Values in block order (a panel's value area need not be).
+  std::vector<double> vals;
+  vals.reserve(static_cast<std::size_t>(v.data_size));
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const std::int64_t n = block_values(layout_, static_cast<int>(v.row_ids[r]), static_cast<int>(v.cols[b]));
+      vals.insert(vals.end(), v.data + v.offsets[b], v.data + v.offsets[b] + n);
+    }
+  int counts[2] = {static_cast<int>(idx.size()), static_cast<int>(vals.size())};
   std::vector<int> all_counts(static_cast<std::size_t>(2 * p));
   mpi::check(MPI_Allgather(counts, 2, MPI_INT, all_counts.data(), 2, MPI_INT, comm), "MPI_Allgather");
   std::vector<int> ci(static_cast<std::size_t>(p)), cv(static_cast<std::size_t>(p));
@@ -337,13 +345,13 @@ DistMatrix::Gathered DistMatrix::gather_blocks(int root) const {
     mpi::check(MPI_Allgatherv(idx.data(), counts[0], MPI_INT64_T, g.index.data(), ci.data(), di.data(), MPI_INT64_T,
                               comm),
                "MPI_Allgatherv");
-    mpi::check(MPI_Allgatherv(v.data, counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, comm),
+    mpi::check(MPI_Allgatherv(vals.data(), counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, comm),
                "MPI_Allgatherv");
   } else {
     mpi::check(MPI_Gatherv(idx.data(), counts[0], MPI_INT64_T, g.index.data(), ci.data(), di.data(), MPI_INT64_T, root,
                            comm),
                "MPI_Gatherv");
-    mpi::check(MPI_Gatherv(v.data, counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, root,
+    mpi::check(MPI_Gatherv(vals.data(), counts[1], MPI_DOUBLE, g.values.data(), cv.data(), dv.data(), MPI_DOUBLE, root,
                            comm),
                "MPI_Gatherv");
   }

@@ -1,6 +1,14 @@
 #include "plexus/memory.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <unordered_map>
 
 namespace plexus::memory {
 namespace {
@@ -19,7 +27,118 @@ void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
   }
 }
 
+constexpr std::align_val_t kAlign{64};
+
+// Freed large blocks by their real size, and the real size of every large block in use.
+struct Pool {
+  std::mutex mutex;
+  std::multimap<std::size_t, void*> free_blocks;
+  std::unordered_map<void*, std::size_t> real_size;
+  std::size_t pooled = 0;
+  std::int64_t limit = -1;  // -1: not read from the environment yet
+
+  std::int64_t effective_limit() {
+    if (limit < 0) {
+      if (const char* env = std::getenv("PLEXUS_MEMORY_POOL_MB"); env != nullptr && *env != '\0') {
+        limit = std::max<std::int64_t>(0, std::atoll(env)) << 20;
+      } else {
+        const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+        limit = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / 4 : std::int64_t{1} << 30;
+      }
+    }
+    return limit;
+  }
+  // Frees pooled blocks, largest first, until at most `keep` bytes stay. Caller holds the mutex.
+  void shrink_to(std::size_t keep) {
+    while (pooled > keep && !free_blocks.empty()) {
+      auto it = std::prev(free_blocks.end());
+      pooled -= it->first;
+      ::operator delete(it->second, kAlign);
+      free_blocks.erase(it);
+    }
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: blocks may be released during static destruction
+  return *p;
+}
+
 }  // namespace
+
+void* allocate(Category c, std::size_t bytes) {
+  if (bytes >= kPoolMinBytes) {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    void* block = nullptr;
+    std::size_t size = bytes;
+    if (auto it = p.free_blocks.lower_bound(bytes); it != p.free_blocks.end() && it->first <= 2 * bytes) {
+      block = it->second;
+      size = it->first;
+      p.pooled -= size;
+      p.free_blocks.erase(it);
+    } else {
+      block = ::operator new(bytes, kAlign);
+    }
+    p.real_size[block] = size;
+    on_allocate(c, bytes);
+    return block;
+  }
+  void* block = ::operator new(bytes, kAlign);
+  on_allocate(c, bytes);
+  return block;
+}
+
+void release(Category c, void* block, std::size_t bytes) noexcept {
+  if (block == nullptr) return;
+  on_release(c, bytes);
+  if (bytes >= kPoolMinBytes) {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto it = p.real_size.find(block);
+    const std::size_t size = it != p.real_size.end() ? it->second : bytes;
+    if (it != p.real_size.end()) p.real_size.erase(it);
+    const auto limit = static_cast<std::size_t>(p.effective_limit());
+    if (size > limit) {
+      ::operator delete(block, kAlign);
+      return;
+    }
+    try {
+      p.free_blocks.emplace(size, block);
+      p.pooled += size;
+      p.shrink_to(limit);
+    } catch (...) {
+      ::operator delete(block, kAlign);
+    }
+    return;
+  }
+  ::operator delete(block, kAlign);
+}
+
+std::int64_t pooled_bytes() noexcept {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return static_cast<std::int64_t>(p.pooled);
+}
+
+void set_pool_limit(std::int64_t bytes) noexcept {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.limit = std::max<std::int64_t>(0, bytes);
+  p.shrink_to(static_cast<std::size_t>(p.limit));
+}
+
+std::int64_t pool_limit() noexcept {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.effective_limit();
+}
+
+void trim() noexcept {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.shrink_to(0);
+}
 
 const char* category_name(Category c) {
   switch (c) {

@@ -43,6 +43,23 @@ Panel Panel::copy_of(const PanelView& v) {
   return p;
 }
 
+Panel Panel::adopt(std::vector<std::int64_t> row_ids, std::vector<std::int64_t> row_ptr, std::vector<std::int64_t> cols,
+                   std::vector<std::int64_t> offsets, MatrixData data) {
+  if (row_ptr.size() != row_ids.size() + 1 || cols.size() != offsets.size() ||
+      row_ptr.back() != static_cast<std::int64_t>(cols.size()))
+    throw Error("Panel::adopt", "inconsistent index: " + std::to_string(row_ids.size()) + " rows, " +
+                                    std::to_string(row_ptr.size()) + " row pointers, " + std::to_string(cols.size()) +
+                                    " columns, " + std::to_string(offsets.size()) + " offsets");
+  Panel p;
+  p.row_ids_ = std::move(row_ids);
+  p.row_ptr_ = std::move(row_ptr);
+  p.cols_ = std::move(cols);
+  p.offsets_ = std::move(offsets);
+  p.data_ = std::move(data);
+  p.cur_row_ = p.nrows() > 0 ? p.nrows() - 1 : 0;
+  return p;
+}
+
 PanelView Panel::view() const {
   const std::int64_t nb = nblocks();
   for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr_.size(); ++q) row_ptr_[q] = nb;

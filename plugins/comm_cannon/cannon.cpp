@@ -72,23 +72,37 @@ class Cannon final : public plexus::CommStrategy {
     report.strategy = name();
     report.kernel = kernel.name();
 
+    // Everything that reads A and B happens before C is prepared, so C may be A or B itself.
     const Plan plan = make_plan(A);
-    prepare_c(C, beta);
     std::vector<double> row_eps = row_thresholds(A, C, options.filter_eps);
+    std::vector<std::int64_t> weights = thread_weights(A, C, beta);
+    // On a 1x1 grid the local panels are the only images: multiply them in place, no copies.
+    const bool direct = plan.V == 1 && &C != &A && &C != &B;
 
     Traffic preshift, ticks;
     std::vector<ImageBuffer> a_buf, b_buf;
-    {
+    Panel a_scaled;
+    if (direct) {
+      if (alpha != 1.0) {
+        a_scaled = Panel::copy_of(A.local().view());
+        kernel.scale(a_scaled.data().data(), a_scaled.data_size(), alpha);
+      }
+    } else {
       std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift);
       std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift);
       if (alpha != 1.0)
         for (auto& p : a_img) kernel.scale(p.data().data(), p.data_size(), alpha);
       allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
     }
+    prepare_c(C, beta);
 
-    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), std::move(row_eps),
-                                 thread_weights(A, C));
-    run_ticks(plan, A, B, a_buf, b_buf, product, kernel, ticks);
+    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), std::move(row_eps), weights);
+    if (direct) {
+      product.multiply(alpha != 1.0 ? a_scaled.view() : A.local().view(), A.layout(), B.local().view(), B.layout(),
+                       kernel);
+    } else {
+      run_ticks(plan, A, B, a_buf, b_buf, product, kernel, ticks);
+    }
     C.set_local(product.finish());
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
@@ -184,11 +198,13 @@ class Cannon final : public plexus::CommStrategy {
     return thr;
   }
 
-  // Threads own whole C rows; a row's expected work grows with its blocks in A and C.
-  static std::vector<std::int64_t> thread_weights(const DistMatrix& A, const DistMatrix& C) {
+  // Threads own whole C rows; a row's expected work grows with its blocks in A and in the C
+  // that is kept (none when beta = 0).
+  static std::vector<std::int64_t> thread_weights(const DistMatrix& A, const DistMatrix& C, double beta) {
     const Panel &a = A.local(), &c = C.local();
     std::vector<std::int64_t> w(static_cast<std::size_t>(c.nrows()));
-    for (int r = 0; r < c.nrows(); ++r) w[r] = (a.row_end(r) - a.row_begin(r)) + (c.row_end(r) - c.row_begin(r));
+    for (int r = 0; r < c.nrows(); ++r)
+      w[r] = (a.row_end(r) - a.row_begin(r)) + (beta != 0.0 ? c.row_end(r) - c.row_begin(r) : 0);
     return w;
   }
 

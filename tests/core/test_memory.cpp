@@ -22,3 +22,34 @@ TEST(Memory, TracksCurrentAndPeakPerCategory) {
   memory::reset_peak(Category::Solver);
   EXPECT_EQ(memory::peak(Category::Solver), base);
 }
+
+TEST(Memory, PoolReusesLargeBlocksAndRespectsItsLimit) {
+  using memory::Category;
+  memory::trim();
+  const auto limit = memory::pool_limit();
+  memory::set_pool_limit(std::int64_t{64} << 20);
+  const std::size_t big = std::size_t{3} << 20;
+  const double* first = nullptr;
+  {
+    CommBuffer<double> a(big / sizeof(double));
+    first = a.data();
+  }
+  EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(big));
+  {
+    // A slightly smaller request is served by the pooled block; the pool is then empty.
+    CommBuffer<double> b(big / sizeof(double) - 1000);
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(memory::pooled_bytes(), 0);
+    EXPECT_EQ(memory::current(Category::CommBuffer), static_cast<std::int64_t>(big - 8000));
+  }
+  // A block more than twice the request is not used for it.
+  {
+    CommBuffer<double> c((big / 2 - 8) / sizeof(double));
+    EXPECT_NE(c.data(), first);
+  }
+  memory::set_pool_limit(std::int64_t{2} << 20);  // below the pooled block: it is freed
+  EXPECT_LE(memory::pooled_bytes(), std::int64_t{2} << 20);
+  memory::trim();
+  EXPECT_EQ(memory::pooled_bytes(), 0);
+  memory::set_pool_limit(limit);
+}

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace plexus::memory {
@@ -15,6 +17,22 @@ const char* category_name(Category c);
 void on_allocate(Category c, std::size_t bytes) noexcept;
 void on_release(Category c, std::size_t bytes) noexcept;
 
+/// Allocates `bytes` (64-byte aligned) and counts them under `c`. Blocks of kPoolMinBytes or more
+/// come from a pool of freed blocks when one fits (up to twice the size asked for), so repeated
+/// operations reuse memory that is already mapped instead of faulting fresh pages in every time.
+void* allocate(Category c, std::size_t bytes);
+/// Releases a block from allocate(); large blocks go back to the pool (within its limit).
+void release(Category c, void* p, std::size_t bytes) noexcept;
+inline constexpr std::size_t kPoolMinBytes = std::size_t{1} << 20;
+/// Bytes of freed large blocks kept for reuse (not part of current()).
+std::int64_t pooled_bytes() noexcept;
+/// Largest number of bytes the pool keeps. Default: PLEXUS_MEMORY_POOL_MB if set (0 disables the
+/// pool), else a quarter of the physical memory.
+void set_pool_limit(std::int64_t bytes) noexcept;
+std::int64_t pool_limit() noexcept;
+/// Returns every pooled block to the system.
+void trim() noexcept;
+
 /// Bytes currently held in a category (or all categories).
 std::int64_t current(Category c) noexcept;
 std::int64_t current_total() noexcept;
@@ -25,6 +43,8 @@ std::int64_t peak_total() noexcept;
 void reset_peak(Category c) noexcept;
 void reset_peak_total() noexcept;
 
+/// Allocator of the tracked vectors. Elements are default-initialised: `resize(n)` leaves doubles
+/// unset (for buffers that are overwritten anyway); `resize(n, 0.0)` zeroes them.
 template <class T, Category C>
 struct TrackedAllocator {
   using value_type = T;
@@ -35,14 +55,15 @@ struct TrackedAllocator {
   struct rebind {
     using other = TrackedAllocator<U, C>;
   };
-  T* allocate(std::size_t n) {
-    auto* p = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
-    on_allocate(C, n * sizeof(T));
-    return p;
+  T* allocate(std::size_t n) { return static_cast<T*>(memory::allocate(C, n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { memory::release(C, p, n * sizeof(T)); }
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
   }
-  void deallocate(T* p, std::size_t n) noexcept {
-    on_release(C, n * sizeof(T));
-    ::operator delete(p, std::align_val_t{64});
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   friend bool operator==(const TrackedAllocator&, const TrackedAllocator&) { return true; }
   friend bool operator!=(const TrackedAllocator&, const TrackedAllocator&) { return false; }

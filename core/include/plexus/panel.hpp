@@ -1,6 +1,7 @@
 #pragma once
 // Blocked CSR storage: blocks of a set of block rows, sorted by (row, column), values in one
-// contiguous area, each block column-major (rows x cols of its block sizes).
+// contiguous area, each block column-major (rows x cols of its block sizes). A block's values
+// start at its offset; blocks need not lie in index order within the area.
 //
 // The index has one packed form, int64 words:
 //   [nrows, nblocks, data_size, row_ids[nrows], row_ptr[nrows+1], cols[nblocks], offsets[nblocks]]
@@ -38,6 +39,10 @@ class Panel {
   explicit Panel(const std::vector<int>& row_ids);
   /// A copy of a view.
   static Panel copy_of(const PanelView& v);
+  /// Takes ownership of a complete index and value area without copying. Blocks are sorted by
+  /// (row, col) in the index; their values may lie anywhere in `data` (offsets say where).
+  static Panel adopt(std::vector<std::int64_t> row_ids, std::vector<std::int64_t> row_ptr,
+                     std::vector<std::int64_t> cols, std::vector<std::int64_t> offsets, MatrixData data);
 
   PanelView view() const;
   int nrows() const { return static_cast<int>(row_ids_.size()); }

@@ -198,12 +198,15 @@ struct ProblemClass {
   int quick_nblocks = 0;    // --quick
   double target_xsmm = 0;   // target fraction of libxsmm in-cache (0: none)
   double target_dgemm = 0;  // target fraction of DGEMM (0: none)
+  int bandwidth = -1;       // locality: blocks only where |i-j| <= bandwidth (scaled with --scale); -1: none
+  int quick_bandwidth = -1;
 };
 
 std::vector<ProblemClass> classes() {
   return {
-      {"h2o", "H2O-DFT-LS-like: blocks 23, occupancy 10%, symmetric", 23, 0.10, true, 400, 24, 0.75, 0},
-      {"se", "S-E-like: blocks 6, occupancy 1%", 6, 0.01, false, 3600, 200, 0.75, 0},
+      {"h2o", "H2O-DFT-LS-like: blocks 23, occupancy 10%, symmetric", 23, 0.10, true, 450, 24, 0.75, 0},
+      {"se", "S-E-like: blocks 6, banded |i-j| <= 66 with half the band present (occupancy about 1%)", 6, 0.5, false,
+       6600, 200, 0.75, 0, 66, 4},
       {"dense", "dense: blocks 32, full", 32, 1.0, false, 80, 6, 0, 0.85},
   };
 }
@@ -447,8 +450,11 @@ int run(const Options& opt) {
     const auto dist = plexus::Distribution::block_cyclic(grid, nblk, nblk);
     const plexus::BlockLayout layout{plexus::BlockSizes::uniform(nblk, pc.block),
                                      plexus::BlockSizes::uniform(nblk, pc.block)};
-    plexus::GeneratorSpec sa{pc.occupancy, pc.symmetric, false, 17};
-    plexus::GeneratorSpec sb{pc.occupancy, pc.symmetric, false, 29};
+    const int band = (opt.quick ? pc.quick_bandwidth : pc.bandwidth) < 0
+                         ? -1
+                         : static_cast<int>(std::lround((opt.quick ? pc.quick_bandwidth : pc.bandwidth) * opt.scale));
+    plexus::GeneratorSpec sa{pc.occupancy, pc.symmetric, false, 17, band};
+    plexus::GeneratorSpec sb{pc.occupancy, pc.symmetric, false, 29, band};
     const plexus::DistMatrix a = plexus::generate_random("A", dist, layout, sa);
     const plexus::DistMatrix b = plexus::generate_random("B", dist, layout, sb);
     const double gen_seconds = seconds_since(t_gen);
@@ -492,6 +498,7 @@ int run(const Options& opt) {
     js.open_item();
     js.str("name", pc.name).str("description", pc.description);
     js.integer("block_size", pc.block).integer("nblocks", nblk).integer("rows", layout.rows.total());
+    js.integer("bandwidth", band);
     js.num("occupancy_a", a.occupancy()).num("occupancy_b", b.occupancy()).num("occupancy_c", c1->occupancy());
     js.integer("products", r1.products).num("flops", r1.flops).num("generate_seconds", gen_seconds);
     js.str("loadavg_before", load_before).str("loadavg_after", load_after);

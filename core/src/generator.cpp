@@ -1,6 +1,7 @@
 #include "plexus/generator.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "plexus/error.hpp"
@@ -27,6 +28,7 @@ double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; 
 bool generator_block_present(const GeneratorSpec& spec, int i, int j) {
   if (spec.symmetric && i > j) std::swap(i, j);
   if (spec.force_diagonal && i == j) return true;
+  if (spec.bandwidth >= 0 && std::abs(i - j) > spec.bandwidth) return false;
   if (spec.occupancy >= 1.0) return true;
   return unit(hash(spec.seed, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j), 0x0CC0ULL)) < spec.occupancy;
 }

@@ -39,19 +39,38 @@ std::vector<int> balance_rows(const std::vector<std::int64_t>& weight, int threa
   return first;
 }
 
-// The C rows a thread owns: per row the (column, offset) of its blocks, values in one buffer.
+// The C rows a thread owns: per row the (column, offset) of its blocks in the shared value area.
 struct LocalProduct::ThreadWork {
   int row_begin = 0, row_end = 0;
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
-  MatrixData data;
-  std::vector<std::int64_t> c_off;  // global block col -> offset in data for the current row, -1 if absent
+  std::vector<std::int64_t> c_off;  // global block col -> offset for the current row, -1 if absent
+  std::vector<std::pair<int, std::size_t>> fresh;  // (row, position in its list) of blocks new this tick
+  std::int64_t fresh_values = 0;  // values of the new blocks, placed from `base` on
+  std::int64_t base = 0;
   std::vector<StackEntry> stack;
   LocalMultiplyStats stats;
 };
 
 namespace {
 constexpr std::size_t kStackCapacity = 4096;
+
+// Runs f(t) for every thread slot t in an OpenMP region of `n` threads (also when OpenMP gives
+// fewer), and rethrows the first exception after the region.
+template <class F>
+void for_each_thread(int n, F&& f) {
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(n)
+  for (int t = omp_get_thread_num(); t < n; t += omp_get_num_threads()) {
+    try {
+      f(t);
+    } catch (...) {
+#pragma omp critical(plexus_local_product_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
+}  // namespace
 
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int threads, std::vector<double> row_eps,
                            const std::vector<std::int64_t>& row_weight)
@@ -70,36 +89,45 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
   if (static_cast<int>(weight.size()) != c.nrows) throw Error("LocalProduct", "row_weight needs one weight per C row");
   threads = std::max(1, threads);
   first_row_ = balance_rows(weight, threads);
-  work_.resize(static_cast<std::size_t>(threads));
+  // C's starting blocks: thread t's rows get the values from its base on, copied by thread t.
+  std::vector<std::int64_t> base(static_cast<std::size_t>(threads) + 1, 0);
   for (int t = 0; t < threads; ++t) {
-    auto w = std::make_unique<ThreadWork>();
-    w->row_begin = first_row_[t];
-    w->row_end = first_row_[t + 1];
-    w->rows.resize(static_cast<std::size_t>(w->row_end - w->row_begin));
-    for (int r = w->row_begin; r < w->row_end; ++r) {
+    std::int64_t n = 0;
+    for (int r = first_row_[t]; r < first_row_[t + 1]; ++r) {
       const int m = layout.rows.size(static_cast<int>(c.row_ids[r]));
-      auto& list = w->rows[static_cast<std::size_t>(r - w->row_begin)];
+      for (std::int64_t b = c.row_ptr[r]; b < c.row_ptr[r + 1]; ++b)
+        n += std::int64_t{m} * layout.cols.size(static_cast<int>(c.cols[b]));
+    }
+    base[t + 1] = base[t] + n;
+  }
+  data_.resize(static_cast<std::size_t>(base.back()));  // every value is copied below
+  work_.resize(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) work_[static_cast<std::size_t>(t)] = std::make_unique<ThreadWork>();
+  for_each_thread(threads, [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    w.row_begin = first_row_[t];
+    w.row_end = first_row_[t + 1];
+    w.rows.resize(static_cast<std::size_t>(w.row_end - w.row_begin));
+    std::int64_t off = base[static_cast<std::size_t>(t)];
+    for (int r = w.row_begin; r < w.row_end; ++r) {
+      const int m = layout.rows.size(static_cast<int>(c.row_ids[r]));
+      auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];
       list.reserve(static_cast<std::size_t>(c.row_ptr[r + 1] - c.row_ptr[r]));
       for (std::int64_t b = c.row_ptr[r]; b < c.row_ptr[r + 1]; ++b) {
         const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(c.cols[b]));
-        const auto off = static_cast<std::int64_t>(w->data.size());
-        w->data.insert(w->data.end(), c.data + c.offsets[b], c.data + c.offsets[b] + n);
+        std::copy(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off);
         list.emplace_back(c.cols[b], off);
+        off += n;
       }
     }
-    w->c_off.assign(static_cast<std::size_t>(layout.cols.count()), -1);
-    w->stack.reserve(kStackCapacity);
-    work_[static_cast<std::size_t>(t)] = std::move(w);
-  }
+    w.c_off.assign(static_cast<std::size_t>(layout.cols.count()), -1);
+    w.stack.reserve(kStackCapacity);
+  });
 }
 
 LocalProduct::~LocalProduct() = default;
 
-std::int64_t LocalProduct::work_bytes() const {
-  std::int64_t b = 0;
-  for (const auto& w : work_) b += static_cast<std::int64_t>(w->data.capacity() * sizeof(double));
-  return b;
-}
+std::int64_t LocalProduct::work_bytes() const { return static_cast<std::int64_t>(data_.capacity() * sizeof(double)); }
 
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout, Kernel& kernel) {
@@ -126,98 +154,116 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     a_c_row[r] = cr;
   }
 
-  const int nthreads = static_cast<int>(work_.size());
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(nthreads)
-  {
-    for (int t = omp_get_thread_num(); t < nthreads; t += omp_get_num_threads()) {
-      try {
-        ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-        const double t0 = omp_get_wtime();
-        double kernel_time = 0;
-        // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
-        const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
-        const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
-        // Visits the products of the thread's rows that pass the filter: f(ab, bb, j, m, n, k, c_off[j]).
-        auto for_each_product = [&](auto&& f) {
-          for (int ar = ar0; ar < ar1; ++ar) {
-            const int cr = a_c_row[ar];
-            auto& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
-            for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
-            const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
-            const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
-            for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-              const int kk = static_cast<int>(a.cols[ab]);
-              const int br = b_row_of[static_cast<std::size_t>(kk)];
-              if (br < 0) continue;
-              const int k = a_layout.cols.size(kk);
-              const double an = filtering ? a_norms[static_cast<std::size_t>(ab)] : 0.0;
-              for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
-                if (filtering && an * b_norms[static_cast<std::size_t>(bb)] < eps) {
-                  f.skip();
-                  continue;
-                }
-                const auto j = static_cast<std::size_t>(b.cols[bb]);
-                f(ab, bb, j, m, layout_.cols.size(static_cast<int>(j)), k, list);
-              }
-            }
-            for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
+  using RowList = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list).
+  auto for_each_product = [&](ThreadWork& w, auto&& f) {
+    // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
+    const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
+    const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
+    for (int ar = ar0; ar < ar1; ++ar) {
+      const int cr = a_c_row[ar];
+      RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
+      for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
+      const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+      const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
+      for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+        const int kk = static_cast<int>(a.cols[ab]);
+        const int br = b_row_of[static_cast<std::size_t>(kk)];
+        if (br < 0) continue;
+        const int k = a_layout.cols.size(kk);
+        const double an = filtering ? a_norms[static_cast<std::size_t>(ab)] : 0.0;
+        for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
+          if (filtering && an * b_norms[static_cast<std::size_t>(bb)] < eps) {
+            f.skip();
+            continue;
           }
-        };
-        // Pass 1 (symbolic): place the new C blocks, then grow the value area once.
-        struct Place {
-          ThreadWork& w;
-          std::int64_t end;
-          void skip() {}
-          void operator()(std::int64_t, std::int64_t, std::size_t j, int m, int n, int,
-                          std::vector<std::pair<std::int64_t, std::int64_t>>& list) {
-            if (w.c_off[j] >= 0) return;
-            w.c_off[j] = end;
-            list.emplace_back(static_cast<std::int64_t>(j), end);
-            end += std::int64_t{m} * n;
-          }
-        } place{w, static_cast<std::int64_t>(w.data.size())};
-        for_each_product(place);
-        if (place.end > static_cast<std::int64_t>(w.data.size())) {
-          if (place.end > static_cast<std::int64_t>(w.data.capacity()))
-            w.data.reserve(std::max<std::size_t>(static_cast<std::size_t>(place.end), w.data.capacity() * 3 / 2));
-          w.data.resize(static_cast<std::size_t>(place.end), 0.0);
+          const auto j = static_cast<std::size_t>(b.cols[bb]);
+          f(ab, bb, j, m, layout_.cols.size(static_cast<int>(j)), k, cr - w.row_begin, list);
         }
-        // Pass 2 (numeric): stacks of products, processed by the kernel when full.
-        struct Stack {
-          ThreadWork& w;
-          const PanelView& a;
-          const PanelView& b;
-          Kernel& kernel;
-          double& kernel_time;
-          void flush() {
-            if (w.stack.empty()) return;
-            const double k0 = omp_get_wtime();
-            kernel.process(w.stack.data(), static_cast<std::int64_t>(w.stack.size()), a.data, b.data, w.data.data());
-            kernel_time += omp_get_wtime() - k0;
-            w.stack.clear();
-          }
-          void skip() { ++w.stats.skipped; }
-          void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k,
-                          std::vector<std::pair<std::int64_t, std::int64_t>>&) {
-            w.stack.push_back(StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], w.c_off[j]});
-            w.stats.flops += 2.0 * m * n * k;
-            ++w.stats.products;
-            if (w.stack.size() == kStackCapacity) flush();
-          }
-        } stack{w, a, b, kernel, kernel_time};
-        for_each_product(stack);
-        stack.flush();
-        const double total = omp_get_wtime() - t0;
-        w.stats.kernel_seconds += kernel_time;
-        w.stats.stack_seconds += total - kernel_time;
-      } catch (...) {
-#pragma omp critical(plexus_local_product_failure)
-        if (!failure) failure = std::current_exception();
       }
+      for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
     }
+  };
+
+  // Pass 1 (symbolic): each thread lists the C blocks this tick creates, with offsets relative
+  // to its own new region.
+  struct Place {
+    ThreadWork& w;
+    void skip() {}
+    void operator()(std::int64_t, std::int64_t, std::size_t j, int m, int n, int, int r, RowList& list) {
+      if (w.c_off[j] >= 0) return;
+      w.c_off[j] = w.fresh_values;  // >= 0 marks the block as placed for the rest of the row
+      w.fresh.emplace_back(r, list.size());
+      list.emplace_back(static_cast<std::int64_t>(j), w.fresh_values);
+      w.fresh_values += std::int64_t{m} * n;
+    }
+  };
+  const int nthreads = static_cast<int>(work_.size());
+  std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
+  for_each_thread(nthreads, [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    const double t0 = omp_get_wtime();
+    w.fresh.clear();
+    w.fresh_values = 0;
+    Place place{w};
+    for_each_product(w, place);
+    seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
+  });
+  // One growth of the shared area for all threads' new blocks.
+  std::int64_t end = static_cast<std::int64_t>(data_.size());
+  for (auto& w : work_) {
+    w->base = end;
+    end += w->fresh_values;
   }
-  if (failure) std::rethrow_exception(failure);
+  if (end > static_cast<std::int64_t>(data_.size())) {
+    if (end > static_cast<std::int64_t>(data_.capacity()))
+      data_.reserve(std::max<std::size_t>(static_cast<std::size_t>(end), data_.capacity() * 3 / 2));
+    data_.resize(static_cast<std::size_t>(end));  // zeroed below, each thread its own region
+  }
+
+  // Pass 2 (numeric): each thread zeroes its new blocks, then builds stacks of products and
+  // hands each full stack to the kernel.
+  struct Stack {
+    ThreadWork& w;
+    const PanelView& a;
+    const PanelView& b;
+    Kernel& kernel;
+    double* c;
+    StackEntry* entries;  // w.stack's storage, kStackCapacity entries
+    std::size_t size = 0;
+    std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
+    double kernel_time = 0;
+    void flush() {
+      if (size == 0) return;
+      const double k0 = omp_get_wtime();
+      kernel.process(entries, static_cast<std::int64_t>(size), a.data, b.data, c);
+      kernel_time += omp_get_wtime() - k0;
+      size = 0;
+    }
+    void skip() { ++skipped; }
+    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int, RowList&) {
+      entries[size++] = StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], w.c_off[j]};
+      mnk += std::int64_t{m} * n * k;
+      ++products;
+      if (size == kStackCapacity) flush();
+    }
+  };
+  for_each_thread(nthreads, [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    const double t0 = omp_get_wtime();
+    for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
+    std::fill(data_.data() + w.base, data_.data() + w.base + w.fresh_values, 0.0);
+    w.stack.resize(kStackCapacity);
+    Stack stack{w, a, b, kernel, data_.data(), w.stack.data()};
+    for_each_product(w, stack);
+    stack.flush();
+    w.stats.products += stack.products;
+    w.stats.skipped += stack.skipped;
+    w.stats.flops += 2.0 * static_cast<double>(stack.mnk);
+    const double total = seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0;
+    w.stats.kernel_seconds += stack.kernel_time;
+    w.stats.stack_seconds += total - stack.kernel_time;
+  });
   // Report the slowest thread's times (the critical path) and summed counts.
   LocalMultiplyStats s;
   for (auto& w : work_) {
@@ -232,48 +278,35 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
 }
 
 Panel LocalProduct::finish() {
-  // The threads' rows become one blocked CSR: each thread sorts its rows and writes its part of
-  // the index; values are adopted as they are (one thread) or copied once, in parallel, into one
-  // area (several threads, each copying its own part).
+  // The threads' rows become one blocked CSR over the shared value area, which is adopted as it
+  // is: each thread sorts its rows and writes its part of the index.
   const int nthreads = static_cast<int>(work_.size());
-  std::vector<std::int64_t> blk_base(static_cast<std::size_t>(nthreads) + 1, 0),
-      val_base(static_cast<std::size_t>(nthreads) + 1, 0);
+  std::vector<std::int64_t> blk_base(static_cast<std::size_t>(nthreads) + 1, 0);
   for (int t = 0; t < nthreads; ++t) {
     std::int64_t nb = 0;
     for (const auto& l : work_[static_cast<std::size_t>(t)]->rows) nb += static_cast<std::int64_t>(l.size());
     blk_base[t + 1] = blk_base[t] + nb;
-    val_base[t + 1] = val_base[t] + static_cast<std::int64_t>(work_[static_cast<std::size_t>(t)]->data.size());
   }
   const auto nrows = row_ids_.size();
   std::vector<std::int64_t> row_ids(row_ids_.begin(), row_ids_.end()), row_ptr(nrows + 1, 0);
   std::vector<std::int64_t> cols(static_cast<std::size_t>(blk_base.back())), offsets(cols.size());
-  MatrixData data;
-  if (nthreads == 1) {
-    data = std::move(work_[0]->data);
-  } else {
-    data.resize(static_cast<std::size_t>(val_base.back()));  // default-initialised: every value is copied below
-  }
   row_ptr[nrows] = blk_base.back();
-#pragma omp parallel num_threads(nthreads)
-  for (int t = omp_get_thread_num(); t < nthreads; t += omp_get_num_threads()) {
+  for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     std::int64_t b = blk_base[static_cast<std::size_t>(t)];
-    const std::int64_t shift = nthreads == 1 ? 0 : val_base[static_cast<std::size_t>(t)];
     for (int r = w.row_begin; r < w.row_end; ++r) {
       auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];
       std::sort(list.begin(), list.end());
       row_ptr[static_cast<std::size_t>(r)] = b;
       for (const auto& [col, off] : list) {
         cols[static_cast<std::size_t>(b)] = col;
-        offsets[static_cast<std::size_t>(b)] = off + shift;
+        offsets[static_cast<std::size_t>(b)] = off;
         ++b;
       }
     }
-    if (nthreads > 1) std::copy(w.data.begin(), w.data.end(), data.begin() + shift);
     w.rows.clear();
-    MatrixData().swap(w.data);
-  }
-  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+  });
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data_));
 }
 
 }  // namespace plexus

@@ -85,6 +85,10 @@ ParameterListPtr problem_valid_parameters() {
                  "file's dimensions");
   declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1]", 0.0, 1.0);
   declare_bool(*v, "Symmetric", true, "random: generate symmetric A and B (square problems)");
+  declare_int(*v, "Bandwidth", -1,
+              "random: locality; >= 0 keeps only blocks with |i-j| <= Bandwidth, and Occupancy is then the "
+              "fraction present inside that band (-1: no locality)",
+              -1, 1 << 30);
   declare_int(*v, "Seed", 1, "random: seed of A; B uses Seed+1, C uses Seed+2", 0, kIntMax - 2);
   declare_string(*v, "FileA", "", "matrix-market: file of A");
   declare_string(*v, "FileB", "", "matrix-market: file of B");
@@ -146,6 +150,7 @@ ProblemMatrices build_problem(const ParameterList& given, MPI_Comm comm, const C
     spec.occupancy = occupancy;
     spec.symmetric = symmetric;
     spec.force_diagonal = true;
+    spec.bandwidth = problem.get<int>("Bandwidth");
     spec.seed = static_cast<std::uint64_t>(seed);
     out.a = std::make_shared<DistMatrix>(generate_random("A", dist, layout, spec));
     spec.seed = static_cast<std::uint64_t>(seed) + 1;

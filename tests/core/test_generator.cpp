@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+
 #include "plexus/distribution.hpp"
 #include "plexus/generator.hpp"
 
@@ -48,4 +50,27 @@ TEST(Generator, MatrixMatchesDefinition) {
       for (int c = 0; c < nj; ++c)
         for (int r = 0; r < mi; ++r) ASSERT_EQ(b[r + c * mi], generator_value(s, i, j, r, c, mi, nj));
     }
+}
+
+TEST(Generator, BandwidthKeepsBlocksNearTheDiagonal) {
+  GeneratorSpec s;
+  s.occupancy = 0.5;
+  s.symmetric = true;
+  s.bandwidth = 3;
+  s.seed = 9;
+  int inside = 0, present = 0;
+  for (int i = 0; i < 60; ++i)
+    for (int j = 0; j < 60; ++j) {
+      const bool p = generator_block_present(s, i, j);
+      if (std::abs(i - j) > 3) {
+        EXPECT_FALSE(p) << i << "," << j;
+      } else {
+        ++inside;
+        present += p;
+      }
+      EXPECT_EQ(p, generator_block_present(s, j, i));
+    }
+  // Occupancy is the probability inside the band: 354 draws at p = 0.5.
+  EXPECT_GT(present, inside * 3 / 10);
+  EXPECT_LT(present, inside * 7 / 10);
 }

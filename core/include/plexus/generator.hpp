@@ -9,10 +9,13 @@
 namespace plexus {
 
 struct GeneratorSpec {
-  double occupancy = 0.1;   ///< probability that a block is present (diagonal always is if force_diagonal)
+  double occupancy = 0.1;   ///< probability that a block is present (inside the band, if any)
   bool symmetric = false;   ///< A = A^T (requires equal row and column layouts)
-  bool force_diagonal = false;
+  bool force_diagonal = false;  ///< diagonal blocks always present
   std::uint64_t seed = 1;
+  /// Locality: >= 0 keeps only blocks with |i - j| <= bandwidth (as in matrices of local
+  /// interactions, where a product's blocks meet near the diagonal); -1: no locality.
+  int bandwidth = -1;
 };
 
 /// Fills the local blocks of a new matrix. Values uniform in [-1, 1).

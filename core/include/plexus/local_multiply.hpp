@@ -45,7 +45,7 @@ class LocalProduct {
   /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
   Panel finish();
   const LocalMultiplyStats& stats() const { return stats_; }
-  /// Bytes of C work storage currently held (counted as Category::Matrix).
+  /// Bytes of C's value area currently held (counted as Category::Matrix).
   std::int64_t work_bytes() const;
 
  private:
@@ -54,6 +54,7 @@ class LocalProduct {
   std::vector<int> row_ids_;
   std::vector<double> row_eps_;
   std::vector<std::unique_ptr<ThreadWork>> work_;
+  MatrixData data_;  // C's values, shared: each thread writes only the blocks of its own rows
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   std::vector<int> c_row_of_;   // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;

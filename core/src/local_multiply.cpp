@@ -288,8 +288,8 @@ Panel LocalProduct::finish() {
     blk_base[t + 1] = blk_base[t] + nb;
   }
   const auto nrows = row_ids_.size();
-  std::vector<std::int64_t> row_ids(row_ids_.begin(), row_ids_.end()), row_ptr(nrows + 1, 0);
-  std::vector<std::int64_t> cols(static_cast<std::size_t>(blk_base.back())), offsets(cols.size());
+  IndexArray row_ids(row_ids_.begin(), row_ids_.end()), row_ptr(nrows + 1, 0);
+  IndexArray cols(static_cast<std::size_t>(blk_base.back())), offsets(cols.size());  // filled below
   row_ptr[nrows] = blk_base.back();
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];

@@ -244,7 +244,7 @@ DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) 
     idispl[q] = idispl[q - 1] + nidx[q - 1];
     vdispl[q] = vdispl[q - 1] + nval[q - 1];
   }
-  std::vector<std::int64_t> sidx(static_cast<std::size_t>(idispl[p - 1] + nidx[p - 1]));
+  CommBuffer<std::int64_t> sidx(static_cast<std::size_t>(idispl[p - 1] + nidx[p - 1]));
   CommBuffer<double> sval(static_cast<std::size_t>(vdispl[p - 1] + nval[p - 1]));
   {
     auto ip = idispl, vp = vdispl;
@@ -267,7 +267,7 @@ DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) 
     tri += ridx[q];
     trv += rval[q];
   }
-  std::vector<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
+  CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
   CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
   mpi::Traffic traffic;
   traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, mpi::Role::Other,

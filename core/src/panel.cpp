@@ -27,7 +27,8 @@ PanelView PanelView::from_packed(const std::int64_t* w, std::int64_t nwords, con
   return v;
 }
 
-Panel::Panel(const std::vector<int>& row_ids) : row_ids_(row_ids.begin(), row_ids.end()), row_ptr_(row_ids.size() + 1, 0) {
+Panel::Panel(const std::vector<int>& row_ids)
+    : row_ids_(row_ids.begin(), row_ids.end()), row_ptr_(row_ids.size() + 1, 0) {
   for (std::size_t r = 1; r < row_ids_.size(); ++r)
     if (row_ids_[r] <= row_ids_[r - 1]) throw Error("Panel", "row ids must be strictly ascending");
 }
@@ -43,8 +44,7 @@ Panel Panel::copy_of(const PanelView& v) {
   return p;
 }
 
-Panel Panel::adopt(std::vector<std::int64_t> row_ids, std::vector<std::int64_t> row_ptr, std::vector<std::int64_t> cols,
-                   std::vector<std::int64_t> offsets, MatrixData data) {
+Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data) {
   if (row_ptr.size() != row_ids.size() + 1 || cols.size() != offsets.size() ||
       row_ptr.back() != static_cast<std::int64_t>(cols.size()))
     throw Error("Panel::adopt", "inconsistent index: " + std::to_string(row_ids.size()) + " rows, " +
@@ -130,7 +130,7 @@ void Panel::reserve(std::int64_t nb, std::int64_t nvalues) {
 }
 
 void Panel::clear_blocks() {
-  std::fill(row_ptr_.begin(), row_ptr_.end(), 0);
+  std::fill(row_ptr_.begin(), row_ptr_.end(), std::int64_t{0});
   cols_.clear();
   offsets_.clear();
   data_.clear();

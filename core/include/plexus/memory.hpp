@@ -77,6 +77,8 @@ using vector = std::vector<T, TrackedAllocator<T, C>>;
 namespace plexus {
 /// Matrix data (values of blocks): counted under Category::Matrix.
 using MatrixData = memory::vector<double, memory::Category::Matrix>;
+/// Matrix index (block coordinates, offsets): counted under Category::Matrix.
+using IndexArray = memory::vector<std::int64_t, memory::Category::Matrix>;
 /// Communication buffers: counted under Category::CommBuffer.
 template <class T>
 using CommBuffer = memory::vector<T, memory::Category::CommBuffer>;

@@ -41,8 +41,7 @@ class Panel {
   static Panel copy_of(const PanelView& v);
   /// Takes ownership of a complete index and value area without copying. Blocks are sorted by
   /// (row, col) in the index; their values may lie anywhere in `data` (offsets say where).
-  static Panel adopt(std::vector<std::int64_t> row_ids, std::vector<std::int64_t> row_ptr,
-                     std::vector<std::int64_t> cols, std::vector<std::int64_t> offsets, MatrixData data);
+  static Panel adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data);
 
   PanelView view() const;
   int nrows() const { return static_cast<int>(row_ids_.size()); }
@@ -79,10 +78,10 @@ class Panel {
   void clear_blocks();
 
  private:
-  std::vector<std::int64_t> row_ids_;
-  mutable std::vector<std::int64_t> row_ptr_{0};  // valid up to cur_row_; view() completes the tail
-  std::vector<std::int64_t> cols_;
-  std::vector<std::int64_t> offsets_;
+  IndexArray row_ids_;
+  mutable IndexArray row_ptr_ = IndexArray(1, 0);  // valid up to cur_row_; view() completes the tail
+  IndexArray cols_;
+  IndexArray offsets_;
   MatrixData data_;
   int cur_row_ = 0;  // row that append_block is filling
 };

@@ -6,38 +6,13 @@
 
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/multiply_support.hpp"
 
 namespace plexus {
 
 namespace {
 
 std::int64_t block_values(const BlockLayout& l, int i, int j) { return std::int64_t{l.rows.size(i)} * l.cols.size(j); }
-
-// out = a1 * P1 + a2 * P2 over the union of their block patterns (same row set).
-Panel merge_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout) {
-  if (p1.nrows != p2.nrows) throw Error("merge_panels", "panels cover different rows");
-  Panel out(std::vector<int>(p1.row_ids, p1.row_ids + p1.nrows));
-  out.reserve(p1.nblocks + p2.nblocks, p1.data_size + p2.data_size);
-  for (int r = 0; r < p1.nrows; ++r) {
-    const int i = static_cast<int>(p1.row_ids[r]);
-    std::int64_t b1 = p1.row_ptr[r], e1 = p1.row_ptr[r + 1], b2 = p2.row_ptr[r], e2 = p2.row_ptr[r + 1];
-    while (b1 < e1 || b2 < e2) {
-      const std::int64_t c1 = b1 < e1 ? p1.cols[b1] : INT64_MAX, c2 = b2 < e2 ? p2.cols[b2] : INT64_MAX;
-      const auto j = static_cast<int>(std::min(c1, c2));
-      const std::int64_t n = block_values(layout, i, j);
-      double* dst = out.append_block(r, j, static_cast<int>(n));
-      if (c1 == j) {
-        const double* x = p1.data + p1.offsets[b1++];
-        for (std::int64_t q = 0; q < n; ++q) dst[q] += a1 * x[q];
-      }
-      if (c2 == j) {
-        const double* x = p2.data + p2.offsets[b2++];
-        for (std::int64_t q = 0; q < n; ++q) dst[q] += a2 * x[q];
-      }
-    }
-  }
-  return out;
-}
 
 double allreduce_sum(double v, MPI_Comm comm) {
   mpi::check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
@@ -91,7 +66,7 @@ void DistMatrix::finalize() {
       const std::int64_t n = block_values(layout_, static_cast<int>(old.row_ids[r]), j);
       std::copy(old.data + old.offsets[b], old.data + old.offsets[b] + n, kept.append_block(r, j, static_cast<int>(n)));
     }
-  local_ = merge_panels(kept.view(), 1.0, fresh, 1.0, layout_);
+  local_ = add_panels(kept.view(), 1.0, fresh, 1.0, layout_);
 }
 
 const double* DistMatrix::get_block(int i, int j) const {
@@ -133,10 +108,10 @@ void DistMatrix::add(double alpha, double beta, const DistMatrix& other) {
     throw Error("DistMatrix " + name_, "add: matrices " + name_ + " and " + other.name_ + " have different block layouts");
   if (!other.dist_->same_maps(*dist_)) {
     const DistMatrix moved = other.redistribute(dist_);
-    local_ = merge_panels(local_.view(), alpha, moved.local_.view(), beta, layout_);
+    local_ = add_panels(local_.view(), alpha, moved.local_.view(), beta, layout_);
     return;
   }
-  local_ = merge_panels(local_.view(), alpha, other.local_.view(), beta, layout_);
+  local_ = add_panels(local_.view(), alpha, other.local_.view(), beta, layout_);
 }
 
 void DistMatrix::add_identity(double alpha) {
@@ -149,7 +124,7 @@ void DistMatrix::add_identity(double alpha) {
     double* d = diag.append_block(r, i, m * m);
     for (int q = 0; q < m; ++q) d[q + q * m] = alpha;
   }
-  local_ = merge_panels(local_.view(), 1.0, diag.view(), 1.0, layout_);
+  local_ = add_panels(local_.view(), 1.0, diag.view(), 1.0, layout_);
 }
 
 double DistMatrix::trace() const {

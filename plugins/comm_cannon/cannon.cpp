@@ -20,6 +20,7 @@
 #include "plexus/error.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/multiply_support.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -64,7 +65,7 @@ class Cannon final : public plexus::CommStrategy {
 
   plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
                                   plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
-    check_operands(A, B, C);
+    plexus::check_multiply_operands(A, B, C, "cannon");
     const double t_start = plexus::mpi::now();
     plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
     plexus::memory::reset_peak_total();
@@ -74,8 +75,9 @@ class Cannon final : public plexus::CommStrategy {
 
     // Everything that reads A and B happens before C is prepared, so C may be A or B itself.
     const Plan plan = make_plan(A);
-    std::vector<double> row_eps = row_thresholds(A, C, options.filter_eps);
-    std::vector<std::int64_t> weights = thread_weights(A, C, beta);
+    std::vector<double> row_eps =
+        plexus::thresholds_of_rows(plexus::global_row_thresholds(A, options.filter_eps), C.distribution().local_rows());
+    std::vector<std::int64_t> weights = plexus::row_weights(A, C, beta);
     // On a 1x1 grid the local panels are the only images: multiply them in place, no copies.
     const bool direct = plan.V == 1 && &C != &A && &C != &B;
 
@@ -94,7 +96,7 @@ class Cannon final : public plexus::CommStrategy {
         for (auto& p : a_img) kernel.scale(p.data().data(), p.data_size(), alpha);
       allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
     }
-    prepare_c(C, beta);
+    plexus::prepare_c(C, beta);
 
     plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), std::move(row_eps), weights);
     if (direct) {
@@ -130,27 +132,6 @@ class Cannon final : public plexus::CommStrategy {
   }
 
  private:
-  static void check_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix& C) {
-    const std::string where = "cannon";
-    int same_ab = MPI_UNEQUAL, same_ac = MPI_UNEQUAL;
-    plexus::mpi::check(MPI_Comm_compare(A.grid().comm(), B.grid().comm(), &same_ab), "MPI_Comm_compare");
-    plexus::mpi::check(MPI_Comm_compare(A.grid().comm(), C.grid().comm(), &same_ac), "MPI_Comm_compare");
-    auto congruent = [](int r) { return r == MPI_IDENT || r == MPI_CONGRUENT; };
-    if (!congruent(same_ab) || !congruent(same_ac) || A.grid().nprows() != B.grid().nprows() ||
-        A.grid().npcols() != B.grid().npcols() || A.grid().nprows() != C.grid().nprows() ||
-        A.grid().npcols() != C.grid().npcols())
-      throw Error(where, "A, B and C must be distributed over the same process grid");
-    if (!(A.layout().cols == B.layout().rows))
-      throw Error(where, "the block columns of A (" + std::to_string(A.layout().cols.count()) +
-                             ") do not match the block rows of B (" + std::to_string(B.layout().rows.count()) + ")");
-    if (!(C.layout().rows == A.layout().rows) || !(C.layout().cols == B.layout().cols))
-      throw Error(where, "C's block sizes must be A's rows by B's columns");
-    if (C.distribution().row_dist() != A.distribution().row_dist() ||
-        C.distribution().col_dist() != B.distribution().col_dist())
-      throw Error(where, "C's rows must be distributed like A's rows and its columns like B's columns "
-                         "(redistribute C first)");
-  }
-
   // The virtual grid and the k-groups. A k index keeps its A process column: group g holds
   // k with col_dist(k) = g mod PC, dealt in order over the V/PC groups of that column.
   static Plan make_plan(const DistMatrix& A) {
@@ -173,39 +154,6 @@ class Cannon final : public plexus::CommStrategy {
       p.group_rows[static_cast<std::size_t>(p.kgroup[k])].push_back(static_cast<int>(k));
     }
     return p;
-  }
-
-  static void prepare_c(DistMatrix& C, double beta) {
-    if (beta == 0.0) {
-      C.set_local(Panel(C.distribution().local_rows()));
-    } else if (beta != 1.0) {
-      C.scale(beta);
-    }
-  }
-
-  // DBCSR's on-the-fly filtering threshold per C row: eps divided by the number of blocks in
-  // that row of A (the most products that can add to one C block of the row).
-  static std::vector<double> row_thresholds(const DistMatrix& A, const DistMatrix& C, double eps) {
-    if (eps <= 0) return {};
-    const Panel& a = A.local();
-    std::vector<std::int64_t> count(static_cast<std::size_t>(a.nrows()));
-    for (int r = 0; r < a.nrows(); ++r) count[r] = a.row_end(r) - a.row_begin(r);
-    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(count.size()), MPI_INT64_T, MPI_SUM,
-                                     A.grid().row_comm()),
-                       "MPI_Allreduce");
-    std::vector<double> thr(static_cast<std::size_t>(C.local().nrows()));
-    for (std::size_t r = 0; r < thr.size(); ++r) thr[r] = eps / static_cast<double>(std::max<std::int64_t>(1, count[r]));
-    return thr;
-  }
-
-  // Threads own whole C rows; a row's expected work grows with its blocks in A and in the C
-  // that is kept (none when beta = 0).
-  static std::vector<std::int64_t> thread_weights(const DistMatrix& A, const DistMatrix& C, double beta) {
-    const Panel &a = A.local(), &c = C.local();
-    std::vector<std::int64_t> w(static_cast<std::size_t>(c.nrows()));
-    for (int r = 0; r < c.nrows(); ++r)
-      w[r] = (a.row_end(r) - a.row_begin(r)) + (beta != 0.0 ? c.row_end(r) - c.row_begin(r) : 0);
-    return w;
   }
 
   // Sends every local block to the process and slot holding its image at tick 0. For A the

@@ -95,6 +95,18 @@ void Traffic::irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int sou
   requests_.push_back(r);
 }
 
+void Traffic::rget(void* buf, std::int64_t count, MPI_Datatype type, int target, std::int64_t disp, MPI_Win win,
+                   Role role, Payload payload) {
+  Request r;
+  r.role = role;
+  r.payload = payload;
+  r.elem_bytes = type_size(type);
+  const int n = checked_count(count, "MPI_Rget");
+  check(MPI_Rget(buf, n, type, target, static_cast<MPI_Aint>(disp), n, type, win, &r.req), "MPI_Rget");
+  add_received(role, payload, count * r.elem_bytes, 1);
+  requests_.push_back(r);  // receive = false: already counted
+}
+
 void Traffic::waitall(Role role) {
   // Wait only for this role's requests, so each role's wait time is its own.
   std::vector<std::size_t> mine;
@@ -143,6 +155,11 @@ void Traffic::alltoallv(const void* sendbuf, const std::vector<int>& sendcounts,
     if (sendcounts[i] > 0) add_sent(role, payload, std::int64_t{sendcounts[i]} * es, 1);
     if (recvcounts[i] > 0) add_received(role, payload, std::int64_t{recvcounts[i]} * es, 1);
   }
+}
+
+void Traffic::absorb(const Traffic& other) {
+  if (other.pending() > 0) throw Error("Traffic::absorb", "the other Traffic still has pending requests");
+  for (int r = 0; r < kRoles; ++r) counts_[r] += other.counts_[r];
 }
 
 void Traffic::reset() {

@@ -55,6 +55,10 @@ class Traffic {
   /// Posts MPI_Irecv of at most `capacity` elements; counted on completion with the actual size.
   void irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              Role role, Payload payload = Payload::Data);
+  /// Posts MPI_Rget of `count` elements at displacement `disp` (in elements) of `target`'s part of
+  /// `win`; counted as received by this rank when posted (one-sided: the target counts nothing).
+  void rget(void* buf, std::int64_t count, MPI_Datatype type, int target, std::int64_t disp, MPI_Win win, Role role,
+            Payload payload = Payload::Data);
   /// Waits for every pending request of `role`; the wait time goes to `role`.
   void waitall(Role role);
   /// Number of posted, not yet completed requests.
@@ -70,6 +74,9 @@ class Traffic {
   void add_sent(Role role, Payload payload, std::int64_t bytes, std::int64_t messages);
   void add_received(Role role, Payload payload, std::int64_t bytes, std::int64_t messages);
   void add_wait(Role role, double seconds) { counts_[static_cast<int>(role)].wait_seconds += seconds; }
+
+  /// Adds another Traffic's counts (its requests must be complete).
+  void absorb(const Traffic& other);
 
   const RoleCounts& counts(Role r) const { return counts_[static_cast<int>(r)]; }
   const std::array<RoleCounts, kRoles>& all_counts() const { return counts_; }

@@ -1,0 +1,694 @@
+// The 2.5D multiply with MPI one-sided communication (Lazzaro, VandeVondele, Hutter, Schuett,
+// PASC'17, Algorithm 2), on the unchanged 2D layout of A and B.
+//
+// Geometry. The PR x PC grid is cut into groups of sr x sc processes that together compute the
+// sr*sc = L C panels of the group: square grids sr = sc = sqrt(L); a wide grid (PC > PR) has
+// sr = 1, sc = L = PC/PR; a tall one sr = L, sc = 1. The k dimension is cut into
+// G = lcm(lcm(PR,PC), L) k-groups (each inside one process column of A); group member ell takes
+// the groups g = ell (mod L): T = G/L ticks. In a tick the member fetches with MPI_Rget the sr
+// A panels A(r0+i, g) and the sc B panels B(g, c0+j) and multiplies every pair into its L partial
+// C panels. At the end the L-1 partial panels that belong to other members go to them
+// (Isend/Irecv), and each member adds the partial panels it receives to its own.
+//
+// Volume per process (data): sum over its ticks of sr*|A(., g)| + sc*|B(g, .)|, plus (L-1)
+// partial C panels. For dense matrices on a square grid this is Equation (7) of the paper,
+// V/sqrt(L)*(S_A+S_B) + (L-1)*S_C; on a non-square grid it is V/L*(S_A+S_B) + (L-1)*S_C.
+//
+// Buffers: the windows (copies of the local A and B panels), 2 A fetch buffers (A panels
+// stream through them), B: 2 sets of sc panels when sr = 1 or sc = 1, else sc single panels;
+// L-1 partial C panels and one receive buffer. That is L+6 panels on a non-square grid and
+// L+sqrt(L)+4 on a square one, the paper's counts.
+//
+// Windows and their buffers live in the strategy object and are reused by later multiplies;
+// they are re-created only when a panel outgrows its buffer on some rank, which is decided by an
+// MPI_Iallreduce overlapped with the set-up. Passive target: MPI_Win_lock_all once.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/log.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/multiply_support.hpp"
+#include "plexus/plugin.hpp"
+
+namespace {
+
+using plexus::CommBuffer;
+using plexus::DistMatrix;
+using plexus::Error;
+using plexus::Panel;
+using plexus::PanelView;
+using plexus::mpi::Payload;
+using plexus::mpi::Role;
+using plexus::mpi::Traffic;
+
+constexpr int kTagCIndex = 7201, kTagCData = 7202;
+
+/// Layer counts the paper allows on a PR x PC grid (1 always).
+std::vector<int> valid_layers(int PR, int PC) {
+  std::vector<int> v{1};
+  if (PR == PC) {
+    for (int s = 2; s <= PR; ++s)
+      if (PR % s == 0) v.push_back(s * s);
+  } else {
+    const int mn = std::min(PR, PC), mx = std::max(PR, PC);
+    if (mx % mn == 0 && mx <= mn * mn) v.push_back(mx / mn);
+  }
+  return v;
+}
+
+std::string list_of(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
+
+// Who computes what, as plain data: the same object schedules a run and predicts one.
+struct Geometry {
+  int PR = 1, PC = 1, pr = 0, pc = 0;
+  int L = 1, sr = 1, sc = 1;  // group of sr x sc processes, L = sr * sc
+  int V = 1, G = 1, T = 1;    // virtual grid, k-groups, ticks
+  int r0 = 0, c0 = 0, ell = 0, shift = 0;
+  std::vector<int> kgroup;  // block column of A -> k-group; group g lies in A's process column g mod PC
+  int group_of_tick(int t) const { return ell + L * ((t + shift) % T); }
+  int rank(int r, int c) const { return r * PC + c; }
+  bool b_double_buffered() const { return sr == 1 || sc == 1; }
+  int b_sets() const { return b_double_buffered() ? 2 : 1; }
+  int a_buffers() const { return 2; }
+};
+
+Geometry make_geometry(int PR, int PC, int pr, int pc, int L, const std::vector<int>& a_col_dist) {
+  Geometry g;
+  g.PR = PR;
+  g.PC = PC;
+  g.pr = pr;
+  g.pc = pc;
+  g.L = L;
+  if (L > 1) {
+    if (PR == PC) {
+      g.sr = g.sc = static_cast<int>(std::lround(std::sqrt(static_cast<double>(L))));
+    } else if (PC > PR) {
+      g.sc = L;
+    } else {
+      g.sr = L;
+    }
+  }
+  g.V = std::lcm(PR, PC);
+  g.G = std::lcm(g.V, L);
+  g.T = g.G / L;
+  g.r0 = pr - pr % g.sr;
+  g.c0 = pc - pc % g.sc;
+  g.ell = (pr % g.sr) * g.sc + (pc % g.sc);
+  g.shift = (pr + pc) % g.T;  // members of different groups start on different owners
+  const int per_col = g.G / PC;
+  std::vector<int> seen(static_cast<std::size_t>(PC), 0);
+  g.kgroup.resize(a_col_dist.size());
+  for (std::size_t k = 0; k < a_col_dist.size(); ++k) {
+    const int c = a_col_dist[k];
+    g.kgroup[k] = c + PC * (seen[static_cast<std::size_t>(c)]++ % per_col);
+  }
+  return g;
+}
+
+// Where one piece of a panel lies in its owner's window: index words and values.
+struct Piece {
+  std::int64_t idx_off = 0, idx_words = 0, data_off = 0, data_vals = 0;
+  bool empty() const { return data_vals == 0; }
+};
+constexpr int kPieceWords = 4;
+
+// Every rank's directory: its A and B pieces per k-group (G entries each).
+struct Directory {
+  int G = 0;
+  std::vector<std::int64_t> words;  // rank-major: [rank][A: G*4][B: G*4]
+  Piece at(int rank, bool a, int g) const {
+    const std::int64_t* w = words.data() + (static_cast<std::int64_t>(rank) * 2 * G + (a ? 0 : G) + g) * kPieceWords;
+    return Piece{w[0], w[1], w[2], w[3]};
+  }
+};
+
+// The pieces one fetch gathers: A(r, g) from one owner, B(g, c) from every owner in column c.
+struct Fetch {
+  int owner;
+  Piece piece;
+};
+
+std::vector<Fetch> a_fetches(const Geometry& geo, const Directory& dir, int r, int g) {
+  const int owner = geo.rank(r, g % geo.PC);
+  const Piece p = dir.at(owner, true, g);
+  if (p.empty()) return {};
+  return {Fetch{owner, p}};
+}
+
+std::vector<Fetch> b_fetches(const Geometry& geo, const Directory& dir, int g, int c) {
+  std::vector<Fetch> out;
+  for (int r = 0; r < geo.PR; ++r) {
+    const int owner = geo.rank(r, c);
+    const Piece p = dir.at(owner, false, g);
+    if (!p.empty()) out.push_back(Fetch{owner, p});
+  }
+  return out;
+}
+
+std::int64_t words_of(const std::vector<Fetch>& f) {
+  std::int64_t s = 0;
+  for (const auto& x : f) s += x.piece.idx_words;
+  return s;
+}
+std::int64_t values_of(const std::vector<Fetch>& f) {
+  std::int64_t s = 0;
+  for (const auto& x : f) s += x.piece.data_vals;
+  return s;
+}
+
+// A fetch buffer and the views of the pieces it holds.
+struct FetchBuffer {
+  CommBuffer<std::int64_t> index;
+  CommBuffer<double> data;
+  std::vector<std::vector<PanelView>> panels;  // per panel held, its pieces
+  std::vector<std::pair<std::int64_t, std::int64_t>> placed;  // (word offset, value offset) of each piece
+};
+
+// Memory MPI allocates for a window (MPI_Win_allocate), counted as a communication buffer.
+template <class T>
+struct WindowBuffer {
+  T* ptr = nullptr;
+  std::int64_t count = 0;
+  MPI_Win win = MPI_WIN_NULL;
+  std::size_t size() const { return static_cast<std::size_t>(count); }
+  T* data() const { return ptr; }
+  void create(MPI_Comm comm, std::int64_t n) {
+    free();
+    n = std::max<std::int64_t>(n, 1);
+    plexus::mpi::check(MPI_Win_allocate(static_cast<MPI_Aint>(n * static_cast<std::int64_t>(sizeof(T))),
+                                        sizeof(T), MPI_INFO_NULL, comm, &ptr, &win),
+                       "MPI_Win_allocate");
+    count = n;
+    plexus::memory::on_allocate(plexus::memory::Category::CommBuffer, static_cast<std::size_t>(n) * sizeof(T));
+    plexus::mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win), "MPI_Win_lock_all");
+  }
+  void free() {
+    if (win == MPI_WIN_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      MPI_Win_unlock_all(win);
+      MPI_Win_free(&win);
+    }
+    plexus::memory::on_release(plexus::memory::Category::CommBuffer, static_cast<std::size_t>(count) * sizeof(T));
+    win = MPI_WIN_NULL;
+    ptr = nullptr;
+    count = 0;
+  }
+};
+
+// A matrix's local panel, grouped by k-group into pieces, exposed through two windows (index
+// words and values), created once and reused while the pieces fit.
+struct Exposed {
+  WindowBuffer<std::int64_t> index;
+  WindowBuffer<double> data;
+  MPI_Win win_index() const { return index.win; }
+  MPI_Win win_data() const { return data.win; }
+  void free_windows() {
+    index.free();
+    data.free();
+  }
+  void create(MPI_Comm comm, std::int64_t words, std::int64_t values) {
+    free_windows();
+    index.create(comm, words);
+    data.create(comm, values);
+  }
+};
+
+// The pieces of a local panel by k-group (rows with blocks only), before they go to the window.
+struct Staged {
+  std::vector<Panel> pieces;  // per k-group
+  std::int64_t words = 0, values = 0;
+};
+
+Staged stage(const DistMatrix& M, const Geometry& geo, bool is_a) {
+  const PanelView v = M.local().view();
+  const auto& layout = M.layout();
+  // Blocks bucketed by k-group, keeping (row, col) order.
+  std::vector<std::vector<std::int64_t>> bucket(static_cast<std::size_t>(geo.G));
+  std::vector<std::vector<int>> bucket_row(static_cast<std::size_t>(geo.G));
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int k = static_cast<int>(is_a ? v.cols[b] : v.row_ids[r]);
+      const auto g = static_cast<std::size_t>(geo.kgroup[static_cast<std::size_t>(k)]);
+      bucket[g].push_back(b);
+      bucket_row[g].push_back(r);
+    }
+  Staged s;
+  s.pieces.resize(static_cast<std::size_t>(geo.G));
+  for (std::size_t g = 0; g < bucket.size(); ++g) {
+    std::vector<int> rows;
+    for (int r : bucket_row[g])
+      if (rows.empty() || rows.back() != static_cast<int>(v.row_ids[r])) rows.push_back(static_cast<int>(v.row_ids[r]));
+    Panel p(rows);
+    int pr = -1, last = -1;
+    for (std::size_t q = 0; q < bucket[g].size(); ++q) {
+      const std::int64_t b = bucket[g][q];
+      const int row = static_cast<int>(v.row_ids[bucket_row[g][q]]);
+      if (row != last) {
+        ++pr;
+        last = row;
+      }
+      const int col = static_cast<int>(v.cols[b]);
+      const int n = layout.rows.size(row) * layout.cols.size(col);
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, p.append_block(pr, col, n));
+    }
+    if (p.nblocks() > 0) {
+      s.words += PanelView::packed_words(p.nrows(), p.nblocks());
+      s.values += p.data_size();
+    }
+    s.pieces[g] = std::move(p);
+  }
+  return s;
+}
+
+// Copies the staged pieces into the window buffers; returns this rank's directory entries.
+std::vector<std::int64_t> expose(Staged& s, Exposed& e) {
+  std::vector<std::int64_t> dir(s.pieces.size() * kPieceWords, 0);
+  std::int64_t wo = 0, vo = 0;
+  for (std::size_t g = 0; g < s.pieces.size(); ++g) {
+    Panel& p = s.pieces[g];
+    if (p.nblocks() == 0) continue;
+    const std::int64_t words = PanelView::packed_words(p.nrows(), p.nblocks());
+    p.pack_to(e.index.data() + wo);
+    std::copy(p.data().begin(), p.data().end(), e.data.data() + vo);
+    std::int64_t* d = dir.data() + g * kPieceWords;
+    d[0] = wo;
+    d[1] = words;
+    d[2] = vo;
+    d[3] = p.data_size();
+    wo += words;
+    vo += p.data_size();
+  }
+  s.pieces.clear();
+  return dir;
+}
+
+// Posts the Rgets of `fetches` into `buf` as panel `slot` (pieces appended after what is there).
+void post_fetch(const std::vector<Fetch>& fetches, const Exposed& e, Role role, FetchBuffer& buf, std::int64_t& wpos,
+                std::int64_t& vpos, Traffic& traffic) {
+  for (const auto& f : fetches) {
+    traffic.rget(buf.index.data() + wpos, f.piece.idx_words, MPI_INT64_T, f.owner, f.piece.idx_off, e.win_index(), role,
+                 Payload::Index);
+    traffic.rget(buf.data.data() + vpos, f.piece.data_vals, MPI_DOUBLE, f.owner, f.piece.data_off, e.win_data(), role,
+                 Payload::Data);
+    buf.placed.emplace_back(wpos, vpos);
+    wpos += f.piece.idx_words;
+    vpos += f.piece.data_vals;
+  }
+}
+
+// After the Rgets completed: the views of the pieces, grouped per panel (counts per panel).
+void make_views(FetchBuffer& buf, const std::vector<int>& pieces_per_panel) {
+  buf.panels.assign(pieces_per_panel.size(), {});
+  std::size_t q = 0;
+  for (std::size_t p = 0; p < pieces_per_panel.size(); ++p)
+    for (int n = 0; n < pieces_per_panel[p]; ++n, ++q) {
+      const auto [wo, vo] = buf.placed[q];
+      const std::int64_t* w = buf.index.data() + wo;
+      buf.panels[p].push_back(PanelView::from_packed(w, PanelView::packed_words(w[0], w[1]), buf.data.data() + vo));
+    }
+  buf.placed.clear();
+}
+
+class Rma25d final : public plexus::CommStrategy {
+ public:
+  Rma25d(int layers, bool strict) : layers_(layers), strict_(strict) {}
+  ~Rma25d() override {
+    a_win_.free_windows();
+    b_win_.free_windows();
+  }
+  std::string name() const override { return "rma25d"; }
+  unsigned operations() const override { return plexus::OpMultiply; }
+
+  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
+                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
+    plexus::check_multiply_operands(A, B, C, "rma25d");
+    const double t_start = plexus::mpi::now();
+    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
+    plexus::memory::reset_peak_total();
+    const auto& grid = A.grid();
+    const Geometry geo = make_geometry(grid.nprows(), grid.npcols(), grid.myprow(), grid.mypcol(),
+                                       layers_for(grid.nprows(), grid.npcols()), A.distribution().col_dist());
+    MPI_Comm comm = grid.comm();
+
+    // Set-up: stage the pieces of A and B (before C is touched: C may be A or B), and decide with
+    // a non-blocking reduction, overlapped with the rest of the set-up, whether windows must grow.
+    Staged sa = stage(A, geo, true), sb = stage(B, geo, false);
+    if (alpha != 1.0)
+      for (auto& p : sa.pieces) kernel.scale(p.data().data(), p.data_size(), alpha);
+    const bool new_comm = window_comm_ != comm;
+    int grow = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
+                sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
+                sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
+                sb.values > static_cast<std::int64_t>(b_win_.data.size()))
+                   ? 1
+                   : 0;
+    MPI_Request grow_req = MPI_REQUEST_NULL;
+    plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
+
+    const std::vector<double> global_eps = plexus::global_row_thresholds(A, options.filter_eps);
+    // Rows of the C panels of my group, per process row r0 + i.
+    std::vector<std::vector<int>> rows_of(static_cast<std::size_t>(geo.sr));
+    for (int i = 0; i < static_cast<int>(C.distribution().row_dist().size()); ++i) {
+      const int r = C.distribution().row_dist()[static_cast<std::size_t>(i)] - geo.r0;
+      if (r >= 0 && r < geo.sr) rows_of[static_cast<std::size_t>(r)].push_back(i);
+    }
+    std::vector<std::int64_t> my_weights = plexus::row_weights(A, C, beta);
+
+    plexus::mpi::check(MPI_Wait(&grow_req, MPI_STATUS_IGNORE), "MPI_Wait");
+    if (grow) {
+      a_win_.create(comm, sa.words, sa.values);
+      b_win_.create(comm, sb.words, sb.values);
+      window_comm_ = comm;
+      ++window_creations_;
+    }
+    // Expose: copy the pieces into the windows, then publish the directory (non-blocking).
+    std::vector<std::int64_t> mine = expose(sa, a_win_);
+    std::vector<std::int64_t> mine_b = expose(sb, b_win_);
+    mine.insert(mine.end(), mine_b.begin(), mine_b.end());
+    for (MPI_Win w : {a_win_.win_index(), a_win_.win_data(), b_win_.win_index(), b_win_.win_data()})
+      plexus::mpi::check(MPI_Win_sync(w), "MPI_Win_sync");
+    Directory dir;
+    dir.G = geo.G;
+    dir.words.resize(static_cast<std::size_t>(grid.size()) * mine.size());
+    MPI_Request dir_req = MPI_REQUEST_NULL;
+    plexus::mpi::check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, dir.words.data(),
+                                      static_cast<int>(mine.size()), MPI_INT64_T, comm, &dir_req),
+                       "MPI_Iallgather");
+
+    // Meanwhile: C. My own panel starts from beta*C; the other L-1 start empty.
+    plexus::prepare_c(C, beta);
+    const int me = (geo.pr - geo.r0) * geo.sc + (geo.pc - geo.c0);
+    std::vector<std::unique_ptr<plexus::LocalProduct>> products;
+    for (int i = 0; i < geo.sr; ++i)
+      for (int j = 0; j < geo.sc; ++j) {
+        const auto& rows = rows_of[static_cast<std::size_t>(i)];
+        const bool own = i * geo.sc + j == me;
+        Panel empty(rows);
+        products.push_back(std::make_unique<plexus::LocalProduct>(
+            own ? C.local().view() : empty.view(), C.layout(), kernel.threads(),
+            plexus::thresholds_of_rows(global_eps, rows), own ? my_weights : std::vector<std::int64_t>{}));
+      }
+    plexus::mpi::check(MPI_Wait(&dir_req, MPI_STATUS_IGNORE), "MPI_Wait");
+
+    Traffic traffic;
+    const Capacities cap = capacities(geo, dir);
+    run_ticks(geo, dir, cap, A, B, products, kernel, traffic);
+
+    // Reduce: send the L-1 partial panels to their owners, add the ones sent to me.
+    std::vector<Panel> partial(products.size());
+    for (std::size_t q = 0; q < products.size(); ++q) partial[q] = products[q]->finish();
+    plexus::LocalMultiplyStats stats;
+    for (const auto& p : products) stats += p->stats();
+    const std::int64_t foreign_bytes = reduce_partials(geo, C, partial, me, traffic);
+    if (options.filter_eps > 0) C.filter(options.filter_eps);
+
+    plexus::MultiplyReport report;
+    report.strategy = name();
+    report.kernel = kernel.name();
+    report.ticks = geo.T;
+    report.flops = stats.flops;
+    report.products = stats.products;
+    report.skipped_products = stats.skipped;
+    report.kernel_seconds = stats.kernel_seconds;
+    report.stack_seconds = stats.stack_seconds;
+    report.traffic = traffic.all_counts();
+    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer) + foreign_bytes;
+    report.peak_memory_bytes = plexus::memory::peak_total();
+    const Prediction pred = predict(geo, dir, cap, C);
+    report.extra["layers"] = geo.L;
+    report.extra["k_groups"] = geo.G;
+    report.extra["window_creations"] = window_creations_;
+    report.extra["predicted_bytes_a"] = static_cast<double>(pred.bytes_a);
+    report.extra["predicted_bytes_b"] = static_cast<double>(pred.bytes_b);
+    report.extra["predicted_bytes_c"] = static_cast<double>(pred.bytes_c);
+    report.extra["predicted_buffer_values_bytes"] = static_cast<double>(pred.buffer_values_bytes);
+    report.extra["predicted_buffer_bytes"] = static_cast<double>(pred.buffer_bytes);
+    report.seconds = plexus::mpi::now() - t_start;
+    return report;
+  }
+
+ private:
+  // Layers for this grid: the requested L if the paper allows it, else 1 (with a warning) or an
+  // error with StrictLayers.
+  int layers_for(int PR, int PC) {
+    const auto valid = valid_layers(PR, PC);
+    if (std::find(valid.begin(), valid.end(), layers_) != valid.end()) return layers_;
+    const std::string msg = "Layers=" + std::to_string(layers_) + " is not valid on the " + std::to_string(PR) + "x" +
+                            std::to_string(PC) + " grid (valid: " + list_of(valid) + ")";
+    if (strict_) throw plexus::InputError("Communication/rma25d/Layers", msg + "; StrictLayers=true");
+    if (!warned_) plexus::log().warn("rma25d: {}; using Layers=1", msg);
+    warned_ = true;
+    return 1;
+  }
+
+  struct Capacities {
+    std::int64_t a_words = 0, a_values = 0;  // one A fetch buffer
+    std::int64_t b_words = 0, b_values = 0;  // one B set (sc panels when double-buffered, else one panel)
+  };
+
+  // The largest A panel and B set any rank will fetch, from the directory.
+  static Capacities capacities(const Geometry& geo, const Directory& dir) {
+    Capacities c;
+    for (int g = 0; g < geo.G; ++g) {
+      for (int r = 0; r < geo.PR; ++r) {
+        const auto f = a_fetches(geo, dir, r, g);
+        c.a_words = std::max(c.a_words, words_of(f));
+        c.a_values = std::max(c.a_values, values_of(f));
+      }
+      // A B set: the sc panels of one group of columns, or one panel.
+      const int width = geo.b_double_buffered() ? geo.sc : 1;
+      for (int c0 = 0; c0 < geo.PC; c0 += width) {
+        std::int64_t w = 0, v = 0;
+        for (int j = 0; j < width; ++j) {
+          const auto f = b_fetches(geo, dir, g, c0 + j);
+          w += words_of(f);
+          v += values_of(f);
+        }
+        c.b_words = std::max(c.b_words, w);
+        c.b_values = std::max(c.b_values, v);
+      }
+    }
+    return c;
+  }
+
+  // T ticks; in each, the sr A panels stream through two buffers (the next one is fetched while
+  // the current one is multiplied) against the tick's sc B panels.
+  void run_ticks(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& A,
+                 const DistMatrix& B, std::vector<std::unique_ptr<plexus::LocalProduct>>& products, plexus::Kernel& kernel,
+                 Traffic& traffic) const {
+    const Exposed& aw = a_win_;
+    const Exposed& bw = b_win_;
+    std::vector<FetchBuffer> abuf(2), bset(static_cast<std::size_t>(geo.b_double_buffered() ? 2 : geo.sc));
+    for (auto& b : abuf) {
+      b.index.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap.a_words, 1)));
+      b.data.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap.a_values, 1)));
+    }
+    for (auto& b : bset) {
+      b.index.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap.b_words, 1)));
+      b.data.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap.b_values, 1)));
+    }
+    std::vector<int> a_pieces(2, 0);
+    std::vector<std::vector<int>> b_pieces(bset.size());
+    // Fetches the B panels of tick t: into set t%2 (double-buffered) or panel j into buffer j.
+    auto fetch_b = [&](int t) {
+      const int g = geo.group_of_tick(t);
+      if (geo.b_double_buffered()) {
+        FetchBuffer& set = bset[static_cast<std::size_t>(t % 2)];
+        std::int64_t wpos = 0, vpos = 0;
+        auto& counts = b_pieces[static_cast<std::size_t>(t % 2)];
+        counts.clear();
+        for (int j = 0; j < geo.sc; ++j) {
+          const auto f = b_fetches(geo, dir, g, geo.c0 + j);
+          post_fetch(f, bw, Role::B, set, wpos, vpos, traffic);
+          counts.push_back(static_cast<int>(f.size()));
+        }
+      } else {
+        for (int j = 0; j < geo.sc; ++j) {
+          std::int64_t wpos = 0, vpos = 0;
+          const auto f = b_fetches(geo, dir, g, geo.c0 + j);
+          post_fetch(f, bw, Role::B, bset[static_cast<std::size_t>(j)], wpos, vpos, traffic);
+          b_pieces[static_cast<std::size_t>(j)] = {static_cast<int>(f.size())};
+        }
+      }
+    };
+    auto fetch_a = [&](int step) {
+      const int t = step / geo.sr, i = step % geo.sr;
+      FetchBuffer& buf = abuf[static_cast<std::size_t>(step % 2)];
+      std::int64_t wpos = 0, vpos = 0;
+      const auto f = a_fetches(geo, dir, geo.r0 + i, geo.group_of_tick(t));
+      post_fetch(f, aw, Role::A, buf, wpos, vpos, traffic);
+      a_pieces[static_cast<std::size_t>(step % 2)] = static_cast<int>(f.size());
+    };
+
+    const int steps = geo.T * geo.sr;
+    fetch_b(0);
+    fetch_a(0);
+    std::vector<const std::vector<PanelView>*> b_views(static_cast<std::size_t>(geo.sc));
+    for (int step = 0; step < steps; ++step) {
+      const int t = step / geo.sr, i = step % geo.sr;
+      traffic.waitall(Role::A);
+      FetchBuffer& a = abuf[static_cast<std::size_t>(step % 2)];
+      make_views(a, {a_pieces[static_cast<std::size_t>(step % 2)]});
+      if (i == 0) {
+        traffic.waitall(Role::B);
+        if (geo.b_double_buffered()) {
+          FetchBuffer& set = bset[static_cast<std::size_t>(t % 2)];
+          make_views(set, b_pieces[static_cast<std::size_t>(t % 2)]);
+          for (int j = 0; j < geo.sc; ++j) b_views[static_cast<std::size_t>(j)] = &set.panels[static_cast<std::size_t>(j)];
+          if (t + 1 < geo.T) fetch_b(t + 1);  // into the other set, overlapping this tick
+        } else {
+          for (int j = 0; j < geo.sc; ++j) {
+            make_views(bset[static_cast<std::size_t>(j)], b_pieces[static_cast<std::size_t>(j)]);
+            b_views[static_cast<std::size_t>(j)] = &bset[static_cast<std::size_t>(j)].panels[0];
+          }
+        }
+      }
+      if (step + 1 < steps) fetch_a(step + 1);  // into the other A buffer, overlapping this step
+      for (int j = 0; j < geo.sc; ++j) {
+        auto& product = *products[static_cast<std::size_t>(i * geo.sc + j)];
+        for (const PanelView& ap : a.panels[0])
+          for (const PanelView& bp : *b_views[static_cast<std::size_t>(j)]) product.multiply(ap, A.layout(), bp, B.layout(), kernel);
+      }
+      // Single-buffered B: the next tick's panels are fetched once this tick's are used.
+      if (!geo.b_double_buffered() && i == geo.sr - 1 && t + 1 < geo.T) fetch_b(t + 1);
+    }
+  }
+
+  // Sends the partial panels of other members, adds the partials of mine (one receive buffer).
+  // Returns the bytes the foreign partial panels held (buffers of the model).
+  static std::int64_t reduce_partials(const Geometry& geo, DistMatrix& C, std::vector<Panel>& partial, int me,
+                                      Traffic& traffic) {
+    const MPI_Comm comm = C.grid().comm();
+    // Sends are waited for only at the end: a rank that waited for its sends before receiving
+    // would wait for ranks doing the same.
+    Traffic sends;
+    std::vector<std::vector<std::int64_t>> send_index(partial.size());
+    std::int64_t foreign_bytes = 0;
+    std::vector<int> members;
+    for (int q = 0; q < static_cast<int>(partial.size()); ++q) {
+      const int owner = geo.rank(geo.r0 + q / geo.sc, geo.c0 + q % geo.sc);
+      if (q == me) continue;
+      members.push_back(owner);
+      Panel& p = partial[static_cast<std::size_t>(q)];
+      p.pack_index(send_index[static_cast<std::size_t>(q)]);
+      const auto& idx = send_index[static_cast<std::size_t>(q)];
+      foreign_bytes += static_cast<std::int64_t>(p.data().capacity() * sizeof(double)) +
+                       p.nblocks() * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
+      sends.isend(idx.data(), static_cast<std::int64_t>(idx.size()), MPI_INT64_T, owner, kTagCIndex, comm, Role::C,
+                  Payload::Index);
+      sends.isend(p.data().data(), p.data_size(), MPI_DOUBLE, owner, kTagCData, comm, Role::C, Payload::Data);
+    }
+    Panel mine = std::move(partial[static_cast<std::size_t>(me)]);
+    if (!members.empty()) {
+      // One receive buffer, sized for the largest partial panel sent to me.
+      std::vector<int> words(members.size()), values(members.size());
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        MPI_Status st;
+        plexus::mpi::check(MPI_Probe(members[m], kTagCIndex, comm, &st), "MPI_Probe");
+        plexus::mpi::check(MPI_Get_count(&st, MPI_INT64_T, &words[m]), "MPI_Get_count");
+        plexus::mpi::check(MPI_Probe(members[m], kTagCData, comm, &st), "MPI_Probe");
+        plexus::mpi::check(MPI_Get_count(&st, MPI_DOUBLE, &values[m]), "MPI_Get_count");
+      }
+      CommBuffer<std::int64_t> rindex(static_cast<std::size_t>(std::max(1, *std::max_element(words.begin(), words.end()))));
+      CommBuffer<double> rdata(static_cast<std::size_t>(std::max(1, *std::max_element(values.begin(), values.end()))));
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        traffic.irecv(rindex.data(), static_cast<std::int64_t>(rindex.size()), MPI_INT64_T, members[m], kTagCIndex, comm,
+                      Role::C, Payload::Index);
+        traffic.irecv(rdata.data(), static_cast<std::int64_t>(rdata.size()), MPI_DOUBLE, members[m], kTagCData, comm,
+                      Role::C, Payload::Data);
+        traffic.waitall(Role::C);
+        const PanelView v = PanelView::from_packed(rindex.data(), words[m], rdata.data());
+        mine = plexus::add_panels(mine.view(), 1.0, v, 1.0, C.layout());
+      }
+    }
+    sends.waitall(Role::C);
+    traffic.absorb(sends);
+    C.set_local(std::move(mine));
+    return foreign_bytes;
+  }
+
+  struct Prediction {
+    std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;  // data bytes received (A, B) and sent (C)
+    std::int64_t buffer_values_bytes = 0;  // the model's buffers, values only
+    std::int64_t buffer_bytes = 0;         // with index, as the memory tracker counts them
+  };
+
+  // The same schedule, summed instead of executed. C's partial panels are taken to be the size
+  // of this rank's final C panel (the paper's S_C).
+  Prediction predict(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& C) const {
+    Prediction p;
+    for (int t = 0; t < geo.T; ++t) {
+      const int g = geo.group_of_tick(t);
+      for (int i = 0; i < geo.sr; ++i) p.bytes_a += 8 * values_of(a_fetches(geo, dir, geo.r0 + i, g));
+      for (int j = 0; j < geo.sc; ++j) p.bytes_b += 8 * values_of(b_fetches(geo, dir, g, geo.c0 + j));
+    }
+    const std::int64_t sc_values = C.local().data_size(), sc_words = C.local().nblocks() * 2;
+    p.bytes_c = 8 * (geo.L - 1) * sc_values;
+    const int nb = geo.b_double_buffered() ? 2 : geo.sc;
+    p.buffer_values_bytes = 8 * (static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()) +
+                                 2 * std::max<std::int64_t>(cap.a_values, 1) + nb * std::max<std::int64_t>(cap.b_values, 1) +
+                                 (geo.L > 1 ? geo.L * sc_values : 0));
+    p.buffer_bytes = p.buffer_values_bytes +
+                     8 * (static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()) +
+                          2 * std::max<std::int64_t>(cap.a_words, 1) + nb * std::max<std::int64_t>(cap.b_words, 1) +
+                          (geo.L > 1 ? (geo.L - 1) * sc_words + PanelView::packed_words(C.local().nrows(), C.local().nblocks()) : 0));
+    return p;
+  }
+
+  int layers_;
+  bool strict_;
+  bool warned_ = false;
+  MPI_Comm window_comm_ = MPI_COMM_NULL;
+  int window_creations_ = 0;
+  Exposed a_win_, b_win_;
+};
+
+plexus::ParameterListPtr rma25d_parameters() {
+  auto p = Teuchos::rcp(new plexus::ParameterList("rma25d"));
+  plexus::declare_int(*p, "Layers", 1,
+                      "L, the number of layers: on a square grid a perfect square whose root divides PR; on a "
+                      "non-square grid max/min of the grid dimensions (when max is a multiple of min and at most "
+                      "min^2). An invalid L falls back to 1 with a warning naming the valid values",
+                      1, 1 << 20);
+  plexus::declare_bool(*p, "StrictLayers", false, "an invalid Layers is an error instead of a fallback to 1");
+  return p;
+}
+
+const plexus::PluginDescriptor& describe() {
+  static const plexus::PluginDescriptor d = [] {
+    plexus::PluginDescriptor p;
+    p.name = "comm_rma25d";
+    p.version = "1.0.0";
+    plexus::ComponentDescriptor c;
+    c.kind = plexus::ComponentKind::Comm;
+    c.name = "rma25d";
+    c.summary =
+        "DBCSR's 2.5D multiply (PASC'17): A and B stay in their 2D layout, exposed through MPI windows reused "
+        "across multiplies; panels fetched with MPI_Rget under MPI_Win_lock_all; L layers, L-1 partial C panels "
+        "reduced to their owners with point-to-point messages.";
+    c.operations = plexus::OpMultiply;
+    c.valid_parameters = rma25d_parameters;
+    c.make_comm = [](const plexus::ParameterList& params) {
+      return std::make_unique<Rma25d>(params.get<int>("Layers"), params.get<bool>("StrictLayers"));
+    };
+    p.components.push_back(std::move(c));
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+PLEXUS_PLUGIN(describe)

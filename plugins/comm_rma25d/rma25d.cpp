@@ -405,13 +405,15 @@ class Rma25d final : public plexus::CommStrategy {
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
     run_ticks(geo, dir, cap, A, B, products, kernel, traffic);
+    // Windows and fetch buffers, at their peak (they are freed before the reduction).
+    const std::int64_t tick_buffers = plexus::memory::peak(plexus::memory::Category::CommBuffer);
 
     // Reduce: send the L-1 partial panels to their owners, add the ones sent to me.
     std::vector<Panel> partial(products.size());
     for (std::size_t q = 0; q < products.size(); ++q) partial[q] = products[q]->finish();
     plexus::LocalMultiplyStats stats;
     for (const auto& p : products) stats += p->stats();
-    const std::int64_t foreign_bytes = reduce_partials(geo, C, partial, me, traffic);
+    const ReduceBuffers reduced = reduce_partials(geo, C, partial, me, traffic);
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
     plexus::MultiplyReport report;
@@ -424,7 +426,10 @@ class Rma25d final : public plexus::CommStrategy {
     report.kernel_seconds = stats.kernel_seconds;
     report.stack_seconds = stats.stack_seconds;
     report.traffic = traffic.all_counts();
-    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer) + foreign_bytes;
+    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
+    // The paper's buffer footprint: every buffer counted as allocated (the receive buffer is
+    // allocated after the fetch buffers are freed, so the simultaneous peak above is lower).
+    const std::int64_t measured_buffers = tick_buffers + reduced.partial_bytes + reduced.receive_bytes;
     report.peak_memory_bytes = plexus::memory::peak_total();
     const Prediction pred = predict(geo, dir, cap, C);
     report.extra["layers"] = geo.L;
@@ -435,6 +440,8 @@ class Rma25d final : public plexus::CommStrategy {
     report.extra["predicted_bytes_c"] = static_cast<double>(pred.bytes_c);
     report.extra["predicted_buffer_values_bytes"] = static_cast<double>(pred.buffer_values_bytes);
     report.extra["predicted_buffer_bytes"] = static_cast<double>(pred.buffer_bytes);
+    report.extra["measured_buffer_bytes"] = static_cast<double>(measured_buffers);
+    report.extra["predicted_bytes_received"] = static_cast<double>(pred.bytes_a + pred.bytes_b + pred.bytes_c);
     report.seconds = plexus::mpi::now() - t_start;
     return report;
   }
@@ -566,16 +573,20 @@ class Rma25d final : public plexus::CommStrategy {
     }
   }
 
+  struct ReduceBuffers {
+    std::int64_t partial_bytes = 0;  // the L-1 partial panels sent away (values and packed index)
+    std::int64_t receive_bytes = 0;  // the receive buffer (values and index words)
+  };
+
   // Sends the partial panels of other members, adds the partials of mine (one receive buffer).
-  // Returns the bytes the foreign partial panels held (buffers of the model).
-  static std::int64_t reduce_partials(const Geometry& geo, DistMatrix& C, std::vector<Panel>& partial, int me,
+  static ReduceBuffers reduce_partials(const Geometry& geo, DistMatrix& C, std::vector<Panel>& partial, int me,
                                       Traffic& traffic) {
     const MPI_Comm comm = C.grid().comm();
     // Sends are waited for only at the end: a rank that waited for its sends before receiving
     // would wait for ranks doing the same.
     Traffic sends;
     std::vector<std::vector<std::int64_t>> send_index(partial.size());
-    std::int64_t foreign_bytes = 0;
+    ReduceBuffers held;
     std::vector<int> members;
     for (int q = 0; q < static_cast<int>(partial.size()); ++q) {
       const int owner = geo.rank(geo.r0 + q / geo.sc, geo.c0 + q % geo.sc);
@@ -584,8 +595,7 @@ class Rma25d final : public plexus::CommStrategy {
       Panel& p = partial[static_cast<std::size_t>(q)];
       p.pack_index(send_index[static_cast<std::size_t>(q)]);
       const auto& idx = send_index[static_cast<std::size_t>(q)];
-      foreign_bytes += static_cast<std::int64_t>(p.data().capacity() * sizeof(double)) +
-                       p.nblocks() * 2 * static_cast<std::int64_t>(sizeof(std::int64_t));
+      held.partial_bytes += 8 * (p.data_size() + static_cast<std::int64_t>(idx.size()));
       sends.isend(idx.data(), static_cast<std::int64_t>(idx.size()), MPI_INT64_T, owner, kTagCIndex, comm, Role::C,
                   Payload::Index);
       sends.isend(p.data().data(), p.data_size(), MPI_DOUBLE, owner, kTagCData, comm, Role::C, Payload::Data);
@@ -603,6 +613,7 @@ class Rma25d final : public plexus::CommStrategy {
       }
       CommBuffer<std::int64_t> rindex(static_cast<std::size_t>(std::max(1, *std::max_element(words.begin(), words.end()))));
       CommBuffer<double> rdata(static_cast<std::size_t>(std::max(1, *std::max_element(values.begin(), values.end()))));
+      held.receive_bytes = 8 * static_cast<std::int64_t>(rindex.size() + rdata.size());
       for (std::size_t m = 0; m < members.size(); ++m) {
         traffic.irecv(rindex.data(), static_cast<std::int64_t>(rindex.size()), MPI_INT64_T, members[m], kTagCIndex, comm,
                       Role::C, Payload::Index);
@@ -616,7 +627,7 @@ class Rma25d final : public plexus::CommStrategy {
     sends.waitall(Role::C);
     traffic.absorb(sends);
     C.set_local(std::move(mine));
-    return foreign_bytes;
+    return held;
   }
 
   struct Prediction {
@@ -634,16 +645,19 @@ class Rma25d final : public plexus::CommStrategy {
       for (int i = 0; i < geo.sr; ++i) p.bytes_a += 8 * values_of(a_fetches(geo, dir, geo.r0 + i, g));
       for (int j = 0; j < geo.sc; ++j) p.bytes_b += 8 * values_of(b_fetches(geo, dir, g, geo.c0 + j));
     }
-    const std::int64_t sc_values = C.local().data_size(), sc_words = C.local().nblocks() * 2;
+    // S_C: this rank's final C panel; the model takes every partial panel to be that size.
+    const std::int64_t sc_values = C.local().data_size();
+    const std::int64_t sc_words = PanelView::packed_words(C.local().nrows(), C.local().nblocks());
     p.bytes_c = 8 * (geo.L - 1) * sc_values;
     const int nb = geo.b_double_buffered() ? 2 : geo.sc;
+    const std::int64_t c_buffers = geo.L > 1 ? geo.L : 0;  // L-1 partial panels and one receive buffer
     p.buffer_values_bytes = 8 * (static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()) +
-                                 2 * std::max<std::int64_t>(cap.a_values, 1) + nb * std::max<std::int64_t>(cap.b_values, 1) +
-                                 (geo.L > 1 ? geo.L * sc_values : 0));
+                                 2 * std::max<std::int64_t>(cap.a_values, 1) +
+                                 nb * std::max<std::int64_t>(cap.b_values, 1) + c_buffers * sc_values);
     p.buffer_bytes = p.buffer_values_bytes +
                      8 * (static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()) +
                           2 * std::max<std::int64_t>(cap.a_words, 1) + nb * std::max<std::int64_t>(cap.b_words, 1) +
-                          (geo.L > 1 ? (geo.L - 1) * sc_words + PanelView::packed_words(C.local().nrows(), C.local().nblocks()) : 0));
+                          c_buffers * sc_words);
     return p;
   }
 

@@ -24,6 +24,7 @@
 // MPI_Iallreduce overlapped with the set-up. Passive target: MPI_Win_lock_all once.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -404,16 +405,16 @@ class Rma25d final : public plexus::CommStrategy {
 
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
-    run_ticks(geo, dir, cap, A, B, products, kernel, traffic);
+    // Ticks; each partial panel of another member is sent as soon as it is final.
+    Reducer reducer(geo, C, me);
+    run_ticks(geo, dir, cap, A, B, products, kernel, traffic, [&](int q) {
+      if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
+    });
     // Windows and fetch buffers, at their peak (they are freed before the reduction).
     const std::int64_t tick_buffers = plexus::memory::peak(plexus::memory::Category::CommBuffer);
-
-    // Reduce: send the L-1 partial panels to their owners, add the ones sent to me.
-    std::vector<Panel> partial(products.size());
-    for (std::size_t q = 0; q < products.size(); ++q) partial[q] = products[q]->finish();
     plexus::LocalMultiplyStats stats;
     for (const auto& p : products) stats += p->stats();
-    const ReduceBuffers reduced = reduce_partials(geo, C, partial, me, traffic);
+    const ReduceBuffers reduced = reducer.finish(products[static_cast<std::size_t>(me)]->finish(), traffic);
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
     plexus::MultiplyReport report;
@@ -492,9 +493,25 @@ class Rma25d final : public plexus::CommStrategy {
 
   // T ticks; in each, the sr A panels stream through two buffers (the next one is fetched while
   // the current one is multiplied) against the tick's sc B panels.
+  // In the last tick my own panel's products come last and on_final(q) is called as soon as
+  // panel q has all its products, so the partial panels travel while my own is multiplied.
   void run_ticks(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& A,
                  const DistMatrix& B, std::vector<std::unique_ptr<plexus::LocalProduct>>& products, plexus::Kernel& kernel,
-                 Traffic& traffic) const {
+                 Traffic& traffic, const std::function<void(int)>& on_final) const {
+    const int i_me = geo.pr - geo.r0, j_me = geo.pc - geo.c0;
+    auto ordered = [](int n, int last, bool move_last) {
+      std::vector<int> order;
+      for (int x = 0; x < n; ++x)
+        if (!move_last || x != last) order.push_back(x);
+      if (move_last) order.push_back(last);
+      return order;
+    };
+    const std::vector<int> rows_plain = ordered(geo.sr, i_me, false), rows_last = ordered(geo.sr, i_me, true);
+    const std::vector<int> cols_plain = ordered(geo.sc, j_me, false), cols_last = ordered(geo.sc, j_me, true);
+    auto row_of_step = [&](int step) {
+      const int t = step / geo.sr;
+      return (t + 1 == geo.T ? rows_last : rows_plain)[static_cast<std::size_t>(step % geo.sr)];
+    };
     const Exposed& aw = a_win_;
     const Exposed& bw = b_win_;
     std::vector<FetchBuffer> abuf(2), bset(static_cast<std::size_t>(geo.b_double_buffered() ? 2 : geo.sc));
@@ -531,7 +548,7 @@ class Rma25d final : public plexus::CommStrategy {
       }
     };
     auto fetch_a = [&](int step) {
-      const int t = step / geo.sr, i = step % geo.sr;
+      const int t = step / geo.sr, i = row_of_step(step);
       FetchBuffer& buf = abuf[static_cast<std::size_t>(step % 2)];
       std::int64_t wpos = 0, vpos = 0;
       const auto f = a_fetches(geo, dir, geo.r0 + i, geo.group_of_tick(t));
@@ -544,11 +561,13 @@ class Rma25d final : public plexus::CommStrategy {
     fetch_a(0);
     std::vector<const std::vector<PanelView>*> b_views(static_cast<std::size_t>(geo.sc));
     for (int step = 0; step < steps; ++step) {
-      const int t = step / geo.sr, i = step % geo.sr;
+      const int t = step / geo.sr, i = row_of_step(step);
+      const bool first_of_tick = step % geo.sr == 0, last_of_tick = step % geo.sr == geo.sr - 1;
+      const bool last_tick = t + 1 == geo.T;
       traffic.waitall(Role::A);
       FetchBuffer& a = abuf[static_cast<std::size_t>(step % 2)];
       make_views(a, {a_pieces[static_cast<std::size_t>(step % 2)]});
-      if (i == 0) {
+      if (first_of_tick) {
         traffic.waitall(Role::B);
         if (geo.b_double_buffered()) {
           FetchBuffer& set = bset[static_cast<std::size_t>(t % 2)];
@@ -563,13 +582,14 @@ class Rma25d final : public plexus::CommStrategy {
         }
       }
       if (step + 1 < steps) fetch_a(step + 1);  // into the other A buffer, overlapping this step
-      for (int j = 0; j < geo.sc; ++j) {
+      for (int j : (last_tick && i == i_me ? cols_last : cols_plain)) {
         auto& product = *products[static_cast<std::size_t>(i * geo.sc + j)];
         for (const PanelView& ap : a.panels[0])
           for (const PanelView& bp : *b_views[static_cast<std::size_t>(j)]) product.multiply(ap, A.layout(), bp, B.layout(), kernel);
+        if (last_tick) on_final(i * geo.sc + j);
       }
       // Single-buffered B: the next tick's panels are fetched once this tick's are used.
-      if (!geo.b_double_buffered() && i == geo.sr - 1 && t + 1 < geo.T) fetch_b(t + 1);
+      if (!geo.b_double_buffered() && last_of_tick && !last_tick) fetch_b(t + 1);
     }
   }
 
@@ -578,57 +598,71 @@ class Rma25d final : public plexus::CommStrategy {
     std::int64_t receive_bytes = 0;  // the receive buffer (values and index words)
   };
 
-  // Sends the partial panels of other members, adds the partials of mine (one receive buffer).
-  static ReduceBuffers reduce_partials(const Geometry& geo, DistMatrix& C, std::vector<Panel>& partial, int me,
-                                      Traffic& traffic) {
-    const MPI_Comm comm = C.grid().comm();
-    // Sends are waited for only at the end: a rank that waited for its sends before receiving
-    // would wait for ranks doing the same.
-    Traffic sends;
-    std::vector<std::vector<std::int64_t>> send_index(partial.size());
-    ReduceBuffers held;
-    std::vector<int> members;
-    for (int q = 0; q < static_cast<int>(partial.size()); ++q) {
-      const int owner = geo.rank(geo.r0 + q / geo.sc, geo.c0 + q % geo.sc);
-      if (q == me) continue;
-      members.push_back(owner);
-      Panel& p = partial[static_cast<std::size_t>(q)];
-      p.pack_index(send_index[static_cast<std::size_t>(q)]);
-      const auto& idx = send_index[static_cast<std::size_t>(q)];
-      held.partial_bytes += 8 * (p.data_size() + static_cast<std::int64_t>(idx.size()));
-      sends.isend(idx.data(), static_cast<std::int64_t>(idx.size()), MPI_INT64_T, owner, kTagCIndex, comm, Role::C,
-                  Payload::Index);
-      sends.isend(p.data().data(), p.data_size(), MPI_DOUBLE, owner, kTagCData, comm, Role::C, Payload::Data);
+  // The reduction of partial C panels to their owners: send() as each panel is final, then
+  // finish() receives the partials of my panel into one buffer and adds them.
+  class Reducer {
+   public:
+    Reducer(const Geometry& geo, DistMatrix& C, int me) : geo_(geo), C_(C), me_(me), partial_(geo.L), index_(geo.L) {}
+
+    int owner(int q) const { return geo_.rank(geo_.r0 + q / geo_.sc, geo_.c0 + q % geo_.sc); }
+
+    void send(int q, Panel p) {
+      const MPI_Comm comm = C_.grid().comm();
+      auto& idx = index_[static_cast<std::size_t>(q)];
+      p.pack_index(idx);
+      held_.partial_bytes += 8 * (p.data_size() + static_cast<std::int64_t>(idx.size()));
+      partial_[static_cast<std::size_t>(q)] = std::move(p);
+      const Panel& kept = partial_[static_cast<std::size_t>(q)];
+      // Waited for only in finish(): a rank that waited for its sends before receiving would
+      // wait for ranks doing the same.
+      sends_.isend(idx.data(), static_cast<std::int64_t>(idx.size()), MPI_INT64_T, owner(q), kTagCIndex, comm, Role::C,
+                   Payload::Index);
+      sends_.isend(kept.data().data(), kept.data_size(), MPI_DOUBLE, owner(q), kTagCData, comm, Role::C, Payload::Data);
     }
-    Panel mine = std::move(partial[static_cast<std::size_t>(me)]);
-    if (!members.empty()) {
-      // One receive buffer, sized for the largest partial panel sent to me.
-      std::vector<int> words(members.size()), values(members.size());
-      for (std::size_t m = 0; m < members.size(); ++m) {
-        MPI_Status st;
-        plexus::mpi::check(MPI_Probe(members[m], kTagCIndex, comm, &st), "MPI_Probe");
-        plexus::mpi::check(MPI_Get_count(&st, MPI_INT64_T, &words[m]), "MPI_Get_count");
-        plexus::mpi::check(MPI_Probe(members[m], kTagCData, comm, &st), "MPI_Probe");
-        plexus::mpi::check(MPI_Get_count(&st, MPI_DOUBLE, &values[m]), "MPI_Get_count");
+
+    ReduceBuffers finish(Panel mine, Traffic& traffic) {
+      const MPI_Comm comm = C_.grid().comm();
+      std::vector<int> members;
+      for (int q = 0; q < geo_.L; ++q)
+        if (q != me_) members.push_back(owner(q));
+      if (!members.empty()) {
+        // One receive buffer, sized for the largest partial panel sent to me.
+        std::vector<int> words(members.size()), values(members.size());
+        for (std::size_t m = 0; m < members.size(); ++m) {
+          MPI_Status st;
+          plexus::mpi::check(MPI_Probe(members[m], kTagCIndex, comm, &st), "MPI_Probe");
+          plexus::mpi::check(MPI_Get_count(&st, MPI_INT64_T, &words[m]), "MPI_Get_count");
+          plexus::mpi::check(MPI_Probe(members[m], kTagCData, comm, &st), "MPI_Probe");
+          plexus::mpi::check(MPI_Get_count(&st, MPI_DOUBLE, &values[m]), "MPI_Get_count");
+        }
+        CommBuffer<std::int64_t> rindex(static_cast<std::size_t>(std::max(1, *std::max_element(words.begin(), words.end()))));
+        CommBuffer<double> rdata(static_cast<std::size_t>(std::max(1, *std::max_element(values.begin(), values.end()))));
+        held_.receive_bytes = 8 * static_cast<std::int64_t>(rindex.size() + rdata.size());
+        for (std::size_t m = 0; m < members.size(); ++m) {
+          traffic.irecv(rindex.data(), static_cast<std::int64_t>(rindex.size()), MPI_INT64_T, members[m], kTagCIndex,
+                        comm, Role::C, Payload::Index);
+          traffic.irecv(rdata.data(), static_cast<std::int64_t>(rdata.size()), MPI_DOUBLE, members[m], kTagCData, comm,
+                        Role::C, Payload::Data);
+          traffic.waitall(Role::C);
+          const PanelView v = PanelView::from_packed(rindex.data(), words[m], rdata.data());
+          mine = plexus::add_panels(mine.view(), 1.0, v, 1.0, C_.layout());
+        }
       }
-      CommBuffer<std::int64_t> rindex(static_cast<std::size_t>(std::max(1, *std::max_element(words.begin(), words.end()))));
-      CommBuffer<double> rdata(static_cast<std::size_t>(std::max(1, *std::max_element(values.begin(), values.end()))));
-      held.receive_bytes = 8 * static_cast<std::int64_t>(rindex.size() + rdata.size());
-      for (std::size_t m = 0; m < members.size(); ++m) {
-        traffic.irecv(rindex.data(), static_cast<std::int64_t>(rindex.size()), MPI_INT64_T, members[m], kTagCIndex, comm,
-                      Role::C, Payload::Index);
-        traffic.irecv(rdata.data(), static_cast<std::int64_t>(rdata.size()), MPI_DOUBLE, members[m], kTagCData, comm,
-                      Role::C, Payload::Data);
-        traffic.waitall(Role::C);
-        const PanelView v = PanelView::from_packed(rindex.data(), words[m], rdata.data());
-        mine = plexus::add_panels(mine.view(), 1.0, v, 1.0, C.layout());
-      }
+      sends_.waitall(Role::C);
+      traffic.absorb(sends_);
+      C_.set_local(std::move(mine));
+      return held_;
     }
-    sends.waitall(Role::C);
-    traffic.absorb(sends);
-    C.set_local(std::move(mine));
-    return held;
-  }
+
+   private:
+    const Geometry& geo_;
+    DistMatrix& C_;
+    int me_;
+    Traffic sends_;
+    std::vector<Panel> partial_;
+    std::vector<std::vector<std::int64_t>> index_;
+    ReduceBuffers held_;
+  };
 
   struct Prediction {
     std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;  // data bytes received (A, B) and sent (C)

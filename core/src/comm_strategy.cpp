@@ -86,6 +86,8 @@ void CommStrategy::circulate(MPI_Comm comm, std::vector<double>& my_buffer, cons
   }
 }
 
+std::optional<ModelPrediction> CommStrategy::model(const ModelSpec&, int, int) const { return std::nullopt; }
+
 void CommStrategy::allreduce_sum(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic) {
   const double t0 = mpi::now();
   mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, comm),

@@ -13,6 +13,7 @@
 // The pre-shift puts every image into the slot it holds at t = 0.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +45,27 @@ struct Plan {
   std::vector<std::vector<int>> group_rows;  // k-group -> its k indices (rows of a B image)
   int group_of_a_slot(int j) const { return (pc * a + j + pr * b) % V; }
   int group_of_b_slot(int j) const { return (pr * b + j + pc * a) % V; }
+  // The process (along the ring of A, or of B) and slot that hold k-group g at tick 0.
+  int a_home(int g, int& slot) const { return home(g, pr * b, a, slot); }
+  int b_home(int g, int& slot) const { return home(g, pc * a, b, slot); }
+  int home(int g, int offset, int per, int& slot) const {
+    const int pos = ((g - offset) % V + V) % V;
+    slot = pos % per;
+    return pos / per;
+  }
 };
+
+Plan make_grid_plan(int PR, int PC, int pr, int pc) {
+  Plan p;
+  p.pr = pr;
+  p.pc = pc;
+  p.PR = PR;
+  p.PC = PC;
+  p.V = std::lcm(PR, PC);
+  p.a = p.V / PC;
+  p.b = p.V / PR;
+  return p;
+}
 
 // One image in a fixed-capacity buffer: packed index words and values.
 struct ImageBuffer {
@@ -131,19 +152,33 @@ class Cannon final : public plexus::CommStrategy {
     return report;
   }
 
+  // Dry run: panels spread evenly over the V k-groups, A's and B's k distributed alike
+  // (group g on A process column g mod PC and B process row g mod PR), values only.
+  std::optional<plexus::ModelPrediction> model(const plexus::ModelSpec& spec, int pr, int pc) const override {
+    const Plan p = make_grid_plan(spec.nprows, spec.npcols, pr, pc);
+    const std::int64_t img_a = spec.bytes_a * p.PC / p.V, img_b = spec.bytes_b * p.PR / p.V;
+    plexus::ModelPrediction m;
+    m.ticks = p.V;
+    // Received in the ticks: V-1 images along each ring longer than one process.
+    m.bytes_a = p.PC > 1 ? (p.V - 1) * img_a : 0;
+    m.bytes_b = p.PR > 1 ? (p.V - 1) * img_b : 0;
+    // The pre-shift: the images of my row (column) that are at home elsewhere come to me.
+    for (int g = 0; g < p.V; ++g) {
+      int slot = 0;
+      if (g % p.PC != pc && p.a_home(g, slot) == pc) m.bytes_a += img_a;
+      if (g % p.PR != pr && p.b_home(g, slot) == pr) m.bytes_b += img_b;
+    }
+    m.buffer_bytes = (p.a + 1) * img_a + (p.b + 1) * img_b;
+    m.note = "V=" + std::to_string(p.V);
+    return m;
+  }
+
  private:
   // The virtual grid and the k-groups. A k index keeps its A process column: group g holds
   // k with col_dist(k) = g mod PC, dealt in order over the V/PC groups of that column.
   static Plan make_plan(const DistMatrix& A) {
-    Plan p;
     const auto& g = A.grid();
-    p.pr = g.myprow();
-    p.pc = g.mypcol();
-    p.PR = g.nprows();
-    p.PC = g.npcols();
-    p.V = std::lcm(p.PR, p.PC);
-    p.a = p.V / p.PC;
-    p.b = p.V / p.PR;
+    Plan p = make_grid_plan(g.nprows(), g.npcols(), g.myprow(), g.mypcol());
     const auto& cdist = A.distribution().col_dist();
     p.kgroup.resize(cdist.size());
     p.group_rows.assign(static_cast<std::size_t>(p.V), {});
@@ -162,8 +197,6 @@ class Cannon final : public plexus::CommStrategy {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
     const int nranks = is_a ? plan.PC : plan.PR;
     const int nslots = is_a ? plan.a : plan.b;
-    const int per = is_a ? plan.a : plan.b;         // slots per process along the ring
-    const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
     const Role role = is_a ? Role::A : Role::B;
     const PanelView v = M.local().view();
     const auto& layout = M.layout();
@@ -171,9 +204,7 @@ class Cannon final : public plexus::CommStrategy {
     // Destination of a block: its k-group's ring position at tick 0.
     auto destination = [&](int i, int j, int& slot) {
       const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
-      const int pos = ((g - offset) % plan.V + plan.V) % plan.V;
-      slot = pos % per;
-      return pos / per;
+      return is_a ? plan.a_home(g, slot) : plan.b_home(g, slot);
     };
     std::vector<int> nidx(static_cast<std::size_t>(nranks), 0), nval(static_cast<std::size_t>(nranks), 0);
     std::vector<int> dest(static_cast<std::size_t>(v.nblocks)), dslot(static_cast<std::size_t>(v.nblocks));

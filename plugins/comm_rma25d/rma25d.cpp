@@ -26,6 +26,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -432,7 +433,11 @@ class Rma25d final : public plexus::CommStrategy {
     // allocated after the fetch buffers are freed, so the simultaneous peak above is lower).
     const std::int64_t measured_buffers = tick_buffers + reduced.partial_bytes + reduced.receive_bytes;
     report.peak_memory_bytes = plexus::memory::peak_total();
-    const Prediction pred = predict(geo, dir, cap, C);
+    const Prediction pred =
+        predict(geo, dir, cap,
+                Sizes{static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()),
+                      static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()), C.local().data_size(),
+                      PanelView::packed_words(C.local().nrows(), C.local().nblocks())});
     report.extra["layers"] = geo.L;
     report.extra["k_groups"] = geo.G;
     report.extra["window_creations"] = window_creations_;
@@ -670,31 +675,68 @@ class Rma25d final : public plexus::CommStrategy {
     std::int64_t buffer_bytes = 0;         // with index, as the memory tracker counts them
   };
 
-  // The same schedule, summed instead of executed. C's partial panels are taken to be the size
-  // of this rank's final C panel (the paper's S_C).
-  Prediction predict(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& C) const {
+  // Sizes the prediction needs besides the schedule: the windows and the C panel (S_C).
+  struct Sizes {
+    std::int64_t window_values = 0, window_words = 0;  // both windows together
+    std::int64_t c_values = 0, c_words = 0;            // S_C, values and packed index words
+  };
+
+  // The same schedule, summed instead of executed. The model takes every partial C panel to be
+  // the size of this rank's final C panel (the paper's S_C).
+  static Prediction predict(const Geometry& geo, const Directory& dir, const Capacities& cap, const Sizes& z) {
     Prediction p;
     for (int t = 0; t < geo.T; ++t) {
       const int g = geo.group_of_tick(t);
       for (int i = 0; i < geo.sr; ++i) p.bytes_a += 8 * values_of(a_fetches(geo, dir, geo.r0 + i, g));
       for (int j = 0; j < geo.sc; ++j) p.bytes_b += 8 * values_of(b_fetches(geo, dir, g, geo.c0 + j));
     }
-    // S_C: this rank's final C panel; the model takes every partial panel to be that size.
-    const std::int64_t sc_values = C.local().data_size();
-    const std::int64_t sc_words = PanelView::packed_words(C.local().nrows(), C.local().nblocks());
-    p.bytes_c = 8 * (geo.L - 1) * sc_values;
+    p.bytes_c = 8 * (geo.L - 1) * z.c_values;
     const int nb = geo.b_double_buffered() ? 2 : geo.sc;
     const std::int64_t c_buffers = geo.L > 1 ? geo.L : 0;  // L-1 partial panels and one receive buffer
-    p.buffer_values_bytes = 8 * (static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()) +
-                                 2 * std::max<std::int64_t>(cap.a_values, 1) +
-                                 nb * std::max<std::int64_t>(cap.b_values, 1) + c_buffers * sc_values);
-    p.buffer_bytes = p.buffer_values_bytes +
-                     8 * (static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()) +
-                          2 * std::max<std::int64_t>(cap.a_words, 1) + nb * std::max<std::int64_t>(cap.b_words, 1) +
-                          c_buffers * sc_words);
+    p.buffer_values_bytes = 8 * (z.window_values + 2 * std::max<std::int64_t>(cap.a_values, 1) +
+                                 nb * std::max<std::int64_t>(cap.b_values, 1) + c_buffers * z.c_values);
+    p.buffer_bytes = p.buffer_values_bytes + 8 * (z.window_words + 2 * std::max<std::int64_t>(cap.a_words, 1) +
+                                                  nb * std::max<std::int64_t>(cap.b_words, 1) + c_buffers * z.c_words);
     return p;
   }
 
+ public:
+  // Dry run: every rank's panels spread evenly over the k-groups, B aligned with A (the piece of
+  // k-group g of B column c on process row g mod PR), values only.
+  std::optional<plexus::ModelPrediction> model(const plexus::ModelSpec& spec, int prow, int pcol) const override {
+    const int PR = spec.nprows, PC = spec.npcols;
+    const auto valid = valid_layers(PR, PC);
+    const bool ok = std::find(valid.begin(), valid.end(), layers_) != valid.end();
+    const int L = ok ? layers_ : 1;
+    const int G = std::lcm(std::lcm(PR, PC), L);
+    std::vector<int> cdist(static_cast<std::size_t>(G));
+    for (int k = 0; k < G; ++k) cdist[static_cast<std::size_t>(k)] = k % PC;  // one k index per k-group
+    const Geometry geo = make_geometry(PR, PC, prow, pcol, L, cdist);
+    Directory dir;
+    dir.G = G;
+    dir.words.assign(static_cast<std::size_t>(PR) * PC * 2 * G * kPieceWords, 0);
+    const std::int64_t a_piece = spec.bytes_a / 8 * PC / G, b_piece = spec.bytes_b / 8 * PR / G;
+    for (int r = 0; r < PR; ++r)
+      for (int c = 0; c < PC; ++c)
+        for (int k = 0; k < G; ++k) {
+          const int g = geo.kgroup[static_cast<std::size_t>(k)];
+          auto* w = dir.words.data() + (static_cast<std::int64_t>(geo.rank(r, c)) * 2 * G) * kPieceWords;
+          if (k % PC == c) w[static_cast<std::size_t>(g * kPieceWords + 3)] = a_piece;
+          if (k % PR == r) w[static_cast<std::size_t>((G + g) * kPieceWords + 3)] = b_piece;
+        }
+    const Prediction p = predict(geo, dir, capacities(geo, dir),
+                                 Sizes{(spec.bytes_a + spec.bytes_b) / 8, 0, spec.bytes_c / 8, 0});
+    plexus::ModelPrediction m;
+    m.ticks = geo.T;
+    m.bytes_a = p.bytes_a;
+    m.bytes_b = p.bytes_b;
+    m.bytes_c = p.bytes_c;
+    m.buffer_bytes = p.buffer_values_bytes;
+    m.note = "L=" + std::to_string(L) + (ok ? "" : " (Layers=" + std::to_string(layers_) + " invalid here)");
+    return m;
+  }
+
+ private:
   int layers_;
   bool strict_;
   bool warned_ = false;

@@ -140,6 +140,15 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
         const std::int64_t N = nb * 4;
         EXPECT_EQ(shift_a, (V - 1) * (N / PR) * (N / V) * 8);
       }
+      if (occupancy == 1.0) {
+        // The dry-run model predicts the counted bytes received from the panel sizes alone.
+        const std::int64_t S = std::int64_t{nb / PR * 4} * (nb / PC * 4) * 8;
+        const auto m = strategy->model(ModelSpec{PR, PC, S, S, S}, pr, pc);
+        ASSERT_TRUE(m.has_value());
+        EXPECT_EQ(m->bytes_a, rep.traffic[0].bytes_received);
+        EXPECT_EQ(m->bytes_b, rep.traffic[1].bytes_received);
+        EXPECT_EQ(m->ticks, V);
+      }
       double flops = rep.flops;
       MPI_Allreduce(MPI_IN_PLACE, &flops, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       EXPECT_EQ(flops, static_cast<double>(flops_expected));

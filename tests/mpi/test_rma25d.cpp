@@ -140,6 +140,14 @@ TEST(Rma25d, DenseVolumeIsEquation7ToTheByte) {
     EXPECT_EQ(rep.traffic[2].bytes_received, (layers - 1) * SC);
     EXPECT_EQ(fetched + c_sent, static_cast<std::int64_t>(rep.extra.at("predicted_bytes_received")));
     EXPECT_EQ(rep.extra.at("predicted_buffer_bytes"), rep.extra.at("measured_buffer_bytes"));
+    // The dry-run model (no data, no MPI) predicts the same figures from the panel sizes.
+    const auto m = r->model(ModelSpec{PR, PC, SA, SB, SC}, grid->myprow(), grid->mypcol());
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->bytes_a, rep.traffic[0].bytes_received);
+    EXPECT_EQ(m->bytes_b, rep.traffic[1].bytes_received);
+    EXPECT_EQ(m->bytes_c, c_sent);
+    EXPECT_EQ(m->ticks, rep.ticks);
+    EXPECT_EQ(m->buffer_bytes, static_cast<std::int64_t>(rep.extra.at("predicted_buffer_values_bytes")));
   }
 }
 

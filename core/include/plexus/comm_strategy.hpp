@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,21 @@ struct MultiplyReport {
   std::int64_t messages_sent() const;
 };
 
+/// A problem for the dry-run model: a PR x PC grid whose every rank holds local panels of A, B
+/// and C of these sizes (bytes of values), spread evenly over the k indices.
+struct ModelSpec {
+  int nprows = 1, npcols = 1;
+  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;
+};
+
+/// What one rank of a multiply will do, predicted by the strategy's own schedule.
+struct ModelPrediction {
+  int ticks = 0;
+  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;  ///< data bytes each rank receives (A, B) and sends (C)
+  std::int64_t buffer_bytes = 0;                       ///< communication buffers (values), the paper's footprint
+  std::string note;                                    ///< e.g. the layer count actually used
+};
+
 class CommStrategy {
  public:
   virtual ~CommStrategy();  // key function, defined in libplexus_core
@@ -64,6 +80,10 @@ class CommStrategy {
   using ArrivalFn = std::function<void(const std::vector<double>& buffer, int origin_rank)>;
   virtual void circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival,
                          mpi::Traffic& traffic);
+
+  /// The dry-run model of multiply for rank (prow, pcol) of spec's grid, without moving data or
+  /// needing MPI: the same schedule the real run follows. Default: not modelled (nullopt).
+  virtual std::optional<ModelPrediction> model(const ModelSpec& spec, int prow, int pcol) const;
 
   /// In-place sum over comm. Core default: MPI_Allreduce.
   virtual void allreduce_sum(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic);

@@ -104,6 +104,7 @@ class Cannon final : public plexus::CommStrategy {
 
     Traffic preshift, ticks;
     std::vector<ImageBuffer> a_buf, b_buf;
+    std::int64_t predicted_a = 0, predicted_b = 0;  // data bytes the schedule will bring here
     Panel a_scaled;
     if (direct) {
       if (alpha != 1.0) {
@@ -111,8 +112,11 @@ class Cannon final : public plexus::CommStrategy {
         kernel.scale(a_scaled.data().data(), a_scaled.data_size(), alpha);
       }
     } else {
-      std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift);
-      std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift);
+      std::int64_t pre_a = 0, pre_b = 0;
+      std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
+      std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
+      predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
+      predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
       if (alpha != 1.0)
         for (auto& p : a_img) kernel.scale(p.data().data(), p.data_size(), alpha);
       allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
@@ -146,6 +150,9 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["preshift_bytes_b"] = static_cast<double>(preshift.counts(Role::B).bytes_sent);
     report.extra["shift_bytes_a"] = static_cast<double>(ticks.counts(Role::A).bytes_sent);
     report.extra["shift_bytes_b"] = static_cast<double>(ticks.counts(Role::B).bytes_sent);
+    report.extra["predicted_bytes_a"] = static_cast<double>(predicted_a);
+    report.extra["predicted_bytes_b"] = static_cast<double>(predicted_b);
+    report.extra["predicted_bytes_received"] = static_cast<double>(predicted_a + predicted_b);
     report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
     report.peak_memory_bytes = plexus::memory::peak_total();
     report.seconds = plexus::mpi::now() - t_start;
@@ -193,7 +200,10 @@ class Cannon final : public plexus::CommStrategy {
 
   // Sends every local block to the process and slot holding its image at tick 0. For A the
   // exchange is within my process row, for B within my process column.
-  static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic) {
+  // planned_recv: the values this rank will receive, known from the exchanged counts before any
+  // data moves (the schedule's prediction of the pre-shift).
+  static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
+                                      std::int64_t& planned_recv) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
     const int nranks = is_a ? plan.PC : plan.PR;
     const int nslots = is_a ? plan.a : plan.b;
@@ -244,6 +254,8 @@ class Cannon final : public plexus::CommStrategy {
     CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
     CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
     traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, Payload::Index);
+    const int me = is_a ? plan.pc : plan.pr;
+    planned_recv = trv - rval[static_cast<std::size_t>(me)];  // a rank's own part is not traffic
     traffic.alltoallv(sval.data(), nval, rval_buf.data(), rval, MPI_DOUBLE, comm, role, Payload::Data);
 
     struct Item {
@@ -277,6 +289,26 @@ class Cannon final : public plexus::CommStrategy {
       std::copy(rval_buf.data() + it.off, rval_buf.data() + it.off + n, p.append_block(r, it.j, static_cast<int>(n)));
     }
     return images;
+  }
+
+  // Values this rank receives in the ticks: the fronts of its right (A) or lower (B) neighbour,
+  // g = (q*per + offset + t) mod V for t < V-1, sized from the images every process of the ring
+  // holds at tick 0 (one MPI_Allgather along the ring).
+  static std::int64_t shift_values(const std::vector<Panel>& images, const Plan& plan, bool is_a, MPI_Comm ring) {
+    const int n = is_a ? plan.PC : plan.PR, per = is_a ? plan.a : plan.b;
+    if (n == 1) return 0;
+    std::vector<std::int64_t> mine(images.size()), all(static_cast<std::size_t>(n * per));
+    for (std::size_t j = 0; j < images.size(); ++j) mine[j] = images[j].data_size();
+    plexus::mpi::check(MPI_Allgather(mine.data(), per, MPI_INT64_T, all.data(), per, MPI_INT64_T, ring), "MPI_Allgather");
+    const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
+    std::vector<std::int64_t> size_of(static_cast<std::size_t>(plan.V), 0);
+    for (int q = 0; q < n; ++q)
+      for (int j = 0; j < per; ++j)
+        size_of[static_cast<std::size_t>((q * per + j + offset) % plan.V)] = all[static_cast<std::size_t>(q * per + j)];
+    const int next = ((is_a ? plan.pc : plan.pr) + 1) % n;
+    std::int64_t v = 0;
+    for (int t = 0; t + 1 < plan.V; ++t) v += size_of[static_cast<std::size_t>((next * per + offset + t) % plan.V)];
+    return v;
   }
 
   // Every buffer gets the capacity of the largest image on any rank (one MPI_Allreduce), so a

@@ -135,6 +135,9 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       const std::int64_t shift_msgs = PC > 1 ? 2 * (V - 1) : 0;
       EXPECT_GE(rep.traffic[0].messages_sent, shift_msgs);
       EXPECT_EQ(rep.traffic[2].bytes_sent, 0);  // Cannon never moves C
+      // The run's own prediction, from its schedule before any data moved.
+      EXPECT_EQ(rep.extra.at("predicted_bytes_received"),
+                static_cast<double>(rep.traffic[0].bytes_received + rep.traffic[1].bytes_received));
       if (occupancy == 1.0 && PC > 1) {
         // The published model: V-1 shifts of one A panel of (N/PR) x (N/V) values each.
         const std::int64_t N = nb * 4;

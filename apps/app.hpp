@@ -48,6 +48,9 @@ struct Summary {
   double gflops = 0;        ///< flops / seconds * 1e-9
   double bytes_max = 0;     ///< bytes sent per multiply, max over ranks
   double bytes_avg = 0;     ///< bytes sent per multiply, average over ranks
+  double volume_max = 0;    ///< data bytes received per multiply (one-sided gets included), max over ranks
+  double volume_avg = 0;    ///< the same, average over ranks
+  double model_max = -1;    ///< the strategy's predicted volume (predicted_bytes_received), max; -1: none
   double messages_max = 0;  ///< messages sent per multiply, max over ranks
   double messages_avg = 0;
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks

@@ -17,7 +17,10 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.multiplies = static_cast<int>(reports.size());
   // Per rank: averages per multiply, peaks over multiplies.
   double seconds = 0, flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0;
+  double volume = 0, model = -1;
   for (const auto& r : reports) {
+    for (const auto& t : r.traffic) volume += static_cast<double>(t.bytes_received);
+    if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end()) model = std::max(model, 0.0) + it->second;
     seconds += r.seconds;
     flops += r.flops;
     bytes += static_cast<double>(r.bytes_sent());
@@ -28,11 +31,15 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
   }
   const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
-  double maxes[7] = {seconds / n, bytes / n, messages / n, wait / n, kernel / n, peak_buffer, peak_memory};
-  double sums[3] = {flops / n, bytes / n, messages / n};
-  double gmax[7], gsum[3];
-  MPI_Allreduce(maxes, gmax, 7, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(sums, gsum, 3, MPI_DOUBLE, MPI_SUM, comm);
+  double maxes[9] = {seconds / n, bytes / n, messages / n, wait / n, kernel / n, peak_buffer, peak_memory,
+                     volume / n, model < 0 ? -1.0 : model / n};
+  double sums[4] = {flops / n, bytes / n, messages / n, volume / n};
+  double gmax[9], gsum[4];
+  MPI_Allreduce(maxes, gmax, 9, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Allreduce(sums, gsum, 4, MPI_DOUBLE, MPI_SUM, comm);
+  s.volume_max = gmax[7];
+  s.model_max = gmax[8];
+  s.volume_avg = gsum[3] / s.ranks;
   s.seconds = gmax[0];
   s.bytes_max = gmax[1];
   s.messages_max = gmax[2];

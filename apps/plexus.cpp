@@ -32,12 +32,14 @@ const char* const kOverview =
     "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
     "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
     "  plexus plugins [--verbose]\n"
+    "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
     "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
     "\n"
     "Commands:\n"
     "  run      run one solver on one problem (no FILE: the built-in H2O-like problem)\n"
     "  compare  run the same problem with several strategies/kernels in one job and check the results agree\n"
     "  plugins  list every component (strategies, kernels, solvers) with its plugin and file\n"
+    "  model    predict the volume, ticks and buffers of a multiply from panel sizes (dry run)\n"
     "  help     show this text or the help of a command\n"
     "\n"
     "Examples:\n"
@@ -91,6 +93,25 @@ const char* const kCompareHelp =
     "  mpiexec -n 4 plexus compare --strategies cannon --kernels cpu,reference\n"
     "  mpiexec -n 8 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=2 --json table.json\n";
 
+const char* const kModelHelp =
+    "Usage: plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
+    "\n"
+    "Dry run of a multiply: for every rank of a PR x PC grid whose local panels of A, B and C hold\n"
+    "SA, SB and SC bytes (spread evenly over the k indices), each strategy's own schedule predicts the\n"
+    "ticks, the bytes of A and B every rank receives, the bytes of C it sends, and the buffer\n"
+    "footprint. Nothing is allocated or sent; one process is enough for any grid. The table gives the\n"
+    "maximum over ranks and each row's volume relative to the first row.\n"
+    "\n"
+    "Options:\n"
+    "  --strategies LIST  comma-separated specs name[:Key=Value...], e.g. cannon,rma25d:Layers=4\n"
+    "  --grid PRxPC       the process grid, e.g. 20x20\n"
+    "  --bytes SA,SB,SC   local panel sizes; suffixes K, M, G (powers of 1024), e.g. 64M,64M,173M\n"
+    "                     (SB and SC default to SA)\n"
+    "  --json FILE        write the rows as JSON\n"
+    "\n"
+    "Example (the paper's H2O-DFT-LS at 400 nodes, S_C = 2.7 S_A):\n"
+    "  plexus model --strategies rma25d:Layers=1,rma25d:Layers=4 --grid 20x20 --bytes 100M,100M,270M\n";
+
 const char* const kPluginsHelp =
     "Usage: plexus plugins [--verbose]\n"
     "\n"
@@ -102,12 +123,13 @@ const char* const kPluginsHelp =
     "\n"
     "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
 
-const std::vector<std::string> kCommands = {"run", "compare", "plugins", "help"};
+const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "help"};
 
 const char* help_of(const std::string& command) {
   if (command == "run") return kRunHelp;
   if (command == "compare") return kCompareHelp;
   if (command == "plugins") return kPluginsHelp;
+  if (command == "model") return kModelHelp;
   return kOverview;
 }
 
@@ -121,6 +143,7 @@ struct Options {
   std::string log_level;
   std::vector<std::string> strategies, kernels;
   std::string csv, json;
+  std::string grid, bytes;  // model
   double tolerance = 1e-10;
   bool verbose = false;
   bool help = false;
@@ -165,7 +188,7 @@ Options parse_command_line(int argc, char** argv) {
       msg += "; did you mean 'plexus run " + first + "'?";
     else if (!first.empty() && first[0] == '-')
       msg = "unknown option '" + first + "' before the command";
-    throw UsageError("command line", msg + " (commands: run, compare, plugins, help)");
+    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, help)");
   }
   o.command = first;
   ++i;
@@ -177,7 +200,7 @@ Options parse_command_line(int argc, char** argv) {
         const std::string near = nearest(topic, kCommands);
         throw UsageError("help", "no help for '" + topic + "'" +
                                      (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
-                                     " (commands: run, compare, plugins)");
+                                     " (commands: run, compare, plugins, model)");
       }
       o.command = topic == "help" ? "help" : topic;
       if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
@@ -192,6 +215,7 @@ Options parse_command_line(int argc, char** argv) {
   if (o.command == "compare")
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
+  if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   const bool takes_file = o.command == "run" || o.command == "compare";
 
   for (; i < args.size(); ++i) {
@@ -235,6 +259,10 @@ Options parse_command_line(int argc, char** argv) {
       } else if (name == "--kernels") {
         auto v = spec_list(name, value);
         o.kernels.insert(o.kernels.end(), v.begin(), v.end());
+      } else if (name == "--grid") {
+        o.grid = value;
+      } else if (name == "--bytes") {
+        o.bytes = value;
       } else if (name == "--csv") {
         o.csv = value;
       } else if (name == "--json") {
@@ -254,6 +282,11 @@ Options parse_command_line(int argc, char** argv) {
   }
   if (o.command == "compare" && o.strategies.empty() && !o.help)
     throw UsageError("--strategies", "'plexus compare' needs --strategies S1,S2,... (e.g. --strategies cannon)");
+  if (o.command == "model" && !o.help) {
+    if (o.strategies.empty()) throw UsageError("--strategies", "'plexus model' needs --strategies S1,S2,...");
+    if (o.grid.empty()) throw UsageError("--grid", "'plexus model' needs --grid PRxPC (e.g. --grid 4x4)");
+    if (o.bytes.empty()) throw UsageError("--bytes", "'plexus model' needs --bytes SA[,SB[,SC]] (e.g. --bytes 64M)");
+  }
   return o;
 }
 
@@ -451,16 +484,19 @@ struct Row {
 };
 
 std::string table_text(const std::vector<Row>& rows) {
-  const std::vector<std::string> head = {"strategy",      "kernel",        "s/multiply",    "GFLOP/s",
-                                         "sent/rank max", "sent/rank avg", "msgs/rank max", "msgs/rank avg",
-                                         "wait max (s)",  "peak buffer",   "rel. diff"};
+  // volume: data bytes a rank receives per multiply (one-sided gets included), the quantity of
+  // the published volume models; model: the strategy's own prediction of it from its schedule.
+  const std::vector<std::string> head = {"strategy",         "kernel",        "s/multiply",    "GFLOP/s",
+                                         "volume/rank max",  "model max",     "volume/rank avg", "sent/rank max",
+                                         "msgs/rank max",    "wait max (s)",  "peak buffer",   "rel. diff"};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     const Summary& s = r.summary;
     cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds), format_number("%.3f", s.gflops),
-                     format_bytes(s.bytes_max), format_bytes(s.bytes_avg), format_number("%.0f", s.messages_max),
-                     format_number("%.1f", s.messages_avg), format_number("%.3g", s.wait_max),
-                     format_bytes(s.peak_buffer_max), format_number("%.2e", r.rel_diff)});
+                     format_bytes(s.volume_max), s.model_max < 0 ? std::string("-") : format_bytes(s.model_max),
+                     format_bytes(s.volume_avg), format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
+                     format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max),
+                     format_number("%.2e", r.rel_diff)});
   }
   std::vector<std::size_t> width(head.size());
   for (std::size_t j = 0; j < head.size(); ++j) {
@@ -488,7 +524,8 @@ std::string table_text(const std::vector<Row>& rows) {
 
 std::string csv_text(const std::vector<Row>& rows) {
   std::ostringstream os;
-  os << "strategy,kernel,ranks,multiplies,seconds_per_multiply,gflops,bytes_sent_per_rank_max,"
+  os << "strategy,kernel,ranks,multiplies,seconds_per_multiply,gflops,volume_per_rank_max,"
+        "volume_per_rank_avg,model_volume_per_rank_max,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
         "peak_buffer_bytes_max,peak_memory_bytes_max,relative_difference";
   std::vector<std::string> figure_names;
@@ -506,6 +543,8 @@ std::string csv_text(const std::vector<Row>& rows) {
     const Summary& s = r.summary;
     os << quote(r.strategy) << "," << quote(r.kernel) << "," << s.ranks << "," << s.multiplies << ","
        << format_number("%.9g", s.seconds) << "," << format_number("%.9g", s.gflops) << ","
+       << format_number("%.0f", s.volume_max) << "," << format_number("%.1f", s.volume_avg) << ","
+       << (s.model_max < 0 ? std::string() : format_number("%.0f", s.model_max)) << ","
        << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
        << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
        << format_number("%.9g", s.wait_max) << "," << format_number("%.0f", s.peak_buffer_max) << ","
@@ -534,6 +573,9 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     os << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.strategy) << "\", \"kernel\": \""
        << json_escape(r.kernel) << "\", \"ranks\": " << s.ranks << ", \"multiplies\": " << s.multiplies
        << ", \"seconds_per_multiply\": " << json_number(s.seconds) << ", \"gflops\": " << json_number(s.gflops)
+       << ", \"volume_per_rank_max\": " << json_number(s.volume_max)
+       << ", \"volume_per_rank_avg\": " << json_number(s.volume_avg)
+       << ", \"model_volume_per_rank_max\": " << (s.model_max < 0 ? std::string("null") : json_number(s.model_max))
        << ", \"bytes_sent_per_rank_max\": " << json_number(s.bytes_max)
        << ", \"bytes_sent_per_rank_avg\": " << json_number(s.bytes_avg)
        << ", \"messages_per_rank_max\": " << json_number(s.messages_max)
@@ -681,6 +723,124 @@ int command_compare(const Options& o, int rank, int size) {
   return verdict;
 }
 
+// ---- model ----------------------------------------------------------------------------------
+
+std::int64_t parse_size(const std::string& text, const char* option) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  double unit = 1;
+  const std::string suffix = end ? std::string(end) : std::string();
+  if (suffix == "K" || suffix == "KiB") unit = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") unit = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B") unit = -1;  // an unknown suffix
+  if (text.empty() || end == text.c_str() || unit < 0 || !(v >= 0) || !std::isfinite(v))
+    throw UsageError(option, std::string(option) + ": '" + text + "' is not a size (e.g. 1048576, 64K, 100M, 2G)");
+  return static_cast<std::int64_t>(v * unit);
+}
+
+int command_model(const Options& o, int rank, int size) {
+  struct ModelRow {
+    std::string label, note;
+    int ticks = 0;
+    std::int64_t a = 0, b = 0, c = 0, total = 0, buffer = 0;
+    double total_avg = 0;
+  };
+  std::vector<ModelRow> rows;
+  ModelSpec spec;
+  int exit_code = 0;
+  const bool ok = setup_phase(
+      [&] {
+        const auto x = o.grid.find('x');
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const long pr = x == std::string::npos ? 0 : std::strtol(o.grid.substr(0, x).c_str(), &e1, 10);
+        const long pc = x == std::string::npos ? 0 : std::strtol(o.grid.substr(x + 1).c_str(), &e2, 10);
+        if (x == std::string::npos || pr < 1 || pc < 1 || *e1 != '\0' || *e2 != '\0' || pr * pc > 10000000)
+          throw UsageError("--grid", "--grid needs PRxPC with positive numbers, got '" + o.grid + "'");
+        spec.nprows = static_cast<int>(pr);
+        spec.npcols = static_cast<int>(pc);
+        const auto sizes = spec_list("--bytes", o.bytes);
+        if (sizes.size() > 3) throw UsageError("--bytes", "--bytes takes at most three sizes SA,SB,SC");
+        spec.bytes_a = parse_size(sizes[0], "--bytes");
+        spec.bytes_b = sizes.size() > 1 ? parse_size(sizes[1], "--bytes") : spec.bytes_a;
+        spec.bytes_c = sizes.size() > 2 ? parse_size(sizes[2], "--bytes") : spec.bytes_a;
+        Registry::global().load_default();
+        for (const auto& text : o.strategies) {
+          const Spec sp = parse_spec(text, "--strategies");
+          ParameterList params(sp.name);
+          for (const auto& a : sp.assignments) apply_override(params, a);
+          auto strategy = Registry::global().make_comm(sp.name, params, "Communication/" + sp.name);
+          ModelRow row;
+          row.label = text;
+          double sum = 0;
+          for (int r = 0; r < spec.nprows; ++r)
+            for (int c = 0; c < spec.npcols; ++c) {
+              const auto m = strategy->model(spec, r, c);
+              if (!m) throw InputError("--strategies", "strategy '" + sp.name + "' has no dry-run model");
+              row.note = m->note;
+              row.ticks = std::max(row.ticks, m->ticks);
+              row.a = std::max(row.a, m->bytes_a);
+              row.b = std::max(row.b, m->bytes_b);
+              row.c = std::max(row.c, m->bytes_c);
+              row.total = std::max(row.total, m->bytes_a + m->bytes_b + m->bytes_c);
+              row.buffer = std::max(row.buffer, m->buffer_bytes);
+              sum += static_cast<double>(m->bytes_a + m->bytes_b + m->bytes_c);
+            }
+          row.total_avg = sum / (double(spec.nprows) * spec.npcols);
+          rows.push_back(row);
+        }
+      },
+      rank, size, exit_code);
+  if (!ok) return exit_code;
+  if (rank != 0) return 0;
+  std::ostringstream os;
+  os << "dry-run model: grid " << spec.nprows << "x" << spec.npcols << ", local panels A " << format_bytes(double(spec.bytes_a))
+     << ", B " << format_bytes(double(spec.bytes_b)) << ", C " << format_bytes(double(spec.bytes_c))
+     << " (per rank, max over ranks; A and B received, C sent)\n\n";
+  const std::vector<std::string> head = {"strategy", "model", "ticks", "A/rank", "B/rank", "C/rank", "total/rank",
+                                         "ratio", "buffers"};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows)
+    cells.push_back({r.label, r.note, std::to_string(r.ticks), format_bytes(double(r.a)), format_bytes(double(r.b)),
+                     format_bytes(double(r.c)), format_bytes(double(r.total)),
+                     format_number("%.3f", rows.front().total > 0 ? double(r.total) / double(rows.front().total) : 0.0),
+                     format_bytes(double(r.buffer))});
+  std::vector<std::size_t> width(head.size());
+  for (std::size_t j = 0; j < head.size(); ++j) {
+    width[j] = head[j].size();
+    for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
+  }
+  auto line = [&](const std::vector<std::string>& v) {
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (j) os << "  ";
+      if (j < 2)
+        os << v[j] << std::string(width[j] - v[j].size(), ' ');
+      else
+        os << std::string(width[j] - v[j].size(), ' ') << v[j];
+    }
+    os << "\n";
+  };
+  line(head);
+  for (const auto& c : cells) line(c);
+  std::cout << os.str() << std::flush;
+  if (!o.json.empty()) {
+    std::ostringstream js;
+    js << "{\n  \"grid\": [" << spec.nprows << ", " << spec.npcols << "], \"bytes\": [" << spec.bytes_a << ", "
+       << spec.bytes_b << ", " << spec.bytes_c << "],\n  \"rows\": [";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      js << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.label) << "\", \"model\": \""
+         << json_escape(r.note) << "\", \"ticks\": " << r.ticks << ", \"bytes_a_max\": " << r.a
+         << ", \"bytes_b_max\": " << r.b << ", \"bytes_c_max\": " << r.c << ", \"total_max\": " << r.total
+         << ", \"total_avg\": " << json_number(r.total_avg) << ", \"buffer_bytes_max\": " << r.buffer << "}";
+    }
+    js << "\n  ]\n}\n";
+    write_text_atomically(o.json, js.str());
+  }
+  return 0;
+}
+
 // ---- plugins --------------------------------------------------------------------------------
 
 int command_plugins(const Options& o, int rank, int size) {
@@ -751,6 +911,7 @@ int dispatch(int argc, char** argv, int rank, int size) {
   if (o.command == "run") return command_run(o, rank, size);
   if (o.command == "compare") return command_compare(o, rank, size);
   if (o.command == "plugins") return command_plugins(o, rank, size);
+  if (o.command == "model") return command_model(o, rank, size);
   return 2;
 }
 

@@ -3,7 +3,8 @@
 #   EXPECT    zero | nonzero | <exit code>
 #   MATCH     regexes joined by "<;>": each must occur in stdout+stderr
 #   NOMATCH   regexes joined by "<;>": none may occur
-#   JSON      "<file> <rows>": the JSON file must exist with that many entries in "rows"
+#   JSON      "<file> <rows> [keys...]": the JSON file must exist with that many entries in "rows",
+#             each with the keys given (default: the keys of a compare row)
 #   CSV       "<file> <rows>": the CSV file must exist with a header and that many rows
 string(REPLACE "<;>" ";" command "${COMMAND}")
 string(REPLACE "<;>" ";" match "${MATCH}")
@@ -47,6 +48,11 @@ endforeach()
 if(JSON)
   list(GET JSON 0 file)
   list(GET JSON 1 rows)
+  list(LENGTH JSON _json_len)
+  set(keys strategy kernel seconds_per_multiply gflops bytes_sent_per_rank_max relative_difference)
+  if(_json_len GREATER 2)
+    list(SUBLIST JSON 2 -1 keys)
+  endif()
   if(NOT EXISTS ${file})
     list(APPEND failures "JSON file ${file} was not written")
   else()
@@ -59,7 +65,7 @@ if(JSON)
     else()
       math(EXPR last "${n} - 1")
       foreach(i RANGE ${last})
-        foreach(key strategy kernel seconds_per_multiply gflops bytes_sent_per_rank_max relative_difference)
+        foreach(key IN LISTS keys)
           string(JSON v ERROR_VARIABLE jerr GET "${text}" rows ${i} ${key})
           if(jerr)
             list(APPEND failures "JSON row ${i} lacks ${key}")

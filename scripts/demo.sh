@@ -6,6 +6,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 bash "$PLEXUS_ROOT/scripts/build.sh"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 mpiexec --oversubscribe -n "${PLEXUS_RANKS:-4}" "$PLEXUS_BUILD_DIR/bin/plexus" compare \
-  --strategies cannon --kernels cpu,reference \
+  --strategies cannon,rma25d,rma25d:Layers=4 --kernels cpu,reference \
   --csv "$PLEXUS_BUILD_DIR/compare.csv" --json "$PLEXUS_BUILD_DIR/compare.json" "$@"
 echo "table also written to $PLEXUS_BUILD_DIR/compare.csv and compare.json"

@@ -329,6 +329,9 @@ class Rma25d final : public plexus::CommStrategy {
   ~Rma25d() override {
     a_win_.free_windows();
     b_win_.free_windows();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
   }
   std::string name() const override { return "rma25d"; }
   unsigned operations() const override { return plexus::OpMultiply; }
@@ -407,7 +410,7 @@ class Rma25d final : public plexus::CommStrategy {
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
     // Ticks; each partial panel of another member is sent as soon as it is final.
-    Reducer reducer(geo, C, me);
+    Reducer reducer(geo, C, me, group_comm(comm, geo));
     run_ticks(geo, dir, cap, A, B, products, kernel, traffic, [&](int q) {
       if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
     });
@@ -453,6 +456,17 @@ class Rma25d final : public plexus::CommStrategy {
   }
 
  private:
+  // The communicator of my group (member q has rank q), made once per grid and layer count.
+  MPI_Comm group_comm(MPI_Comm comm, const Geometry& geo) {
+    if (group_comm_ != MPI_COMM_NULL && group_parent_ == comm && group_layers_ == geo.L) return group_comm_;
+    if (group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
+    const int color = (geo.r0 / geo.sr) * (geo.PC / geo.sc) + geo.c0 / geo.sc;
+    plexus::mpi::check(MPI_Comm_split(comm, color, geo.ell, &group_comm_), "MPI_Comm_split");
+    group_parent_ = comm;
+    group_layers_ = geo.L;
+    return group_comm_;
+  }
+
   // Layers for this grid: the requested L if the paper allows it, else 1 (with a warning) or an
   // error with StrictLayers.
   int layers_for(int PR, int PC) {
@@ -607,12 +621,14 @@ class Rma25d final : public plexus::CommStrategy {
   // finish() receives the partials of my panel into one buffer and adds them.
   class Reducer {
    public:
-    Reducer(const Geometry& geo, DistMatrix& C, int me) : geo_(geo), C_(C), me_(me), partial_(geo.L), index_(geo.L) {}
+    // group: the members of my group, member q (the owner of panel q) being rank q.
+    Reducer(const Geometry& geo, DistMatrix& C, int me, MPI_Comm group)
+        : geo_(geo), C_(C), me_(me), comm_(group), partial_(geo.L), index_(geo.L) {}
 
-    int owner(int q) const { return geo_.rank(geo_.r0 + q / geo_.sc, geo_.c0 + q % geo_.sc); }
+    int owner(int q) const { return q; }
 
     void send(int q, Panel p) {
-      const MPI_Comm comm = C_.grid().comm();
+      const MPI_Comm comm = comm_;
       auto& idx = index_[static_cast<std::size_t>(q)];
       p.pack_index(idx);
       held_.partial_bytes += 8 * (p.data_size() + static_cast<std::int64_t>(idx.size()));
@@ -626,7 +642,7 @@ class Rma25d final : public plexus::CommStrategy {
     }
 
     ReduceBuffers finish(Panel mine, Traffic& traffic) {
-      const MPI_Comm comm = C_.grid().comm();
+      const MPI_Comm comm = comm_;
       std::vector<int> members;
       for (int q = 0; q < geo_.L; ++q)
         if (q != me_) members.push_back(owner(q));
@@ -663,6 +679,7 @@ class Rma25d final : public plexus::CommStrategy {
     const Geometry& geo_;
     DistMatrix& C_;
     int me_;
+    MPI_Comm comm_;
     Traffic sends_;
     std::vector<Panel> partial_;
     std::vector<std::vector<std::int64_t>> index_;
@@ -741,6 +758,8 @@ class Rma25d final : public plexus::CommStrategy {
   bool strict_;
   bool warned_ = false;
   MPI_Comm window_comm_ = MPI_COMM_NULL;
+  MPI_Comm group_comm_ = MPI_COMM_NULL, group_parent_ = MPI_COMM_NULL;
+  int group_layers_ = 0;
   int window_creations_ = 0;
   Exposed a_win_, b_win_;
 };

@@ -63,6 +63,10 @@ struct Summary {
 /// Collective over comm; every rank must pass the same number of reports.
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);
 
+/// A text table: the first two columns left-aligned, the others right-aligned; `rule` draws a
+/// line under the head.
+std::string format_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& cells,
+                         bool rule);
 std::string format_bytes(double bytes);
 std::string format_number(const char* fmt, double v);
 std::string json_escape(const std::string& s);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "app.hpp"
 
@@ -76,6 +77,34 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     for (std::size_t i = 0; i < keys.size(); ++i) s.extra[keys[i]] = all[i];
   }
   return s;
+}
+
+std::string format_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& cells,
+                         bool rule) {
+  std::vector<std::size_t> width(head.size());
+  for (std::size_t j = 0; j < head.size(); ++j) {
+    width[j] = head[j].size();
+    for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
+  }
+  std::ostringstream os;
+  auto line = [&](const std::vector<std::string>& v) {
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (j) os << "  ";
+      if (j < 2)
+        os << v[j] << std::string(width[j] - v[j].size(), ' ');
+      else
+        os << std::string(width[j] - v[j].size(), ' ') << v[j];
+    }
+    os << "\n";
+  };
+  line(head);
+  if (rule) {
+    std::size_t total = 0;
+    for (auto w : width) total += w + 2;
+    os << std::string(total - 2, '-') << "\n";
+  }
+  for (const auto& c : cells) line(c);
+  return os.str();
 }
 
 std::string format_number(const char* fmt, double v) {

@@ -498,28 +498,7 @@ std::string table_text(const std::vector<Row>& rows) {
                      format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max),
                      format_number("%.2e", r.rel_diff)});
   }
-  std::vector<std::size_t> width(head.size());
-  for (std::size_t j = 0; j < head.size(); ++j) {
-    width[j] = head[j].size();
-    for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
-  }
-  std::ostringstream os;
-  auto line = [&](const std::vector<std::string>& v) {
-    for (std::size_t j = 0; j < v.size(); ++j) {
-      if (j) os << "  ";
-      if (j < 2)
-        os << v[j] << std::string(width[j] - v[j].size(), ' ');
-      else
-        os << std::string(width[j] - v[j].size(), ' ') << v[j];
-    }
-    os << "\n";
-  };
-  line(head);
-  std::size_t total = 0;
-  for (auto w : width) total += w + 2;
-  os << std::string(total - 2, '-') << "\n";
-  for (const auto& c : cells) line(c);
-  return os.str();
+  return format_table(head, cells, true);
 }
 
 std::string csv_text(const std::vector<Row>& rows) {
@@ -806,23 +785,7 @@ int command_model(const Options& o, int rank, int size) {
                      format_bytes(double(r.c)), format_bytes(double(r.total)),
                      format_number("%.3f", rows.front().total > 0 ? double(r.total) / double(rows.front().total) : 0.0),
                      format_bytes(double(r.buffer))});
-  std::vector<std::size_t> width(head.size());
-  for (std::size_t j = 0; j < head.size(); ++j) {
-    width[j] = head[j].size();
-    for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
-  }
-  auto line = [&](const std::vector<std::string>& v) {
-    for (std::size_t j = 0; j < v.size(); ++j) {
-      if (j) os << "  ";
-      if (j < 2)
-        os << v[j] << std::string(width[j] - v[j].size(), ' ');
-      else
-        os << std::string(width[j] - v[j].size(), ' ') << v[j];
-    }
-    os << "\n";
-  };
-  line(head);
-  for (const auto& c : cells) line(c);
+  os << format_table(head, cells, false);
   std::cout << os.str() << std::flush;
   if (!o.json.empty()) {
     std::ostringstream js;

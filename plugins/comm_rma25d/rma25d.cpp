@@ -344,7 +344,7 @@ class Rma25d final : public plexus::CommStrategy {
     plexus::memory::reset_peak_total();
     const auto& grid = A.grid();
     const Geometry geo = make_geometry(grid.nprows(), grid.npcols(), grid.myprow(), grid.mypcol(),
-                                       layers_for(grid.nprows(), grid.npcols()), A.distribution().col_dist());
+                                       layers_for(grid.nprows(), grid.npcols(), grid.rank()), A.distribution().col_dist());
     MPI_Comm comm = grid.comm();
 
     // Set-up: stage the pieces of A and B (before C is touched: C may be A or B), and decide with
@@ -469,13 +469,13 @@ class Rma25d final : public plexus::CommStrategy {
 
   // Layers for this grid: the requested L if the paper allows it, else 1 (with a warning) or an
   // error with StrictLayers.
-  int layers_for(int PR, int PC) {
+  int layers_for(int PR, int PC, int rank) {
     const auto valid = valid_layers(PR, PC);
     if (std::find(valid.begin(), valid.end(), layers_) != valid.end()) return layers_;
     const std::string msg = "Layers=" + std::to_string(layers_) + " is not valid on the " + std::to_string(PR) + "x" +
                             std::to_string(PC) + " grid (valid: " + list_of(valid) + ")";
     if (strict_) throw plexus::InputError("Communication/rma25d/Layers", msg + "; StrictLayers=true");
-    if (!warned_) plexus::log().warn("rma25d: {}; using Layers=1", msg);
+    if (!warned_ && rank == 0) plexus::log().warn("rma25d: {}; using Layers=1", msg);  // the same on every rank
     warned_ = true;
     return 1;
   }

@@ -54,8 +54,15 @@ MultiplyReport CommStrategy::multiply(double, const DistMatrix&, const DistMatri
   missing_operation(OpMultiply);
 }
 
+CommStrategy::RingPosition CommStrategy::ring_position(MPI_Comm comm) { return {mpi::rank(comm), mpi::size(comm)}; }
+
+void CommStrategy::reduce_across_rings(MPI_Comm, std::vector<double>&, mpi::Traffic&) {}
+
 void CommStrategy::circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival,
-                             mpi::Traffic& traffic) {
+                             mpi::Traffic& traffic, int thread) {
+  if (thread != 0)
+    throw Error("CommStrategy::circulate", "the core default circulate serves one thread; thread " +
+                                               std::to_string(thread) + " asked (use a strategy with Threads, e.g. ring)");
   // Core default: every rank gathers every buffer (sizes first), then visits them in rank order
   // starting with its own.
   const int p = mpi::size(comm), me = mpi::rank(comm);

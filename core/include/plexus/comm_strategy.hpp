@@ -75,11 +75,30 @@ class CommStrategy {
   virtual MultiplyReport multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta, DistMatrix& c,
                                   Kernel& kernel, const MultiplyOptions& options);
 
-  /// Every rank's buffer visits every rank of comm; on_arrival is called once per buffer
-  /// (including the local one). Core default: allgather-based.
+  /// Every rank's buffer visits every rank of its ring (the ranks of comm, or of the sub-ring of
+  /// comm the strategy makes); on_arrival(buffer, origin) is called once per buffer, the local one
+  /// included, origin being the rank in comm the buffer came from. All buffers of a ring must have
+  /// the same size. my_buffer is consumed: on return it holds a buffer of the same size with
+  /// unspecified contents. `thread` (0 .. circulate_threads()-1) is the channel when several
+  /// threads of a rank circulate at once, each with its own Traffic. Collective over the ring.
+  /// Core default: MPI_Allgatherv over comm (one thread).
   using ArrivalFn = std::function<void(const std::vector<double>& buffer, int origin_rank)>;
   virtual void circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival,
-                         mpi::Traffic& traffic);
+                         mpi::Traffic& traffic, int thread);
+  /// Threads of one rank that may call circulate at the same time (each with its own thread
+  /// index). Core default: 1.
+  virtual int circulate_threads() const { return 1; }
+
+  /// The ring circulate(comm, ...) uses on this rank: its position and size. Default: the whole
+  /// of comm.
+  struct RingPosition {
+    int position = 0;
+    int size = 1;
+  };
+  virtual RingPosition ring_position(MPI_Comm comm);
+  /// Sums `values` (in place, on every rank) over the ranks that hold the same position in the
+  /// other rings of comm: the final reduction of per-ring results. Default: one ring, nothing to do.
+  virtual void reduce_across_rings(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic);
 
   /// The dry-run model of multiply for rank (prow, pcol) of spec's grid, without moving data or
   /// needing MPI: the same schedule the real run follows. Default: not modelled (nullopt).

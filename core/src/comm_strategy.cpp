@@ -63,8 +63,8 @@ void CommStrategy::circulate(MPI_Comm comm, std::vector<double>& my_buffer, cons
   if (thread != 0)
     throw Error("CommStrategy::circulate", "the core default circulate serves one thread; thread " +
                                                std::to_string(thread) + " asked (use a strategy with Threads, e.g. ring)");
-  // Core default: every rank gathers every buffer (sizes first), then visits them in rank order
-  // starting with its own.
+  // Core default: every rank gathers every buffer (sizes first), then visits them in the order a
+  // ring would deliver them: its own, then rank me-1, me-2, ...
   const int p = mpi::size(comm), me = mpi::rank(comm);
   int mine = static_cast<int>(my_buffer.size());
   std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
@@ -83,7 +83,7 @@ void CommStrategy::circulate(MPI_Comm comm, std::vector<double>& my_buffer, cons
   }
   std::vector<double> buf;
   for (int s = 0; s < p; ++s) {
-    const int origin = (me + s) % p;
+    const int origin = (me - s + p) % p;  // the order a ring delivers them in
     if (origin == me) {
       on_arrival(my_buffer, me);
       continue;

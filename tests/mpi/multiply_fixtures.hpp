@@ -22,7 +22,7 @@ namespace plexus::test {
 inline void load_plugins() {
   static bool loaded = false;
   if (loaded) return;
-  for (const char* path : {PLEXUS_CANNON_PATH, PLEXUS_RMA25D_PATH, PLEXUS_KERNELS_CPU_PATH})
+  for (const char* path : {PLEXUS_CANNON_PATH, PLEXUS_RMA25D_PATH, PLEXUS_RING_PATH, PLEXUS_KERNELS_CPU_PATH})
     Registry::global().load_file(path);
   loaded = true;
 }

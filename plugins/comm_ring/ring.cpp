@@ -1,0 +1,397 @@
+// The pipelined ring of DCA++ (Wei et al., PASC'21, Algorithm 1): every rank's buffer visits
+// every rank of its (sub-)ring. left = (r-1+S) mod S, right = (r+1) mod S; the caller's buffer is
+// swapped (not copied) into the send buffer; S-1 steps of MPI_Irecv from the left and MPI_Isend
+// to the right, wait for the receive, act on the arrival, wait for the send, swap. Exactly two
+// buffers per ring.
+//
+// - Sub-rings (SubRingSize S): consecutive ranks of the communicator form rings of S ranks
+//   (MPI_Comm_split, made once per communicator); nothing crosses sub-rings while circulating,
+//   and reduce_across_rings sums over the ranks at the same position of the other sub-rings.
+// - Threaded rings (Threads k): k threads of a rank circulate at once, thread i exchanging only
+//   with thread i of its neighbours (tags offset by i); needs MPI_THREAD_MULTIPLE.
+//   Bidirectional: odd threads circulate the other way.
+// - multiply: a 1D ring multiply. A, B and C are distributed by block rows over a P x 1 grid; the
+//   row panels of B travel around the ring through the same engine, and each rank multiplies the
+//   columns of its A rows that match the arriving panel into its C rows.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/multiply_support.hpp"
+#include "plexus/plugin.hpp"
+
+namespace {
+
+using plexus::CommBuffer;
+using plexus::DistMatrix;
+using plexus::Error;
+using plexus::Panel;
+using plexus::PanelView;
+using plexus::mpi::Payload;
+using plexus::mpi::Role;
+using plexus::mpi::Traffic;
+
+constexpr int kTagCirculate = 7300;  // + thread
+constexpr int kTagPanelIndex = 7400, kTagPanelData = 7401;
+
+// One part of a ring message: a contiguous array.
+struct Part {
+  void* ptr;
+  std::int64_t count;  // elements to send, or capacity to receive
+  MPI_Datatype type;
+  int elem_bytes;
+  Payload payload;
+};
+
+// The ring engine: `steps` steps of receive-from-left / send-to-right; after each receive,
+// arrive(recv, step); then send and receive buffers swap. parts(buf, sending) lists a buffer's
+// parts (what to send, or the capacity to receive into).
+template <class Buffer, class Parts, class Arrive>
+void ring_steps(int steps, MPI_Comm comm, int left, int right, int tag, Buffer& send, Buffer& recv, Parts parts,
+                Arrive arrive, Traffic& traffic, Role role) {
+  for (int s = 1; s <= steps; ++s) {
+    const std::vector<Part> out = parts(send, true), in = parts(recv, false);
+    std::vector<MPI_Request> rreq(in.size()), sreq(out.size());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      plexus::mpi::check(MPI_Irecv(in[i].ptr, static_cast<int>(in[i].count), in[i].type, left, tag + static_cast<int>(i),
+                                   comm, &rreq[i]),
+                         "MPI_Irecv");
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      plexus::mpi::check(MPI_Isend(out[i].ptr, static_cast<int>(out[i].count), out[i].type, right,
+                                   tag + static_cast<int>(i), comm, &sreq[i]),
+                         "MPI_Isend");
+      traffic.add_sent(role, out[i].payload, out[i].count * out[i].elem_bytes, 1);
+    }
+    std::vector<MPI_Status> st(in.size());
+    double t0 = MPI_Wtime();
+    plexus::mpi::check(MPI_Waitall(static_cast<int>(rreq.size()), rreq.data(), st.data()), "MPI_Waitall");
+    traffic.add_wait(role, MPI_Wtime() - t0);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      int bytes = 0;
+      plexus::mpi::check(MPI_Get_count(&st[i], MPI_BYTE, &bytes), "MPI_Get_count");
+      traffic.add_received(role, in[i].payload, bytes, 1);
+    }
+    arrive(recv, s);
+    t0 = MPI_Wtime();
+    plexus::mpi::check(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    traffic.add_wait(role, MPI_Wtime() - t0);
+    std::swap(send, recv);
+  }
+}
+
+// The sub-rings of a communicator: consecutive ranks, S per ring, and the "cross" communicator
+// of the ranks at the same position in every ring.
+struct SubRings {
+  MPI_Comm ring = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+  int size = 1, position = 0, base = 0;  // base: rank in comm of ring position 0
+};
+
+// A B row panel in a ring buffer: packed index words and values, fixed capacities.
+struct PanelBuffer {
+  CommBuffer<std::int64_t> index;
+  CommBuffer<double> data;
+  PanelView view() const {
+    return PanelView::from_packed(index.data(), PanelView::packed_words(index[0], index[1]), data.data());
+  }
+};
+
+class Ring final : public plexus::CommStrategy {
+ public:
+  Ring(int subring, int threads, bool bidirectional) : subring_(subring), threads_(threads), bidirectional_(bidirectional) {
+    if (threads_ > 1) {
+      int provided = MPI_THREAD_SINGLE;
+      MPI_Query_thread(&provided);
+      if (provided < MPI_THREAD_MULTIPLE)
+        throw plexus::InputError("Communication/ring/Threads",
+                                 "ring: Threads=" + std::to_string(threads_) +
+                                     " needs MPI_THREAD_MULTIPLE, but the MPI library provides only level " +
+                                     std::to_string(provided) +
+                                     " (initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...); "
+                                     "the plexus program does)");
+    }
+  }
+  ~Ring() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (auto& [comm, s] : rings_) {
+      if (s.ring != MPI_COMM_NULL) MPI_Comm_free(&s.ring);
+      if (s.cross != MPI_COMM_NULL) MPI_Comm_free(&s.cross);
+    }
+  }
+
+  std::string name() const override { return "ring"; }
+  unsigned operations() const override { return plexus::OpMultiply | plexus::OpCirculate; }
+  int circulate_threads() const override { return threads_; }
+
+  RingPosition ring_position(MPI_Comm comm) override {
+    const SubRings& s = subrings(comm);
+    return {s.position, s.size};
+  }
+
+  void reduce_across_rings(MPI_Comm comm, std::vector<double>& values, Traffic& traffic) override {
+    const SubRings& s = subrings(comm);
+    if (plexus::mpi::size(s.cross) == 1) return;
+    const double t0 = MPI_Wtime();
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
+                                     s.cross),
+                       "MPI_Allreduce");
+    traffic.add_wait(Role::Other, MPI_Wtime() - t0);
+    traffic.add_sent(Role::Other, Payload::Data, static_cast<std::int64_t>(values.size()) * 8, 1);
+    traffic.add_received(Role::Other, Payload::Data, static_cast<std::int64_t>(values.size()) * 8, 1);
+  }
+
+  void circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival, Traffic& traffic,
+                 int thread) override {
+    if (thread < 0 || thread >= threads_)
+      throw Error("ring", "circulate on thread " + std::to_string(thread) + ", but the ring has Threads=" +
+                              std::to_string(threads_));
+    const SubRings& s = subrings(comm);
+    const int S = s.size, r = s.position;
+    // Odd threads of a bidirectional ring go the other way.
+    const int dir = bidirectional_ && thread % 2 == 1 ? -1 : 1;
+    const int left = (r - dir + S) % S, right = (r + dir + S) % S;
+    std::vector<double> send, recv(my_buffer.size());
+    send.swap(my_buffer);  // the caller's buffer becomes the send buffer: no copy
+    on_arrival(send, s.base + r);
+    const std::int64_t n = static_cast<std::int64_t>(send.size());
+    auto parts = [n](std::vector<double>& b, bool) {
+      return std::vector<Part>{{b.data(), n, MPI_DOUBLE, 8, Payload::Data}};
+    };
+    auto arrive = [&](const std::vector<double>& b, int step) {
+      on_arrival(b, s.base + ((r - dir * step) % S + S) % S);
+    };
+    ring_steps(S - 1, s.ring, left, right, kTagCirculate + thread, send, recv, parts, arrive, traffic, Role::Other);
+    my_buffer.swap(send);  // consumed: the caller gets a buffer of the same size back
+  }
+
+  // A 1D block-row distribution over a P x 1 grid of the proposal's ranks.
+  std::shared_ptr<const plexus::Distribution> distribution_for(
+      std::shared_ptr<const plexus::Distribution> proposal) const override {
+    const auto& g = proposal->grid();
+    if (g.npcols() == 1 && proposal->kind() == "rows-1d") return proposal;
+    std::shared_ptr<const plexus::Grid> line;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = lines_.find(g.comm());
+      if (it == lines_.end()) it = lines_.emplace(g.comm(), plexus::Grid::create(g.comm(), g.size(), 1)).first;
+      line = it->second;
+    }
+    return plexus::Distribution::rows_1d(line, proposal->nblkrows(), proposal->nblkcols());
+  }
+
+  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
+                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
+    plexus::check_multiply_operands(A, B, C, "ring");
+    if (A.grid().npcols() != 1 || B.distribution().col_dist() != std::vector<int>(B.distribution().nblkcols(), 0))
+      throw Error("ring", "the ring multiply needs A, B and C distributed by block rows over a P x 1 grid (got a " +
+                              A.grid().describe() + " grid); build them with distribution_for() or redistribute");
+    const double t_start = plexus::mpi::now();
+    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
+    plexus::memory::reset_peak_total();
+    const MPI_Comm comm = A.grid().comm();
+    const int P = A.grid().size(), me = A.grid().rank();
+
+    // A's blocks by the rank that owns their k (B's row distribution): index-only views into A's
+    // values (alpha applied to one copy of them when it is not 1).
+    MatrixCopy a_values(A, alpha, kernel);
+    const std::vector<Panel> a_by_owner = split_by_owner(A, B.distribution().row_dist(), P);
+    // B's panel, packed into ring buffers of the largest panel's capacity (one MPI_Allreduce).
+    const Panel& b = B.local();
+    std::int64_t cap[2] = {PanelView::packed_words(b.nrows(), b.nblocks()), b.data_size()};
+    std::vector<std::int64_t> b_values(static_cast<std::size_t>(P));
+    const std::int64_t mine_values = b.data_size();
+    plexus::mpi::check(MPI_Allgather(&mine_values, 1, MPI_INT64_T, b_values.data(), 1, MPI_INT64_T, comm),
+                       "MPI_Allgather");
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, cap, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    PanelBuffer send, recv;
+    for (PanelBuffer* pb : {&send, &recv}) {
+      pb->index.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap[0], 3)));
+      pb->data.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap[1], 1)));
+    }
+    b.pack_to(send.index.data());
+    std::copy(b.data().begin(), b.data().end(), send.data.begin());
+
+    const std::vector<double> row_eps =
+        plexus::thresholds_of_rows(plexus::global_row_thresholds(A, options.filter_eps), C.distribution().local_rows());
+    const std::vector<std::int64_t> weights = plexus::row_weights(A, C, beta);
+    plexus::prepare_c(C, beta);
+    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), row_eps, weights);
+    auto multiply_with = [&](const PanelView& bp, int owner) {
+      const PanelView av = a_values.view(a_by_owner[static_cast<std::size_t>(owner)]);
+      product.multiply(av, A.layout(), bp, B.layout(), kernel);
+    };
+    // Step 0: my own panel; then P-1 steps, each arriving panel from rank me-s.
+    multiply_with(send.view(), me);
+    Traffic traffic;
+    auto parts = [](PanelBuffer& pb, bool sending) {
+      const std::int64_t words = sending ? PanelView::packed_words(pb.index[0], pb.index[1])
+                                         : static_cast<std::int64_t>(pb.index.size());
+      const std::int64_t values = sending ? pb.index[2] : static_cast<std::int64_t>(pb.data.size());
+      return std::vector<Part>{{pb.index.data(), words, MPI_INT64_T, 8, Payload::Index},
+                               {pb.data.data(), values, MPI_DOUBLE, 8, Payload::Data}};
+    };
+    auto arrive = [&](const PanelBuffer& pb, int step) { multiply_with(pb.view(), (me - step + P) % P); };
+    ring_steps(P - 1, comm, (me - 1 + P) % P, (me + 1) % P, kTagPanelIndex, send, recv, parts, arrive, traffic,
+               Role::B);
+    C.set_local(product.finish());
+    if (options.filter_eps > 0) C.filter(options.filter_eps);
+
+    plexus::MultiplyReport report;
+    report.strategy = name();
+    report.kernel = kernel.name();
+    report.ticks = P;
+    report.flops = product.stats().flops;
+    report.products = product.stats().products;
+    report.skipped_products = product.stats().skipped;
+    report.kernel_seconds = product.stats().kernel_seconds;
+    report.stack_seconds = product.stats().stack_seconds;
+    report.traffic = traffic.all_counts();
+    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
+    report.peak_memory_bytes = plexus::memory::peak_total();
+    // The volume model: each rank receives the P-1 other B panels (values), from the sizes.
+    std::int64_t predicted = 0;
+    for (int q = 0; q < P; ++q)
+      if (q != me) predicted += 8 * b_values[static_cast<std::size_t>(q)];
+    report.extra["predicted_bytes_received"] = static_cast<double>(predicted);
+    report.seconds = plexus::mpi::now() - t_start;
+    return report;
+  }
+
+  // Dry run: P = PR*PC ranks in one ring, every B row panel of bytes_b.
+  std::optional<plexus::ModelPrediction> model(const plexus::ModelSpec& spec, int, int) const override {
+    const std::int64_t P = std::int64_t{spec.nprows} * spec.npcols;
+    plexus::ModelPrediction m;
+    m.ticks = static_cast<int>(P);
+    m.bytes_b = (P - 1) * spec.bytes_b;
+    m.buffer_bytes = 2 * spec.bytes_b;
+    m.note = "P=" + std::to_string(P);
+    return m;
+  }
+
+ private:
+  // A's values as the products read them: A's own, or one copy scaled by alpha.
+  class MatrixCopy {
+   public:
+    MatrixCopy(const DistMatrix& A, double alpha, plexus::Kernel& kernel) : base_(A.local().data().data()) {
+      if (alpha != 1.0) {
+        scaled_.assign(A.local().data().begin(), A.local().data().end());
+        kernel.scale(scaled_.data(), static_cast<std::int64_t>(scaled_.size()), alpha);
+        base_ = scaled_.data();
+      }
+    }
+    PanelView view(const Panel& index_only) const {
+      PanelView v = index_only.view();
+      v.data = base_;
+      return v;
+    }
+
+   private:
+    const double* base_;
+    plexus::MatrixData scaled_;
+  };
+
+  // Index-only panels of A's blocks per owner of k: offsets point into A's values.
+  static std::vector<Panel> split_by_owner(const DistMatrix& A, const std::vector<int>& b_row_owner, int P) {
+    const PanelView v = A.local().view();
+    std::vector<std::vector<std::int64_t>> rows(static_cast<std::size_t>(P)), ptr(static_cast<std::size_t>(P)),
+        cols(static_cast<std::size_t>(P)), offs(static_cast<std::size_t>(P));
+    for (int q = 0; q < P; ++q) ptr[static_cast<std::size_t>(q)].push_back(0);
+    for (int r = 0; r < v.nrows; ++r) {
+      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+        const auto q = static_cast<std::size_t>(b_row_owner[static_cast<std::size_t>(v.cols[b])]);
+        if (rows[q].empty() || rows[q].back() != v.row_ids[r]) {
+          rows[q].push_back(v.row_ids[r]);
+          ptr[q].push_back(ptr[q].back());
+        }
+        cols[q].push_back(v.cols[b]);
+        offs[q].push_back(v.offsets[b]);
+        ++ptr[q].back();
+      }
+    }
+    std::vector<Panel> out;
+    out.reserve(static_cast<std::size_t>(P));
+    for (std::size_t q = 0; q < static_cast<std::size_t>(P); ++q)
+      out.push_back(Panel::adopt(plexus::IndexArray(rows[q].begin(), rows[q].end()),
+                                 plexus::IndexArray(ptr[q].begin(), ptr[q].end()),
+                                 plexus::IndexArray(cols[q].begin(), cols[q].end()),
+                                 plexus::IndexArray(offs[q].begin(), offs[q].end()), plexus::MatrixData()));
+    return out;
+  }
+
+  // The sub-rings of comm, made once (collective the first time; one thread of a rank makes them).
+  const SubRings& subrings(MPI_Comm comm) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = rings_.find(comm);
+    if (it != rings_.end()) return it->second;
+    const int p = plexus::mpi::size(comm), rank = plexus::mpi::rank(comm);
+    const int S = subring_ == 0 ? p : subring_;
+    if (p % S != 0)
+      throw plexus::InputError("Communication/ring/SubRingSize",
+                               "SubRingSize=" + std::to_string(S) + " does not divide the " + std::to_string(p) +
+                                   " ranks of the communicator (valid: the divisors of " + std::to_string(p) +
+                                   ", or 0 for one ring)");
+    SubRings s;
+    s.size = S;
+    s.position = rank % S;
+    s.base = rank - s.position;
+    plexus::mpi::check(MPI_Comm_split(comm, rank / S, s.position, &s.ring), "MPI_Comm_split");
+    plexus::mpi::check(MPI_Comm_split(comm, s.position, rank / S, &s.cross), "MPI_Comm_split");
+    return rings_.emplace(comm, s).first->second;
+  }
+
+  int subring_, threads_;
+  bool bidirectional_;
+  mutable std::mutex mutex_;
+  std::map<MPI_Comm, SubRings> rings_;
+  mutable std::map<MPI_Comm, std::shared_ptr<const plexus::Grid>> lines_;
+};
+
+plexus::ParameterListPtr ring_parameters() {
+  auto p = Teuchos::rcp(new plexus::ParameterList("ring"));
+  plexus::declare_int(*p, "SubRingSize", 0,
+                      "S: consecutive ranks form rings of S ranks for circulate (must divide the number of ranks; "
+                      "0: one ring of all ranks). The multiply always uses one ring of all ranks",
+                      0, 1 << 20);
+  plexus::declare_int(*p, "Threads", 1,
+                      "k independent rings per rank: k threads circulate at once, thread i talking only to thread i "
+                      "of its neighbours (needs MPI_THREAD_MULTIPLE)",
+                      1, 1024);
+  plexus::declare_bool(*p, "Bidirectional", false, "odd threads circulate the other way round the ring");
+  return p;
+}
+
+const plexus::PluginDescriptor& describe() {
+  static const plexus::PluginDescriptor d = [] {
+    plexus::PluginDescriptor p;
+    p.name = "comm_ring";
+    p.version = "1.0.0";
+    plexus::ComponentDescriptor c;
+    c.kind = plexus::ComponentKind::Comm;
+    c.name = "ring";
+    c.summary =
+        "DCA++'s pipelined ring (PASC'21): buffers circulate around (sub-)rings with Isend right / Irecv left, "
+        "update on arrival, swap; threaded and bidirectional rings; a 1D ring multiply (B's row panels circulate).";
+    c.operations = plexus::OpMultiply | plexus::OpCirculate;
+    c.valid_parameters = ring_parameters;
+    c.make_comm = [](const plexus::ParameterList& params) {
+      return std::make_unique<Ring>(params.get<int>("SubRingSize"), params.get<int>("Threads"),
+                                    params.get<bool>("Bidirectional"));
+    };
+    p.components.push_back(std::move(c));
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+PLEXUS_PLUGIN(describe)

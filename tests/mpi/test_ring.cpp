@@ -1,0 +1,183 @@
+// The ring strategy: circulate on whole rings and sub-rings, with one and two threads and both
+// directions (every buffer visits every rank of its ring exactly once, intact, and each rank
+// sends and receives exactly S-1 buffers), the core default circulate, the reduction across
+// sub-rings, and the 1D ring multiply against the dense product, Cannon and its volume model.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "multiply_fixtures.hpp"
+
+using namespace plexus;
+using namespace plexus::test;
+using plexus::mpi::Role;
+using plexus::mpi::Traffic;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+double value(int origin, int thread, int i) { return origin * 1000.0 + thread * 100.0 + i * 0.5; }
+
+// The sub-ring sizes that divide the rank count (0: one ring of all ranks).
+std::vector<int> subring_sizes() {
+  std::vector<int> out{0};
+  for (int s : {1, 2, 3})
+    if (world_size() % s == 0 && s != world_size()) out.push_back(s);
+  return out;
+}
+
+// Circulates one buffer per thread and checks what arrives: from whom, in which order, intact.
+void check_circulation(CommStrategy& strategy, int threads, bool bidirectional) {
+  const auto pos = strategy.ring_position(MPI_COMM_WORLD);
+  const int S = pos.size, me = world_rank(), base = me - pos.position;
+  const int n = 37;
+  std::vector<std::vector<int>> origins(static_cast<std::size_t>(threads));
+  std::vector<Traffic> traffic(static_cast<std::size_t>(threads));
+  std::vector<int> bad(static_cast<std::size_t>(threads), 0);
+  auto run = [&](int t) {
+    std::vector<double> buf(n);
+    for (int i = 0; i < n; ++i) buf[static_cast<std::size_t>(i)] = value(me, t, i);
+    strategy.circulate(
+        MPI_COMM_WORLD, buf,
+        [&](const std::vector<double>& b, int origin) {
+          origins[static_cast<std::size_t>(t)].push_back(origin);
+          for (int i = 0; i < n; ++i)
+            if (b[static_cast<std::size_t>(i)] != value(origin, t, i)) ++bad[static_cast<std::size_t>(t)];
+        },
+        traffic[static_cast<std::size_t>(t)], t);
+    EXPECT_EQ(buf.size(), static_cast<std::size_t>(n));
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(run, t);
+  run(0);
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    const auto& o = origins[static_cast<std::size_t>(t)];
+    EXPECT_EQ(bad[static_cast<std::size_t>(t)], 0) << "corrupted buffers";
+    ASSERT_EQ(static_cast<int>(o.size()), S);
+    // In ring order: step s brings the buffer of position r - s (r + s going the other way).
+    const int dir = bidirectional && t % 2 == 1 ? -1 : 1;
+    for (int s = 0; s < S; ++s) EXPECT_EQ(o[static_cast<std::size_t>(s)], base + ((pos.position - dir * s) % S + S) % S);
+    // Each rank sends and receives exactly S-1 buffers, nothing else.
+    const auto& c = traffic[static_cast<std::size_t>(t)].counts(Role::Other);
+    EXPECT_EQ(c.messages_sent, S - 1);
+    EXPECT_EQ(c.messages_received, S - 1);
+    EXPECT_EQ(c.bytes_sent, std::int64_t{S - 1} * n * 8);
+    EXPECT_EQ(c.bytes_received, std::int64_t{S - 1} * n * 8);
+  }
+}
+
+}  // namespace
+
+TEST(Ring, CirculateOnRingsAndSubRings) {
+  for (int S : subring_sizes()) {
+    SCOPED_TRACE("SubRingSize=" + std::to_string(S));
+    auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
+    const auto pos = r->ring_position(MPI_COMM_WORLD);
+    EXPECT_EQ(pos.size, S == 0 ? world_size() : S);
+    check_circulation(*r, 1, false);
+  }
+}
+
+TEST(Ring, ThreadedAndBidirectionalRings) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "the MPI library gives no MPI_THREAD_MULTIPLE";
+  for (int S : subring_sizes())
+    for (bool bidi : {false, true}) {
+      SCOPED_TRACE("SubRingSize=" + std::to_string(S) + (bidi ? " bidirectional" : ""));
+      auto r = strategy("ring", {"SubRingSize=" + std::to_string(S), "Threads=2",
+                                 std::string("Bidirectional=") + (bidi ? "true" : "false")});
+      EXPECT_EQ(r->circulate_threads(), 2);
+      check_circulation(*r, 2, bidi);
+    }
+}
+
+TEST(Ring, CoreDefaultCirculateVisitsEveryRank) {
+  auto c = strategy("cannon");  // does not override circulate: the core default
+  check_circulation(*c, 1, false);
+  std::vector<double> buf(3, 1.0);
+  Traffic t;
+  EXPECT_THROW(c->circulate(MPI_COMM_WORLD, buf, [](const std::vector<double>&, int) {}, t, 1), Error);
+}
+
+TEST(Ring, SubRingSizeMustDivideTheRanks) {
+  if (world_size() < 2) GTEST_SKIP() << "every size divides 1";
+  auto r = strategy("ring", {"SubRingSize=" + std::to_string(world_size() + 1)});
+  std::vector<double> buf(4, 0.0);
+  Traffic t;
+  EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](const std::vector<double>&, int) {}, t, 0), InputError);
+}
+
+TEST(Ring, ReduceAcrossSubRingsSumsEqualPositions) {
+  for (int S : subring_sizes()) {
+    SCOPED_TRACE("SubRingSize=" + std::to_string(S));
+    auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
+    const auto pos = r->ring_position(MPI_COMM_WORLD);
+    std::vector<double> v{double(world_rank()), 1.0};
+    Traffic t;
+    r->reduce_across_rings(MPI_COMM_WORLD, v, t);
+    // Ranks at my position: pos, pos + S, pos + 2S, ...
+    double expect = 0;
+    int rings = 0;
+    for (int q = pos.position; q < world_size(); q += pos.size, ++rings) expect += q;
+    EXPECT_EQ(v[0], expect);
+    EXPECT_EQ(v[1], double(rings));
+  }
+}
+
+TEST(Ring, MultiplyMatchesDenseCannonAndItsVolumeModel) {
+  for (const Case& k : {Case{"mixed", 11, 13, 9, {1, 5, 13, 23, 32}, 0.35, -0.75, 1.5, "random", "cpu"},
+                        Case{"uniform", 12, 12, 12, {7}, 0.3, 1.0, 0.0, "block-cyclic", "reference"}}) {
+    SCOPED_TRACE(k.name);
+    auto ring = strategy("ring");
+    auto grid = Grid::create(MPI_COMM_WORLD);
+    // The ring asks for 1D block rows; build the operands on the distribution it gives.
+    auto line_a = ring->distribution_for(Distribution::by_name(k.dist, grid, k.rows, k.inner, 17));
+    auto line_b = ring->distribution_for(Distribution::by_name(k.dist, grid, k.inner, k.cols, 17));
+    auto line_c = ring->distribution_for(Distribution::by_name(k.dist, grid, k.rows, k.cols, 17));
+    ASSERT_EQ(line_a->grid().npcols(), 1);
+    Operands two_d = make_operands(k, grid);
+    DistMatrix a = two_d.a.redistribute(line_a), b = two_d.b.redistribute(line_b), c = two_d.c.redistribute(line_c);
+    const auto ref = expected_c(k, two_d);
+    auto kern = kernel(k.kernel);
+    const MultiplyReport rep = ring->multiply(k.alpha, a, b, k.beta, c, *kern, MultiplyOptions{});
+    EXPECT_LE(relative_error(c.to_dense(), ref), 1e-12);
+    auto cannon = strategy("cannon");
+    cannon->multiply(k.alpha, two_d.a, two_d.b, k.beta, two_d.c, *kern, MultiplyOptions{});
+    EXPECT_LE(relative_error(c.to_dense(), two_d.c.to_dense()), 1e-12) << "differs from Cannon";
+    // Volume: every rank receives the P-1 other row panels of B, nothing else.
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(world_size()));
+    const std::int64_t mine = b.local().data_size() * 8;
+    MPI_Allgather(&mine, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    std::int64_t expect = 0;
+    for (int q = 0; q < world_size(); ++q)
+      if (q != world_rank()) expect += sizes[static_cast<std::size_t>(q)];
+    EXPECT_EQ(rep.traffic[1].bytes_received, expect);
+    EXPECT_EQ(rep.traffic[1].messages_received, 2 * (world_size() - 1));  // index and values per step
+    EXPECT_EQ(rep.extra.at("predicted_bytes_received"), static_cast<double>(expect));
+    EXPECT_EQ(rep.traffic[0].bytes_received + rep.traffic[2].bytes_received, 0);
+  }
+}
+
+TEST(Ring, MultiplyRefusesTwoDimensionalOperands) {
+  if (world_size() < 4) GTEST_SKIP() << "needs a grid with two process columns";
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  Case k{"2d", 6, 6, 6, {2}, 0.5, 1.0, 0.0, "block-cyclic", "cpu"};
+  Operands o = make_operands(k, grid);
+  auto kern = kernel("cpu");
+  EXPECT_THROW(strategy("ring")->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{}), Error);
+}

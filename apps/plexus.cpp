@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app.hpp"
+#include "g4_hdf5.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/parameters.hpp"
@@ -33,6 +34,7 @@ const char* const kOverview =
     "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
     "  plexus plugins [--verbose]\n"
     "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
+    "  plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
     "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
     "\n"
     "Commands:\n"
@@ -40,6 +42,7 @@ const char* const kOverview =
     "  compare  run the same problem with several strategies/kernels in one job and check the results agree\n"
     "  plugins  list every component (strategies, kernels, solvers) with its plugin and file\n"
     "  model    predict the volume, ticks and buffers of a multiply from panel sizes (dry run)\n"
+    "  g4-diff  L1 and L2 relative errors between two G4 files written by the g4 solver\n"
     "  help     show this text or the help of a command\n"
     "\n"
     "Examples:\n"
@@ -123,13 +126,35 @@ const char* const kPluginsHelp =
     "\n"
     "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
 
-const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "help"};
+const char* const kG4DiffHelp =
+    "Usage: plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
+    "\n"
+    "Compares two G4 files written by the g4 solver (g4/OutputFile): prints the relative errors of B\n"
+    "against the reference A, over the complex elements of G4 (|z| the modulus; PASC'21 Eqs. 2-3):\n"
+    "  L1 = ||vec(G4_A - G4_B)||_1 / ||vec(G4_A)||_1,   L2 = ||vec(G4_A - G4_B)||_2 / ||vec(G4_A)||_2\n"
+    "The files are read in chunks by one process (no mpiexec needed).\n"
+    "\n"
+    "Exit code: 0 when both errors are within the tolerance, 1 when either exceeds it, 2 when the\n"
+    "files cannot be compared (missing, not HDF5, no dataset 'G4', different shapes) or on usage errors.\n"
+    "\n"
+    "Options:\n"
+    "  --tolerance T   largest accepted L1 and L2 relative error (default 5e-7)\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Example:\n"
+    "  mpiexec -n 4 plexus run examples/g4.xml --set g4/Mode=replicated --set g4/OutputFile=repl.h5\n"
+    "  mpiexec -n 4 plexus run examples/g4.xml --set g4/Mode=distributed --set g4/OutputFile=dist.h5\n"
+    "  plexus g4-diff repl.h5 dist.h5\n";
+
+const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "g4-diff", "help"};
+constexpr double kG4DiffTolerance = 5e-7;
 
 const char* help_of(const std::string& command) {
   if (command == "run") return kRunHelp;
   if (command == "compare") return kCompareHelp;
   if (command == "plugins") return kPluginsHelp;
   if (command == "model") return kModelHelp;
+  if (command == "g4-diff") return kG4DiffHelp;
   return kOverview;
 }
 
@@ -144,7 +169,9 @@ struct Options {
   std::vector<std::string> strategies, kernels;
   std::string csv, json;
   std::string grid, bytes;  // model
+  std::vector<std::string> files;  // g4-diff
   double tolerance = 1e-10;
+  bool tolerance_given = false;
   bool verbose = false;
   bool help = false;
 };
@@ -188,7 +215,7 @@ Options parse_command_line(int argc, char** argv) {
       msg += "; did you mean 'plexus run " + first + "'?";
     else if (!first.empty() && first[0] == '-')
       msg = "unknown option '" + first + "' before the command";
-    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, help)");
+    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, g4-diff, help)");
   }
   o.command = first;
   ++i;
@@ -200,7 +227,7 @@ Options parse_command_line(int argc, char** argv) {
         const std::string near = nearest(topic, kCommands);
         throw UsageError("help", "no help for '" + topic + "'" +
                                      (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
-                                     " (commands: run, compare, plugins, model)");
+                                     " (commands: run, compare, plugins, model, g4-diff)");
       }
       o.command = topic == "help" ? "help" : topic;
       if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
@@ -216,6 +243,7 @@ Options parse_command_line(int argc, char** argv) {
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
+  if (o.command == "g4-diff") valued = {"--tolerance"};
   const bool takes_file = o.command == "run" || o.command == "compare";
 
   for (; i < args.size(); ++i) {
@@ -272,7 +300,12 @@ Options parse_command_line(int argc, char** argv) {
         o.tolerance = std::strtod(value.c_str(), &end);
         if (value.empty() || *end != '\0' || !(o.tolerance >= 0) || !std::isfinite(o.tolerance))
           throw UsageError(name, "--tolerance needs a non-negative number, got '" + value + "'");
+        o.tolerance_given = true;
       }
+      continue;
+    }
+    if (o.command == "g4-diff") {
+      o.files.push_back(a);
       continue;
     }
     if (!takes_file) throw UsageError("command line", "'plexus " + o.command + "' takes no argument '" + a + "'");
@@ -282,6 +315,12 @@ Options parse_command_line(int argc, char** argv) {
   }
   if (o.command == "compare" && o.strategies.empty() && !o.help)
     throw UsageError("--strategies", "'plexus compare' needs --strategies S1,S2,... (e.g. --strategies cannon)");
+  if (o.command == "g4-diff" && !o.help) {
+    if (o.files.size() != 2)
+      throw UsageError("g4-diff",
+                       "'plexus g4-diff' needs two files, A.h5 B.h5 (got " + std::to_string(o.files.size()) + ")");
+    if (!o.tolerance_given) o.tolerance = kG4DiffTolerance;
+  }
   if (o.command == "model" && !o.help) {
     if (o.strategies.empty()) throw UsageError("--strategies", "'plexus model' needs --strategies S1,S2,...");
     if (o.grid.empty()) throw UsageError("--grid", "'plexus model' needs --grid PRxPC (e.g. --grid 4x4)");
@@ -442,6 +481,7 @@ int command_run(const Options& o, int rank, int size) {
   ctx.strategy = c.strategy.get();
   ctx.kernel = c.kernel.get();
   ctx.quiet = false;
+  ctx.parameters = params.get();
   SolverResult result = c.solver->run(ctx);
   const Summary s = summarize(result.reports, MPI_COMM_WORLD);
   if (rank == 0) {
@@ -480,6 +520,7 @@ struct Row {
   std::string strategy, kernel;
   Summary summary;
   double rel_diff = 0;
+  bool compared = true;  ///< false when the solver returned no result matrix (rel_diff is NaN)
   std::map<std::string, double> figures;
 };
 
@@ -496,7 +537,7 @@ std::string table_text(const std::vector<Row>& rows) {
                      format_bytes(s.volume_max), s.model_max < 0 ? std::string("-") : format_bytes(s.model_max),
                      format_bytes(s.volume_avg), format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
                      format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max),
-                     format_number("%.2e", r.rel_diff)});
+                     r.compared ? format_number("%.2e", r.rel_diff) : std::string("-")});
   }
   return format_table(head, cells, true);
 }
@@ -527,7 +568,8 @@ std::string csv_text(const std::vector<Row>& rows) {
        << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
        << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
        << format_number("%.9g", s.wait_max) << "," << format_number("%.0f", s.peak_buffer_max) << ","
-       << format_number("%.0f", s.peak_memory_max) << "," << format_number("%.6e", r.rel_diff);
+       << format_number("%.0f", s.peak_memory_max) << ","
+       << (r.compared ? format_number("%.6e", r.rel_diff) : std::string());
     for (const auto& f : figure_names) {
       auto it = r.figures.find(f);
       os << "," << (it == r.figures.end() ? std::string() : format_number("%.17g", it->second));
@@ -642,6 +684,7 @@ int command_compare(const Options& o, int rank, int size) {
     ctx.strategy = c.components.strategy.get();
     ctx.kernel = c.components.kernel.get();
     ctx.quiet = true;
+    ctx.parameters = c.params.get();
     SolverResult result = c.components.solver->run(ctx);
     Row row;
     row.strategy = c.strategy_label;
@@ -650,6 +693,7 @@ int command_compare(const Options& o, int rank, int size) {
     row.figures = result.figures;
     if (!result.result) {
       row.rel_diff = std::nan("");
+      row.compared = false;
     } else if (!reference) {
       reference = result.result;
       row.rel_diff = 0.0;
@@ -670,8 +714,11 @@ int command_compare(const Options& o, int rank, int size) {
   if (rank == 0) {
     std::cout << "\n" << table_text(rows) << std::flush;
     std::vector<std::string> bad;
+    std::size_t uncompared = 0;
     for (const auto& r : rows)
-      if (!(r.rel_diff <= o.tolerance))
+      if (!r.compared)
+        ++uncompared;
+      else if (!(r.rel_diff <= o.tolerance))
         bad.push_back(r.strategy + " / " + r.kernel + " (" + format_number("%.3e", r.rel_diff) + ")");
     try {
       if (!o.csv.empty()) {
@@ -693,10 +740,16 @@ int command_compare(const Options& o, int rank, int size) {
                    "plexus: results differ from the first combination (%s / %s) by more than the tolerance %g: %s\n",
                    rows.front().strategy.c_str(), rows.front().kernel.c_str(), o.tolerance, list.c_str());
       verdict = 1;
-    } else {
-      log().info("all {} result{} agree with the first within {}", rows.size(), rows.size() == 1 ? "" : "s",
+    } else if (uncompared < rows.size()) {
+      const std::size_t n = rows.size() - uncompared;
+      log().info("all {} result{} agree with the first within {}", n, n == 1 ? "" : "s",
                  format_number("%g", o.tolerance));
     }
+    if (uncompared > 0)
+      log().warn(
+          "{} of {} results not compared (rel. diff '-'): solver '{}' returned no result matrix; compare its "
+          "outputs instead",
+          uncompared, rows.size(), solver_name);
   }
   MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return verdict;
@@ -804,6 +857,47 @@ int command_model(const Options& o, int rank, int size) {
   return 0;
 }
 
+// ---- g4-diff --------------------------------------------------------------------------------
+
+int command_g4_diff(const Options& o, int rank) {
+  // Rank 0 reads both files (in chunks); every rank leaves with its verdict.
+  int code = 0;
+  std::string text, error;
+  if (rank == 0) {
+    try {
+      const g4::FileDiff d = g4::diff_files(o.files[0], o.files[1]);
+      const double l1 = d.sums.l1(), l2 = d.sums.l2();
+      std::ostringstream os;
+      os << "g4-diff: '" << o.files[0] << "' (reference) vs '" << o.files[1] << "': N = " << d.n << ", " << d.elements
+         << " complex elements\n"
+         << "  L1 relative error  " << format_number("%.6e", l1) << "   ||vec(A - B)||_1 / ||vec(A)||_1\n"
+         << "  L2 relative error  " << format_number("%.6e", l2) << "   ||vec(A - B)||_2 / ||vec(A)||_2\n";
+      std::vector<std::string> over;
+      if (!(l1 <= o.tolerance)) over.push_back("L1");
+      if (!(l2 <= o.tolerance)) over.push_back("L2");
+      if (over.empty()) {
+        os << "  both within the tolerance " << format_number("%g", o.tolerance) << "\n";
+      } else {
+        code = 1;
+        error =
+            "g4-diff: the " +
+            (over.size() == 2 ? std::string("L1 and L2 relative errors exceed") : over[0] + " relative error exceeds") +
+            " the tolerance " + format_number("%g", o.tolerance);
+      }
+      text = os.str();
+    } catch (const std::exception& e) {
+      code = 2;
+      error = describe_error(e);
+    }
+  }
+  MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::cout << text << std::flush;
+    if (!error.empty()) std::fprintf(stderr, "plexus: %s\n", error.c_str());
+  }
+  return code;
+}
+
 // ---- plugins --------------------------------------------------------------------------------
 
 int command_plugins(const Options& o, int rank, int size) {
@@ -875,6 +969,7 @@ int dispatch(int argc, char** argv, int rank, int size) {
   if (o.command == "compare") return command_compare(o, rank, size);
   if (o.command == "plugins") return command_plugins(o, rank, size);
   if (o.command == "model") return command_model(o, rank, size);
+  if (o.command == "g4-diff") return command_g4_diff(o, rank);
   return 2;
 }
 

@@ -47,3 +47,50 @@ endif()
 # Warnings as errors on plexus's own code only.
 add_library(plexus_warnings INTERFACE)
 target_compile_options(plexus_warnings INTERFACE -Wall -Wextra -Werror)
+
+# Parallel HDF5 (Debian: libhdf5-openmpi-dev) for the g4 solver's output and `plexus g4-diff`.
+# FindHDF5 is asked for the parallel build first; when it finds none (or a serial one, e.g.
+# because h5cc of a serial HDF5 comes first in PATH), Debian's Open MPI flavour is located directly.
+# Either way the library must be parallel (H5_HAVE_PARALLEL): the solver writes through MPI-IO.
+set(HDF5_PREFER_PARALLEL TRUE)
+find_package(HDF5 QUIET COMPONENTS C)
+set(_plexus_hdf5_inc "")
+set(_plexus_hdf5_lib "")
+if(HDF5_FOUND AND HDF5_IS_PARALLEL)
+  set(_plexus_hdf5_inc ${HDF5_C_INCLUDE_DIRS})
+  if(NOT _plexus_hdf5_inc)
+    set(_plexus_hdf5_inc ${HDF5_INCLUDE_DIRS})
+  endif()
+  if(HDF5_C_LIBRARY_hdf5)
+    set(_plexus_hdf5_lib ${HDF5_C_LIBRARY_hdf5})  # the shared library brings its own dependencies
+  else()
+    set(_plexus_hdf5_lib ${HDF5_C_LIBRARIES})
+  endif()
+else()
+  find_path(PLEXUS_HDF5_INCLUDE_DIR hdf5.h PATHS /usr/include/hdf5/openmpi NO_DEFAULT_PATH)
+  find_library(PLEXUS_HDF5_LIBRARY NAMES hdf5 hdf5_openmpi
+               PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/hdf5/openmpi NO_DEFAULT_PATH)
+  if(PLEXUS_HDF5_INCLUDE_DIR AND PLEXUS_HDF5_LIBRARY)
+    set(_plexus_hdf5_inc ${PLEXUS_HDF5_INCLUDE_DIR})
+    set(_plexus_hdf5_lib ${PLEXUS_HDF5_LIBRARY})
+  endif()
+endif()
+set(_plexus_hdf5_parallel OFF)
+foreach(_dir IN LISTS _plexus_hdf5_inc)
+  if(EXISTS ${_dir}/H5pubconf.h)
+    file(STRINGS ${_dir}/H5pubconf.h _h5_par REGEX "^#define H5_HAVE_PARALLEL 1")
+    if(_h5_par)
+      set(_plexus_hdf5_parallel ON)
+    endif()
+  endif()
+endforeach()
+if(NOT _plexus_hdf5_lib OR NOT _plexus_hdf5_parallel)
+  message(FATAL_ERROR "plexus: a parallel HDF5 (MPI-IO) was not found (include: '${_plexus_hdf5_inc}', "
+                      "library: '${_plexus_hdf5_lib}'). Debian: apt-get install libhdf5-openmpi-dev "
+                      "(scripts/install-deps.sh does)")
+endif()
+add_library(plexus::hdf5 INTERFACE IMPORTED)
+set_target_properties(plexus::hdf5 PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${_plexus_hdf5_inc}"
+  INTERFACE_LINK_LIBRARIES "${_plexus_hdf5_lib};MPI::MPI_C")
+message(STATUS "plexus: parallel HDF5: ${_plexus_hdf5_lib}")

@@ -20,6 +20,9 @@ struct SolverContext {
   CommStrategy* strategy = nullptr;
   Kernel* kernel = nullptr;
   bool quiet = false;  ///< no progress output (compare prints its own)
+  /// The whole validated parameter list of the run, when the caller has one (the plexus program
+  /// sets it; solvers record it with their outputs). May be null.
+  const ParameterList* parameters = nullptr;
 };
 
 struct SolverResult {

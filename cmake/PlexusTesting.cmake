@@ -38,3 +38,43 @@ function(plexus_add_mpi_test name)
       ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV}")
   endforeach()
 endfunction()
+
+# plexus_app_test(<name> [RANKS n] [EXPECT zero|nonzero|<code>] ARGS <args...> [MATCH <regex>...]
+#                 [NOMATCH <regex>...] [JSON file rows [keys...]] [CSV file rows] [ENV VAR=value...]
+#                 [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
+# Runs `plexus ARGS` (under mpiexec with RANKS ranks when given) in ${PLEXUS_APP_TEST_DIR} (set by
+# the caller) through tests/app/check_run.cmake, which checks the exit code, that every MATCH regex
+# occurs in the output and no NOMATCH one does, and that the JSON/CSV files hold `rows` rows.
+function(plexus_app_test name)
+  cmake_parse_arguments(T "" "RANKS;EXPECT;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
+                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV" ${ARGN})
+  if(NOT T_EXPECT)
+    set(T_EXPECT zero)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  set(cmd $<TARGET_FILE:plexus> ${T_ARGS})
+  if(T_RANKS)
+    set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS} --oversubscribe ${MPIEXEC_PREFLAGS} ${cmd})
+  endif()
+  # Lists travel to the script joined by a separator that no argument here contains.
+  string(REPLACE ";" "<;>" cmd_joined "${cmd}")
+  string(REPLACE ";" "<;>" match_joined "${T_MATCH}")
+  string(REPLACE ";" "<;>" nomatch_joined "${T_NOMATCH}")
+  string(REPLACE ";" "<;>" json_joined "${T_JSON}")
+  string(REPLACE ";" "<;>" csv_joined "${T_CSV}")
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd_joined}" "-DEXPECT=${T_EXPECT}" "-DMATCH=${match_joined}"
+            "-DNOMATCH=${nomatch_joined}" "-DJSON=${json_joined}" "-DCSV=${csv_joined}"
+            -P ${PROJECT_SOURCE_DIR}/tests/app/check_run.cmake
+    WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2
+    ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV};${T_ENV}")
+  if(T_FIXTURES_SETUP)
+    set_tests_properties(${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})
+  endif()
+  if(T_FIXTURES_REQUIRED)
+    set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${T_FIXTURES_REQUIRED})
+  endif()
+endfunction()

@@ -27,17 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
 bool ring_available() { return std::string(PLEXUS_RING_PATH).size() > 0 && fs::exists(PLEXUS_RING_PATH); }
 
 void load_plugins() {
@@ -109,7 +98,7 @@ std::vector<StrategySpec> strategies(int threads) {
   std::vector<StrategySpec> out;
   if (threads == 1) out.push_back({"cannon", 0, 1});
   if (!ring_available()) return out;
-  const int p = world_size();
+  const int p = plexus::mpi::size(MPI_COMM_WORLD);
   for (int s : {1, 2, 3})
     if (p % s == 0) out.push_back({"ring", s, threads});
   return out;
@@ -167,15 +156,15 @@ std::vector<double> serial_g4(int lx, int ly, int nw, int ranks, int threads, in
 struct TempDir {
   fs::path path;
   TempDir() {
-    long long pid = world_rank() == 0 ? static_cast<long long>(::getpid()) : 0;
+    long long pid = plexus::mpi::rank(MPI_COMM_WORLD) == 0 ? static_cast<long long>(::getpid()) : 0;
     MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
     path = fs::temp_directory_path() / ("plexus-test-g4-" + std::to_string(pid));
-    if (world_rank() == 0) fs::create_directories(path);
+    if (plexus::mpi::rank(MPI_COMM_WORLD) == 0) fs::create_directories(path);
     MPI_Barrier(MPI_COMM_WORLD);
   }
   ~TempDir() {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0) fs::remove_all(path);
+    if (plexus::mpi::rank(MPI_COMM_WORLD) == 0) fs::remove_all(path);
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
@@ -234,7 +223,7 @@ TEST(G4Model, GeneratorIsDeterministicAndDependsOnEveryKey) {
 TEST(G4, ModesAgreeForEverySubRingSizeAndThreadCount) {
   for (int threads : {1, 2}) {
     if (threads > 1 && !ring_available()) {
-      if (world_rank() == 0) std::printf("[  SKIPPED ] threads=2: plugin comm_ring not built (%s)\n", PLEXUS_RING_PATH);
+      if (plexus::mpi::rank(MPI_COMM_WORLD) == 0) std::printf("[  SKIPPED ] threads=2: plugin comm_ring not built (%s)\n", PLEXUS_RING_PATH);
       continue;
     }
     // The reference: replicated mode with the same number of threads (threads add measurements).
@@ -254,8 +243,8 @@ TEST(G4, ModesAgreeForEverySubRingSizeAndThreadCount) {
                     1e-12 * ref.result.figures.at("g4_l2_norm"));
         EXPECT_EQ(r.result.figures.at("threads"), threads);
         if (mode == "distributed") {
-          EXPECT_EQ(r.result.figures.at("sub_ring_size"), s.name == "ring" ? s.subring : world_size());
-          EXPECT_EQ(r.result.figures.at("measurements_total"), 3.0 * threads * world_size());
+          EXPECT_EQ(r.result.figures.at("sub_ring_size"), s.name == "ring" ? s.subring : plexus::mpi::size(MPI_COMM_WORLD));
+          EXPECT_EQ(r.result.figures.at("measurements_total"), 3.0 * threads * plexus::mpi::size(MPI_COMM_WORLD));
         }
         EXPECT_EQ(r.result.reports.size(), 3u);
       }
@@ -268,11 +257,11 @@ TEST(G4, EqualsSerialRecomputationOfTheWholeSum) {
   std::vector<std::pair<StrategySpec, std::string>> cases = {{{"cannon", 0, 1}, "replicated"},
                                                              {{"cannon", 0, 1}, "distributed"}};
   if (ring_available()) {
-    cases.push_back({{"ring", world_size() % 2 == 0 ? 2 : 1, 2}, "distributed"});
+    cases.push_back({{"ring", plexus::mpi::size(MPI_COMM_WORLD) % 2 == 0 ? 2 : 1, 2}, "distributed"});
     cases.push_back({{"ring", 1, 2}, "replicated"});
   }
-  const std::vector<double> one_thread = serial_g4(2, 3, 2, world_size(), 1, 2, 4);
-  const std::vector<double> two_threads = serial_g4(2, 3, 2, world_size(), 2, 2, 4);
+  const std::vector<double> one_thread = serial_g4(2, 3, 2, plexus::mpi::size(MPI_COMM_WORLD), 1, 2, 4);
+  const std::vector<double> two_threads = serial_g4(2, 3, 2, plexus::mpi::size(MPI_COMM_WORLD), 2, 2, 4);
   for (const auto& [s, mode] : cases) {
     SCOPED_TRACE(s.describe() + " " + mode);
     const G4Run r = run_g4(s, {"Lx=2", "Ly=3", "Nw=2", "Measurements=2", "Seed=4", "Mode=" + mode});
@@ -302,7 +291,7 @@ TEST(G4, StoragePerRankIsCountedByTheTracker) {
       const std::int64_t before = memory::current(memory::Category::Solver);
       memory::reset_peak(memory::Category::Solver);
       const G4Run r = run_g4(s, tiny(mode), false);
-      const int S = s.name == "ring" ? (s.subring == 0 ? world_size() : s.subring) : world_size();
+      const int S = s.name == "ring" ? (s.subring == 0 ? plexus::mpi::size(MPI_COMM_WORLD) : s.subring) : plexus::mpi::size(MPI_COMM_WORLD);
       const std::int64_t expected =
           mode == "distributed" ? 16 * g4::max_slice(total, S) : 16 * total * s.threads;  // one copy per thread
       EXPECT_EQ(memory::peak(memory::Category::Solver) - before, expected);
@@ -313,7 +302,7 @@ TEST(G4, StoragePerRankIsCountedByTheTracker) {
 }
 
 TEST(G4, DistributedPeakIsLowerWhenG4Dominates) {
-  const int p = world_size();
+  const int p = plexus::mpi::size(MPI_COMM_WORLD);
   if (p == 1) GTEST_SKIP() << "one rank: both modes hold all of G4";
   // N = 24: G4 is 216 KiB; a measurement's buffer 18 KiB (the default circulate gathers p of them).
   const std::vector<std::string> params = {"Lx=2", "Ly=2", "Nw=6", "Measurements=1"};
@@ -339,7 +328,7 @@ TEST(G4, DistributedPeakIsLowerWhenG4Dominates) {
     EXPECT_GE(rep, 16 * m.elements());
     EXPECT_LT(dist, rep);
     EXPECT_LT(fig_dist, fig_rep);
-    if (world_rank() == 0)
+    if (plexus::mpi::rank(MPI_COMM_WORLD) == 0)
       std::printf("  %s on %d ranks: peak tracked memory per rank: replicated %lld B, distributed %lld B\n",
                   s.describe().c_str(), p, static_cast<long long>(rep), static_cast<long long>(dist));
   }
@@ -351,7 +340,7 @@ TEST(G4Hdf5, RoundTripAndDiffOfTwoRuns) {
   TempDir dir;
   const std::string a = dir.file("dist.h5"), b = dir.file("repl.h5");
   StrategySpec s{"cannon", 0, 1};
-  if (ring_available() && world_size() % 2 == 0) s = {"ring", 2, 1};
+  if (ring_available() && plexus::mpi::size(MPI_COMM_WORLD) % 2 == 0) s = {"ring", 2, 1};
   auto params = tiny("distributed");
   params.push_back("OutputFile=" + a);
   const G4Run ra = run_g4(s, params);
@@ -368,9 +357,9 @@ TEST(G4Hdf5, RoundTripAndDiffOfTwoRuns) {
   EXPECT_EQ(fa.int_attribute("Nw"), 3);
   EXPECT_EQ(fa.int_attribute("Measurements"), 3);
   EXPECT_EQ(fa.int_attribute("Seed"), 11);
-  EXPECT_EQ(fa.int_attribute("ranks"), world_size());
+  EXPECT_EQ(fa.int_attribute("ranks"), plexus::mpi::size(MPI_COMM_WORLD));
   EXPECT_EQ(fa.int_attribute("threads"), 1);
-  EXPECT_EQ(fa.int_attribute("sub_ring_size"), s.name == "ring" ? 2 : world_size());
+  EXPECT_EQ(fa.int_attribute("sub_ring_size"), s.name == "ring" ? 2 : plexus::mpi::size(MPI_COMM_WORLD));
   EXPECT_EQ(fa.string_attribute("Mode"), "distributed");
   EXPECT_EQ(fa.string_attribute("strategy"), s.name);
   const auto xml = fa.string_attribute("parameters");
@@ -408,7 +397,7 @@ TEST(G4Hdf5, TinyG4OnManyRanks) {
   g4::G4File in(f);
   EXPECT_EQ(in.n(), 2);
   EXPECT_EQ(in.read_all(), r.g4);
-  const auto [l1, l2] = rel_errors(serial_g4(1, 1, 2, world_size(), 1, 1, 1), r.g4);
+  const auto [l1, l2] = rel_errors(serial_g4(1, 1, 2, plexus::mpi::size(MPI_COMM_WORLD), 1, 1, 1), r.g4);
   EXPECT_LT(l1, 1e-13);
   EXPECT_LT(l2, 1e-13);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -423,7 +412,7 @@ TEST(G4Hdf5, WriterWithUnevenRangesAndLongText) {
   const std::int64_t total = m.elements();
   std::vector<double> all(static_cast<std::size_t>(2 * total));
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = 0.25 * static_cast<double>(i) - 3.0;
-  const int p = world_size(), me = world_rank();
+  const int p = plexus::mpi::size(MPI_COMM_WORLD), me = plexus::mpi::rank(MPI_COMM_WORLD);
   g4::Slice mine{0, 0};
   if (p == 1) {
     mine = {0, total};
@@ -475,7 +464,7 @@ TEST(G4Hdf5, ErrorsReachEveryRank) {
     return std::string("no error");
   };
   EXPECT_NE(reader_error(dir.file("missing.h5")).find("no such file"), std::string::npos);
-  if (world_rank() == 0) std::ofstream(dir.file("text.h5")) << "not HDF5\n";
+  if (plexus::mpi::rank(MPI_COMM_WORLD) == 0) std::ofstream(dir.file("text.h5")) << "not HDF5\n";
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_NE(reader_error(dir.file("text.h5")).find("is not an HDF5 file"), std::string::npos);
 

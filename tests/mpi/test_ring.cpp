@@ -17,31 +17,20 @@ using plexus::mpi::Traffic;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
 double value(int origin, int thread, int i) { return origin * 1000.0 + thread * 100.0 + i * 0.5; }
 
 // The sub-ring sizes that divide the rank count (0: one ring of all ranks).
 std::vector<int> subring_sizes() {
   std::vector<int> out{0};
   for (int s : {1, 2, 3})
-    if (world_size() % s == 0 && s != world_size()) out.push_back(s);
+    if (plexus::mpi::size(MPI_COMM_WORLD) % s == 0 && s != plexus::mpi::size(MPI_COMM_WORLD)) out.push_back(s);
   return out;
 }
 
 // Circulates one buffer per thread and checks what arrives: from whom, in which order, intact.
 void check_circulation(CommStrategy& strategy, int threads, bool bidirectional) {
   const auto pos = strategy.ring_position(MPI_COMM_WORLD);
-  const int S = pos.size, me = world_rank(), base = me - pos.position;
+  const int S = pos.size, me = plexus::mpi::rank(MPI_COMM_WORLD), base = me - pos.position;
   const int n = 37;
   std::vector<std::vector<int>> origins(static_cast<std::size_t>(threads));
   std::vector<Traffic> traffic(static_cast<std::size_t>(threads));
@@ -87,7 +76,7 @@ TEST(Ring, CirculateOnRingsAndSubRings) {
     SCOPED_TRACE("SubRingSize=" + std::to_string(S));
     auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
     const auto pos = r->ring_position(MPI_COMM_WORLD);
-    EXPECT_EQ(pos.size, S == 0 ? world_size() : S);
+    EXPECT_EQ(pos.size, S == 0 ? plexus::mpi::size(MPI_COMM_WORLD) : S);
     check_circulation(*r, 1, false);
   }
 }
@@ -115,8 +104,8 @@ TEST(Ring, CoreDefaultCirculateVisitsEveryRank) {
 }
 
 TEST(Ring, SubRingSizeMustDivideTheRanks) {
-  if (world_size() < 2) GTEST_SKIP() << "every size divides 1";
-  auto r = strategy("ring", {"SubRingSize=" + std::to_string(world_size() + 1)});
+  if (plexus::mpi::size(MPI_COMM_WORLD) < 2) GTEST_SKIP() << "every size divides 1";
+  auto r = strategy("ring", {"SubRingSize=" + std::to_string(plexus::mpi::size(MPI_COMM_WORLD) + 1)});
   std::vector<double> buf(4, 0.0);
   Traffic t;
   EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](const std::vector<double>&, int) {}, t, 0), InputError);
@@ -127,13 +116,13 @@ TEST(Ring, ReduceAcrossSubRingsSumsEqualPositions) {
     SCOPED_TRACE("SubRingSize=" + std::to_string(S));
     auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
     const auto pos = r->ring_position(MPI_COMM_WORLD);
-    std::vector<double> v{double(world_rank()), 1.0};
+    std::vector<double> v{double(plexus::mpi::rank(MPI_COMM_WORLD)), 1.0};
     Traffic t;
     r->reduce_across_rings(MPI_COMM_WORLD, v, t);
     // Ranks at my position: pos, pos + S, pos + 2S, ...
     double expect = 0;
     int rings = 0;
-    for (int q = pos.position; q < world_size(); q += pos.size, ++rings) expect += q;
+    for (int q = pos.position; q < plexus::mpi::size(MPI_COMM_WORLD); q += pos.size, ++rings) expect += q;
     EXPECT_EQ(v[0], expect);
     EXPECT_EQ(v[1], double(rings));
   }
@@ -160,21 +149,21 @@ TEST(Ring, MultiplyMatchesDenseCannonAndItsVolumeModel) {
     cannon->multiply(k.alpha, two_d.a, two_d.b, k.beta, two_d.c, *kern, MultiplyOptions{});
     EXPECT_LE(relative_error(c.to_dense(), two_d.c.to_dense()), 1e-12) << "differs from Cannon";
     // Volume: every rank receives the P-1 other row panels of B, nothing else.
-    std::vector<std::int64_t> sizes(static_cast<std::size_t>(world_size()));
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(plexus::mpi::size(MPI_COMM_WORLD)));
     const std::int64_t mine = b.local().data_size() * 8;
     MPI_Allgather(&mine, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
     std::int64_t expect = 0;
-    for (int q = 0; q < world_size(); ++q)
-      if (q != world_rank()) expect += sizes[static_cast<std::size_t>(q)];
+    for (int q = 0; q < plexus::mpi::size(MPI_COMM_WORLD); ++q)
+      if (q != plexus::mpi::rank(MPI_COMM_WORLD)) expect += sizes[static_cast<std::size_t>(q)];
     EXPECT_EQ(rep.traffic[1].bytes_received, expect);
-    EXPECT_EQ(rep.traffic[1].messages_received, 2 * (world_size() - 1));  // index and values per step
+    EXPECT_EQ(rep.traffic[1].messages_received, 2 * (plexus::mpi::size(MPI_COMM_WORLD) - 1));  // index and values per step
     EXPECT_EQ(rep.extra.at("predicted_bytes_received"), static_cast<double>(expect));
     EXPECT_EQ(rep.traffic[0].bytes_received + rep.traffic[2].bytes_received, 0);
   }
 }
 
 TEST(Ring, MultiplyRefusesTwoDimensionalOperands) {
-  if (world_size() < 4) GTEST_SKIP() << "needs a grid with two process columns";
+  if (plexus::mpi::size(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs a grid with two process columns";
   auto grid = Grid::create(MPI_COMM_WORLD);
   Case k{"2d", 6, 6, 6, {2}, 0.5, 1.0, 0.0, "block-cyclic", "cpu"};
   Operands o = make_operands(k, grid);

@@ -137,6 +137,21 @@ void Panel::clear_blocks() {
   cur_row_ = 0;
 }
 
+void PackedPanel::reserve(std::int64_t words, std::int64_t values) {
+  index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
+  data.resize(static_cast<std::size_t>(std::max<std::int64_t>(values, 1)));
+}
+
+void PackedPanel::pack(const Panel& p) {
+  const std::int64_t words = PanelView::packed_words(p.nrows(), p.nblocks());
+  if (words > static_cast<std::int64_t>(index.size()) || p.data_size() > static_cast<std::int64_t>(data.size()))
+    throw Error("PackedPanel::pack", "a panel of " + std::to_string(words) + " index words and " +
+                                         std::to_string(p.data_size()) + " values does not fit buffers of " +
+                                         std::to_string(index.size()) + " and " + std::to_string(data.size()));
+  p.pack_to(index.data());
+  std::copy(p.data().begin(), p.data().end(), data.begin());
+}
+
 std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
   std::vector<double> norms(static_cast<std::size_t>(v.nblocks));
   for (int r = 0; r < v.nrows; ++r) {

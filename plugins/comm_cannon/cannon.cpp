@@ -68,16 +68,7 @@ Plan make_grid_plan(int PR, int PC, int pr, int pc) {
 }
 
 // One image in a fixed-capacity buffer: packed index words and values.
-struct ImageBuffer {
-  CommBuffer<std::int64_t> index;
-  CommBuffer<double> data;
-  PanelView view() const {
-    const std::int64_t nwords = PanelView::packed_words(index[0], index[1]);
-    return PanelView::from_packed(index.data(), nwords, data.data());
-  }
-  std::int64_t words() const { return PanelView::packed_words(index[0], index[1]); }
-  std::int64_t values() const { return index[2]; }
-};
+using ImageBuffer = plexus::PackedPanel;
 
 class Cannon final : public plexus::CommStrategy {
  public:
@@ -328,11 +319,9 @@ class Cannon final : public plexus::CommStrategy {
     auto fill = [](std::vector<Panel>& img, std::int64_t words, std::int64_t values, std::vector<ImageBuffer>& buf) {
       buf.resize(img.size() + 1);
       for (std::size_t s = 0; s < buf.size(); ++s) {
-        buf[s].index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
-        buf[s].data.resize(static_cast<std::size_t>(std::max<std::int64_t>(values, 1)));
+        buf[s].reserve(words, values);
         if (s < img.size()) {
-          img[s].pack_to(buf[s].index.data());
-          std::copy(img[s].data().begin(), img[s].data().end(), buf[s].data.begin());
+          buf[s].pack(img[s]);
           Panel().data().swap(img[s].data());  // release the image's values early
         }
       }

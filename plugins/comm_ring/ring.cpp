@@ -95,13 +95,7 @@ struct SubRings {
 };
 
 // A B row panel in a ring buffer: packed index words and values, fixed capacities.
-struct PanelBuffer {
-  CommBuffer<std::int64_t> index;
-  CommBuffer<double> data;
-  PanelView view() const {
-    return PanelView::from_packed(index.data(), PanelView::packed_words(index[0], index[1]), data.data());
-  }
-};
+using PanelBuffer = plexus::PackedPanel;
 
 class Ring final : public plexus::CommStrategy {
  public:
@@ -213,12 +207,9 @@ class Ring final : public plexus::CommStrategy {
                        "MPI_Allgather");
     plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, cap, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     PanelBuffer send, recv;
-    for (PanelBuffer* pb : {&send, &recv}) {
-      pb->index.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap[0], 3)));
-      pb->data.resize(static_cast<std::size_t>(std::max<std::int64_t>(cap[1], 1)));
-    }
-    b.pack_to(send.index.data());
-    std::copy(b.data().begin(), b.data().end(), send.data.begin());
+    send.reserve(cap[0], cap[1]);
+    recv.reserve(cap[0], cap[1]);
+    send.pack(b);
 
     const std::vector<double> row_eps =
         plexus::thresholds_of_rows(plexus::global_row_thresholds(A, options.filter_eps), C.distribution().local_rows());
@@ -233,9 +224,8 @@ class Ring final : public plexus::CommStrategy {
     multiply_with(send.view(), me);
     Traffic traffic;
     auto parts = [](PanelBuffer& pb, bool sending) {
-      const std::int64_t words = sending ? PanelView::packed_words(pb.index[0], pb.index[1])
-                                         : static_cast<std::int64_t>(pb.index.size());
-      const std::int64_t values = sending ? pb.index[2] : static_cast<std::int64_t>(pb.data.size());
+      const std::int64_t words = sending ? pb.words() : static_cast<std::int64_t>(pb.index.size());
+      const std::int64_t values = sending ? pb.values() : static_cast<std::int64_t>(pb.data.size());
       return std::vector<Part>{{pb.index.data(), words, MPI_INT64_T, 8, Payload::Index},
                                {pb.data.data(), values, MPI_DOUBLE, 8, Payload::Data}};
     };

@@ -73,3 +73,22 @@ TEST(BalanceRows, EqualWeightPerThread) {
   auto h = balance_rows({}, 4);
   EXPECT_EQ(h, (std::vector<int>{0, 0, 0, 0, 0}));
 }
+
+TEST(PackedPanel, PackViewAndCapacity) {
+  Panel p(std::vector<int>{1, 4});
+  p.append_block(0, 2, 3)[1] = 5;
+  p.append_block(1, 0, 2)[0] = -2;
+  PackedPanel b;
+  b.reserve(PanelView::packed_words(2, 2), 5);
+  b.pack(p);
+  EXPECT_EQ(b.words(), PanelView::packed_words(2, 2));
+  EXPECT_EQ(b.values(), 5);
+  const PanelView v = b.view();
+  EXPECT_EQ(v.nblocks, 2);
+  EXPECT_EQ(v.row_ids[1], 4);
+  EXPECT_EQ(v.data[v.offsets[0] + 1], 5);
+  EXPECT_EQ(v.data[v.offsets[1]], -2);
+  PackedPanel small;
+  small.reserve(PanelView::packed_words(2, 2), 4);  // one value short
+  EXPECT_THROW(small.pack(p), Error);
+}

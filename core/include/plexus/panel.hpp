@@ -86,6 +86,20 @@ class Panel {
   int cur_row_ = 0;  // row that append_block is filling
 };
 
+/// One panel in packed form (index words and values) in fixed-capacity communication buffers,
+/// as strategies send and receive panels.
+struct PackedPanel {
+  CommBuffer<std::int64_t> index;
+  CommBuffer<double> data;
+  /// Sizes the buffers for any panel of up to `words` index words and `values` values.
+  void reserve(std::int64_t words, std::int64_t values);
+  /// Copies a panel in; throws if it does not fit.
+  void pack(const Panel& p);
+  std::int64_t words() const { return PanelView::packed_words(index[0], index[1]); }
+  std::int64_t values() const { return index[2]; }
+  PanelView view() const { return PanelView::from_packed(index.data(), words(), data.data()); }
+};
+
 /// Frobenius norm of every block of a view, in block order (block sizes from the layout).
 std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plexus/error.hpp"
+#include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus {
@@ -85,6 +86,26 @@ std::vector<std::int64_t> row_weights(const DistMatrix& A, const DistMatrix& C, 
   for (int r = 0; r < c.nrows(); ++r)
     w[r] = (a.row_end(r) - a.row_begin(r)) + (beta != 0.0 ? c.row_end(r) - c.row_begin(r) : 0);
   return w;
+}
+
+double start_multiply() {
+  memory::reset_peak(memory::Category::CommBuffer);
+  memory::reset_peak_total();
+  return mpi::now();
+}
+
+void finish_multiply_report(MultiplyReport& report, const std::string& strategy, const Kernel& kernel,
+                            const LocalMultiplyStats& stats, double t_start) {
+  report.strategy = strategy;
+  report.kernel = kernel.name();
+  report.flops = stats.flops;
+  report.products = stats.products;
+  report.skipped_products = stats.skipped;
+  report.kernel_seconds = stats.kernel_seconds;
+  report.stack_seconds = stats.stack_seconds;
+  report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
+  report.peak_memory_bytes = memory::peak_total();
+  report.seconds = mpi::now() - t_start;
 }
 
 void prepare_c(DistMatrix& C, double beta) {

@@ -78,12 +78,8 @@ class Cannon final : public plexus::CommStrategy {
   plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
                                   plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
     plexus::check_multiply_operands(A, B, C, "cannon");
-    const double t_start = plexus::mpi::now();
-    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
-    plexus::memory::reset_peak_total();
+    const double t_start = plexus::start_multiply();
     plexus::MultiplyReport report;
-    report.strategy = name();
-    report.kernel = kernel.name();
 
     // Everything that reads A and B happens before C is prepared, so C may be A or B itself.
     const Plan plan = make_plan(A);
@@ -125,11 +121,6 @@ class Cannon final : public plexus::CommStrategy {
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
     report.ticks = plan.V;
-    report.flops = product.stats().flops;
-    report.products = product.stats().products;
-    report.skipped_products = product.stats().skipped;
-    report.kernel_seconds = product.stats().kernel_seconds;
-    report.stack_seconds = product.stats().stack_seconds;
     for (int r = 0; r < plexus::mpi::kRoles; ++r) {
       report.traffic[r] = preshift.all_counts()[r];
       report.traffic[r] += ticks.all_counts()[r];
@@ -144,9 +135,7 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["predicted_bytes_a"] = static_cast<double>(predicted_a);
     report.extra["predicted_bytes_b"] = static_cast<double>(predicted_b);
     report.extra["predicted_bytes_received"] = static_cast<double>(predicted_a + predicted_b);
-    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
-    report.peak_memory_bytes = plexus::memory::peak_total();
-    report.seconds = plexus::mpi::now() - t_start;
+    plexus::finish_multiply_report(report, name(), kernel, product.stats(), t_start);
     return report;
   }
 

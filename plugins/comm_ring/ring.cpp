@@ -188,9 +188,7 @@ class Ring final : public plexus::CommStrategy {
     if (A.grid().npcols() != 1 || B.distribution().col_dist() != std::vector<int>(B.distribution().nblkcols(), 0))
       throw Error("ring", "the ring multiply needs A, B and C distributed by block rows over a P x 1 grid (got a " +
                               A.grid().describe() + " grid); build them with distribution_for() or redistribute");
-    const double t_start = plexus::mpi::now();
-    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
-    plexus::memory::reset_peak_total();
+    const double t_start = plexus::start_multiply();
     const MPI_Comm comm = A.grid().comm();
     const int P = A.grid().size(), me = A.grid().rank();
 
@@ -236,23 +234,14 @@ class Ring final : public plexus::CommStrategy {
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
     plexus::MultiplyReport report;
-    report.strategy = name();
-    report.kernel = kernel.name();
     report.ticks = P;
-    report.flops = product.stats().flops;
-    report.products = product.stats().products;
-    report.skipped_products = product.stats().skipped;
-    report.kernel_seconds = product.stats().kernel_seconds;
-    report.stack_seconds = product.stats().stack_seconds;
     report.traffic = traffic.all_counts();
-    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
-    report.peak_memory_bytes = plexus::memory::peak_total();
     // The volume model: each rank receives the P-1 other B panels (values), from the sizes.
     std::int64_t predicted = 0;
     for (int q = 0; q < P; ++q)
       if (q != me) predicted += 8 * b_values[static_cast<std::size_t>(q)];
     report.extra["predicted_bytes_received"] = static_cast<double>(predicted);
-    report.seconds = plexus::mpi::now() - t_start;
+    plexus::finish_multiply_report(report, name(), kernel, product.stats(), t_start);
     return report;
   }
 

@@ -339,9 +339,7 @@ class Rma25d final : public plexus::CommStrategy {
   plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
                                   plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
     plexus::check_multiply_operands(A, B, C, "rma25d");
-    const double t_start = plexus::mpi::now();
-    plexus::memory::reset_peak(plexus::memory::Category::CommBuffer);
-    plexus::memory::reset_peak_total();
+    const double t_start = plexus::start_multiply();
     const auto& grid = A.grid();
     const Geometry geo = make_geometry(grid.nprows(), grid.npcols(), grid.myprow(), grid.mypcol(),
                                        layers_for(grid.nprows(), grid.npcols(), grid.rank()), A.distribution().col_dist());
@@ -422,20 +420,11 @@ class Rma25d final : public plexus::CommStrategy {
     if (options.filter_eps > 0) C.filter(options.filter_eps);
 
     plexus::MultiplyReport report;
-    report.strategy = name();
-    report.kernel = kernel.name();
     report.ticks = geo.T;
-    report.flops = stats.flops;
-    report.products = stats.products;
-    report.skipped_products = stats.skipped;
-    report.kernel_seconds = stats.kernel_seconds;
-    report.stack_seconds = stats.stack_seconds;
     report.traffic = traffic.all_counts();
-    report.peak_buffer_bytes = plexus::memory::peak(plexus::memory::Category::CommBuffer);
     // The paper's buffer footprint: every buffer counted as allocated (the receive buffer is
-    // allocated after the fetch buffers are freed, so the simultaneous peak above is lower).
+    // allocated after the fetch buffers are freed, so the simultaneous peak, peak_buffer_bytes, is lower).
     const std::int64_t measured_buffers = tick_buffers + reduced.partial_bytes + reduced.receive_bytes;
-    report.peak_memory_bytes = plexus::memory::peak_total();
     const Prediction pred =
         predict(geo, dir, cap,
                 Sizes{static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()),
@@ -451,7 +440,7 @@ class Rma25d final : public plexus::CommStrategy {
     report.extra["predicted_buffer_bytes"] = static_cast<double>(pred.buffer_bytes);
     report.extra["measured_buffer_bytes"] = static_cast<double>(measured_buffers);
     report.extra["predicted_bytes_received"] = static_cast<double>(pred.bytes_a + pred.bytes_b + pred.bytes_c);
-    report.seconds = plexus::mpi::now() - t_start;
+    plexus::finish_multiply_report(report, name(), kernel, stats, t_start);
     return report;
   }
 

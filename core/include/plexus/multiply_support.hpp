@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "plexus/comm_strategy.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/local_multiply.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/panel.hpp"
 
@@ -25,6 +28,15 @@ std::vector<std::int64_t> row_weights(const DistMatrix& A, const DistMatrix& C, 
 
 /// beta = 0 drops C's blocks, otherwise C is scaled by beta.
 void prepare_c(DistMatrix& C, double beta);
+
+/// The start of a multiply: resets the peaks of the communication buffers and of all tracked
+/// memory, and returns the start time for finish_multiply_report.
+double start_multiply();
+/// Fills what every strategy reports alike: the strategy and kernel names, the local product's
+/// flops, products, skipped products and times, the counted memory peaks since start_multiply,
+/// and the seconds since t_start.
+void finish_multiply_report(MultiplyReport& report, const std::string& strategy, const Kernel& kernel,
+                            const LocalMultiplyStats& stats, double t_start);
 
 /// a1 * P1 + a2 * P2 over the union of their block patterns (same row set).
 Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout);

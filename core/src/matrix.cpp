@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plexus/error.hpp"
+#include "plexus/exchange.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/multiply_support.hpp"
 
@@ -201,74 +202,21 @@ DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) 
   mpi::check(MPI_Comm_compare(comm, grid().comm(), &congruent), "MPI_Comm_compare");
   if (congruent != MPI_CONGRUENT && congruent != MPI_IDENT)
     throw Error("DistMatrix " + name_, "redistribute: the target grid is over another set of ranks");
-  const int p = target->grid().size();
-  const PanelView v = local_.view();
-  // Per destination: (row, col) pairs and values, in local block order.
-  std::vector<int> nidx(static_cast<std::size_t>(p), 0), nval(static_cast<std::size_t>(p), 0);
-  std::vector<int> dest(static_cast<std::size_t>(v.nblocks));
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
-      const int d = target->owner(i, j);
-      dest[static_cast<std::size_t>(b)] = d;
-      nidx[d] += 2;
-      nval[d] += static_cast<int>(block_values(layout_, i, j));
-    }
-  std::vector<int> idispl(static_cast<std::size_t>(p), 0), vdispl(static_cast<std::size_t>(p), 0);
-  for (int q = 1; q < p; ++q) {
-    idispl[q] = idispl[q - 1] + nidx[q - 1];
-    vdispl[q] = vdispl[q - 1] + nval[q - 1];
-  }
-  CommBuffer<std::int64_t> sidx(static_cast<std::size_t>(idispl[p - 1] + nidx[p - 1]));
-  CommBuffer<double> sval(static_cast<std::size_t>(vdispl[p - 1] + nval[p - 1]));
-  {
-    auto ip = idispl, vp = vdispl;
-    for (int r = 0; r < v.nrows; ++r)
-      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
-        const int d = dest[static_cast<std::size_t>(b)];
-        sidx[ip[d]++] = i;
-        sidx[ip[d]++] = j;
-        const std::int64_t n = block_values(layout_, i, j);
-        std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, sval.data() + vp[d]);
-        vp[d] += static_cast<int>(n);
-      }
-  }
-  std::vector<int> ridx(static_cast<std::size_t>(p)), rval(static_cast<std::size_t>(p));
-  mpi::check(MPI_Alltoall(nidx.data(), 1, MPI_INT, ridx.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  mpi::check(MPI_Alltoall(nval.data(), 1, MPI_INT, rval.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  std::int64_t tri = 0, trv = 0;
-  for (int q = 0; q < p; ++q) {
-    tri += ridx[q];
-    trv += rval[q];
-  }
-  CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
-  CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
   mpi::Traffic traffic;
-  traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, mpi::Role::Other,
-                    mpi::Payload::Index);
-  traffic.alltoallv(sval.data(), nval, rval_buf.data(), rval, MPI_DOUBLE, comm, mpi::Role::Other);
-  // Received blocks, sorted by (row, col), appended to the new local panel.
-  struct Item {
-    int i, j;
-    std::int64_t off;
-  };
-  std::vector<Item> items;
-  items.reserve(static_cast<std::size_t>(tri / 2));
-  std::int64_t off = 0;
-  for (std::int64_t q = 0; q < tri; q += 2) {
-    const int i = static_cast<int>(ridx_buf[q]), j = static_cast<int>(ridx_buf[q + 1]);
-    items.push_back({i, j, off});
-    off += block_values(layout_, i, j);
-  }
-  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) { return x.i != y.i ? x.i < y.i : x.j < y.j; });
+  const ExchangedBlocks got = exchange_blocks(
+      local_.view(), layout_, comm,
+      [&](int i, int j, int& tag) {
+        tag = 0;
+        return target->owner(i, j);
+      },
+      traffic, mpi::Role::Other);
   DistMatrix out(name_, target, layout_);
   Panel panel(target->local_rows());
-  panel.reserve(static_cast<std::int64_t>(items.size()), trv);
-  for (const auto& it : items) {
-    const std::int64_t n = block_values(layout_, it.i, it.j);
-    std::copy(rval_buf.data() + it.off, rval_buf.data() + it.off + n,
-              panel.append_block(panel.row_index(it.i), it.j, static_cast<int>(n)));
+  panel.reserve(static_cast<std::int64_t>(got.blocks.size()), static_cast<std::int64_t>(got.values.size()));
+  for (const auto& blk : got.blocks) {
+    const std::int64_t n = block_values(layout_, blk.row, blk.col);
+    std::copy(got.values.data() + blk.offset, got.values.data() + blk.offset + n,
+              panel.append_block(panel.row_index(blk.row), blk.col, static_cast<int>(n)));
   }
   out.set_local(std::move(panel));
   return out;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "plexus/error.hpp"
+#include "plexus/exchange.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/multiply_support.hpp"
@@ -185,88 +186,34 @@ class Cannon final : public plexus::CommStrategy {
   static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
                                       std::int64_t& planned_recv) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
-    const int nranks = is_a ? plan.PC : plan.PR;
     const int nslots = is_a ? plan.a : plan.b;
     const Role role = is_a ? Role::A : Role::B;
     const PanelView v = M.local().view();
     const auto& layout = M.layout();
     auto values_of = [&](int i, int j) { return std::int64_t{layout.rows.size(i)} * layout.cols.size(j); };
-    // Destination of a block: its k-group's ring position at tick 0.
-    auto destination = [&](int i, int j, int& slot) {
-      const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
-      return is_a ? plan.a_home(g, slot) : plan.b_home(g, slot);
-    };
-    std::vector<int> nidx(static_cast<std::size_t>(nranks), 0), nval(static_cast<std::size_t>(nranks), 0);
-    std::vector<int> dest(static_cast<std::size_t>(v.nblocks)), dslot(static_cast<std::size_t>(v.nblocks));
-    for (int r = 0; r < v.nrows; ++r)
-      for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
-        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
-        int slot = 0;
-        const int d = destination(i, j, slot);
-        dest[static_cast<std::size_t>(q)] = d;
-        dslot[static_cast<std::size_t>(q)] = slot;
-        nidx[d] += 3;
-        nval[d] += static_cast<int>(values_of(i, j));
-      }
-    std::vector<int> ip(static_cast<std::size_t>(nranks), 0), vp(static_cast<std::size_t>(nranks), 0);
-    for (int d = 1; d < nranks; ++d) {
-      ip[d] = ip[d - 1] + nidx[d - 1];
-      vp[d] = vp[d - 1] + nval[d - 1];
-    }
-    CommBuffer<std::int64_t> sidx(static_cast<std::size_t>(ip.back() + nidx.back()));
-    CommBuffer<double> sval(static_cast<std::size_t>(vp.back() + nval.back()));
-    for (int r = 0; r < v.nrows; ++r)
-      for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
-        const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
-        const int d = dest[static_cast<std::size_t>(q)];
-        sidx[ip[d]++] = dslot[static_cast<std::size_t>(q)];
-        sidx[ip[d]++] = i;
-        sidx[ip[d]++] = j;
-        const std::int64_t n = values_of(i, j);
-        std::copy(v.data + v.offsets[q], v.data + v.offsets[q] + n, sval.data() + vp[d]);
-        vp[d] += static_cast<int>(n);
-      }
-    std::vector<int> ridx(static_cast<std::size_t>(nranks)), rval(static_cast<std::size_t>(nranks));
-    plexus::mpi::check(MPI_Alltoall(nidx.data(), 1, MPI_INT, ridx.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-    plexus::mpi::check(MPI_Alltoall(nval.data(), 1, MPI_INT, rval.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-    const std::int64_t tri = std::accumulate(ridx.begin(), ridx.end(), std::int64_t{0});
-    const std::int64_t trv = std::accumulate(rval.begin(), rval.end(), std::int64_t{0});
-    CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
-    CommBuffer<double> rval_buf(static_cast<std::size_t>(trv));
-    traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, Payload::Index);
-    const int me = is_a ? plan.pc : plan.pr;
-    planned_recv = trv - rval[static_cast<std::size_t>(me)];  // a rank's own part is not traffic
-    traffic.alltoallv(sval.data(), nval, rval_buf.data(), rval, MPI_DOUBLE, comm, role, Payload::Data);
-
-    struct Item {
-      int slot, i, j;
-      std::int64_t off;
-    };
-    std::vector<Item> items;
-    items.reserve(static_cast<std::size_t>(tri / 3));
-    std::int64_t off = 0;
-    for (std::int64_t q = 0; q < tri; q += 3) {
-      const Item it{static_cast<int>(ridx_buf[q]), static_cast<int>(ridx_buf[q + 1]), static_cast<int>(ridx_buf[q + 2]),
-                    off};
-      off += values_of(it.i, it.j);
-      items.push_back(it);
-    }
-    std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
-      return x.slot != y.slot ? x.slot < y.slot : (x.i != y.i ? x.i < y.i : x.j < y.j);
-    });
+    // Destination of a block: its k-group's ring position at tick 0; the tag is the slot there.
+    const plexus::ExchangedBlocks got = plexus::exchange_blocks(
+        v, layout, comm,
+        [&](int i, int j, int& slot) {
+          const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
+          return is_a ? plan.a_home(g, slot) : plan.b_home(g, slot);
+        },
+        traffic, role);
+    planned_recv = got.values_from_others;
     std::vector<Panel> images;
     images.reserve(static_cast<std::size_t>(nslots));
     for (int s = 0; s < nslots; ++s) {
       const int g = is_a ? plan.group_of_a_slot(s) : plan.group_of_b_slot(s);
       images.emplace_back(is_a ? M.distribution().local_rows() : plan.group_rows[static_cast<std::size_t>(g)]);
     }
-    for (const auto& it : items) {
-      Panel& p = images[static_cast<std::size_t>(it.slot)];
-      const std::int64_t n = values_of(it.i, it.j);
-      const int r = p.row_index(it.i);
-      if (r < 0) throw Error("cannon", "pre-shift delivered block (" + std::to_string(it.i) + ", " +
-                                           std::to_string(it.j) + ") to the wrong image");
-      std::copy(rval_buf.data() + it.off, rval_buf.data() + it.off + n, p.append_block(r, it.j, static_cast<int>(n)));
+    for (const auto& blk : got.blocks) {
+      Panel& p = images[static_cast<std::size_t>(blk.tag)];
+      const std::int64_t n = values_of(blk.row, blk.col);
+      const int r = p.row_index(blk.row);
+      if (r < 0) throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " +
+                                           std::to_string(blk.col) + ") to the wrong image");
+      std::copy(got.values.data() + blk.offset, got.values.data() + blk.offset + n,
+                p.append_block(r, blk.col, static_cast<int>(n)));
     }
     return images;
   }

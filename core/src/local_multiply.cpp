@@ -127,8 +127,6 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
 
 LocalProduct::~LocalProduct() = default;
 
-std::int64_t LocalProduct::work_bytes() const { return static_cast<std::int64_t>(data_.capacity() * sizeof(double)); }
-
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout, Kernel& kernel) {
   if (!(a_layout.rows == layout_.rows) || !(b_layout.cols == layout_.cols) || !(a_layout.cols == b_layout.rows))

@@ -45,8 +45,6 @@ class LocalProduct {
   /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
   Panel finish();
   const LocalMultiplyStats& stats() const { return stats_; }
-  /// Bytes of C's value area currently held (counted as Category::Matrix).
-  std::int64_t work_bytes() const;
 
  private:
   struct ThreadWork;

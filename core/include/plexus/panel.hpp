@@ -65,12 +65,6 @@ class Panel {
 
   /// Appends the packed index words to `out`.
   void pack_index(std::vector<std::int64_t>& out) const;
-  template <class Vec>
-  void pack_index_into(Vec& out) const {
-    const PanelView v = view();
-    out.resize(static_cast<std::size_t>(PanelView::packed_words(v.nrows, v.nblocks)));
-    pack_to(out.data());
-  }
   void pack_to(std::int64_t* words) const;
 
   void reserve(std::int64_t nblocks, std::int64_t nvalues);

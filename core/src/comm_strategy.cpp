@@ -16,29 +16,7 @@ std::string operation_name(Operation op) {
   return "?";
 }
 
-double MultiplyReport::wait_seconds() const {
-  double s = 0;
-  for (const auto& t : traffic) s += t.wait_seconds;
-  return s;
-}
-
-std::int64_t MultiplyReport::bytes_sent() const {
-  std::int64_t s = 0;
-  for (const auto& t : traffic) s += t.bytes_sent + t.index_bytes_sent;
-  return s;
-}
-
-std::int64_t MultiplyReport::messages_sent() const {
-  std::int64_t s = 0;
-  for (const auto& t : traffic) s += t.messages_sent;
-  return s;
-}
-
 CommStrategy::~CommStrategy() = default;
-
-std::shared_ptr<const Distribution> CommStrategy::distribution_for(std::shared_ptr<const Distribution> proposal) const {
-  return proposal;
-}
 
 void CommStrategy::missing_operation(Operation op) const {
   std::string list;
@@ -49,10 +27,12 @@ void CommStrategy::missing_operation(Operation op) const {
                                                                : "; strategies that do: " + list));
 }
 
-MultiplyReport CommStrategy::multiply(double, const DistMatrix&, const DistMatrix&, double, DistMatrix&, Kernel&,
-                                      const MultiplyOptions&) {
-  missing_operation(OpMultiply);
+MultiplyReport CommStrategy::multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta,
+                                      DistMatrix& c, Kernel& kernel, const MultiplyOptions& options) {
+  return plexus::multiply(*this, kernel, Trans::N, Trans::N, alpha, a, b, beta, c, options);
 }
+
+Panel CommStrategy::run(MultiplyTask&) { missing_operation(OpMultiply); }
 
 CommStrategy::RingPosition CommStrategy::ring_position(MPI_Comm comm) { return {mpi::rank(comm), mpi::size(comm)}; }
 
@@ -92,8 +72,6 @@ void CommStrategy::circulate(MPI_Comm comm, std::vector<double>& my_buffer, cons
     on_arrival(buf, origin);
   }
 }
-
-std::optional<ModelPrediction> CommStrategy::model(const ModelSpec&, int, int) const { return std::nullopt; }
 
 void CommStrategy::allreduce_sum(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic) {
   const double t0 = mpi::now();

@@ -73,7 +73,7 @@ void for_each_thread(int n, F&& f) {
 }  // namespace
 
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int threads, std::vector<double> row_eps,
-                           const std::vector<std::int64_t>& row_weight)
+                           const std::vector<std::int64_t>& row_weight, double c_scale)
     : layout_(layout), row_eps_(std::move(row_eps)) {
   if (!row_eps_.empty() && static_cast<int>(row_eps_.size()) != c.nrows)
     throw Error("LocalProduct", "row_eps needs one threshold per C row");
@@ -115,7 +115,11 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
       list.reserve(static_cast<std::size_t>(c.row_ptr[r + 1] - c.row_ptr[r]));
       for (std::int64_t b = c.row_ptr[r]; b < c.row_ptr[r + 1]; ++b) {
         const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(c.cols[b]));
-        std::copy(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off);
+        if (c_scale == 1.0)
+          std::copy(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off);
+        else
+          std::transform(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off,
+                         [c_scale](double x) { return c_scale * x; });
         list.emplace_back(c.cols[b], off);
         off += n;
       }

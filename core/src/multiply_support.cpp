@@ -40,26 +40,6 @@ Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2,
 }
 
 
-void check_multiply_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix& C, const std::string& where) {
-  int same_ab = MPI_UNEQUAL, same_ac = MPI_UNEQUAL;
-  mpi::check(MPI_Comm_compare(A.grid().comm(), B.grid().comm(), &same_ab), "MPI_Comm_compare");
-  mpi::check(MPI_Comm_compare(A.grid().comm(), C.grid().comm(), &same_ac), "MPI_Comm_compare");
-  auto congruent = [](int r) { return r == MPI_IDENT || r == MPI_CONGRUENT; };
-  if (!congruent(same_ab) || !congruent(same_ac) || A.grid().nprows() != B.grid().nprows() ||
-      A.grid().npcols() != B.grid().npcols() || A.grid().nprows() != C.grid().nprows() ||
-      A.grid().npcols() != C.grid().npcols())
-    throw Error(where, "A, B and C must be distributed over the same process grid");
-  if (!(A.layout().cols == B.layout().rows))
-    throw Error(where, "the block columns of A (" + std::to_string(A.layout().cols.count()) +
-                           ") do not match the block rows of B (" + std::to_string(B.layout().rows.count()) + ")");
-  if (!(C.layout().rows == A.layout().rows) || !(C.layout().cols == B.layout().cols))
-    throw Error(where, "C's block sizes must be A's rows by B's columns");
-  if (C.distribution().row_dist() != A.distribution().row_dist() ||
-      C.distribution().col_dist() != B.distribution().col_dist())
-    throw Error(where, "C's rows must be distributed like A's rows and its columns like B's columns "
-                       "(redistribute C first)");
-}
-
 std::vector<double> global_row_thresholds(const DistMatrix& A, double eps) {
   if (eps <= 0) return {};
   std::vector<std::int64_t> count(static_cast<std::size_t>(A.layout().rows.count()), 0);
@@ -86,34 +66,6 @@ std::vector<std::int64_t> row_weights(const DistMatrix& A, const DistMatrix& C, 
   for (int r = 0; r < c.nrows(); ++r)
     w[r] = (a.row_end(r) - a.row_begin(r)) + (beta != 0.0 ? c.row_end(r) - c.row_begin(r) : 0);
   return w;
-}
-
-double start_multiply() {
-  memory::reset_peak(memory::Category::CommBuffer);
-  memory::reset_peak_total();
-  return mpi::now();
-}
-
-void finish_multiply_report(MultiplyReport& report, const std::string& strategy, const Kernel& kernel,
-                            const LocalMultiplyStats& stats, double t_start) {
-  report.strategy = strategy;
-  report.kernel = kernel.name();
-  report.flops = stats.flops;
-  report.products = stats.products;
-  report.skipped_products = stats.skipped;
-  report.kernel_seconds = stats.kernel_seconds;
-  report.stack_seconds = stats.stack_seconds;
-  report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
-  report.peak_memory_bytes = memory::peak_total();
-  report.seconds = mpi::now() - t_start;
-}
-
-void prepare_c(DistMatrix& C, double beta) {
-  if (beta == 0.0) {
-    C.set_local(Panel(C.distribution().local_rows()));
-  } else if (beta != 1.0) {
-    C.scale(beta);
-  }
 }
 
 }  // namespace plexus

@@ -22,7 +22,7 @@
 #include "plexus/exchange.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
-#include "plexus/multiply_support.hpp"
+#include "plexus/multiply.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -76,59 +76,40 @@ class Cannon final : public plexus::CommStrategy {
   std::string name() const override { return "cannon"; }
   unsigned operations() const override { return plexus::OpMultiply; }
 
-  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
-                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
-    plexus::check_multiply_operands(A, B, C, "cannon");
-    const double t_start = plexus::start_multiply();
-    plexus::MultiplyReport report;
-
-    // Everything that reads A and B happens before C is prepared, so C may be A or B itself.
+  // The schedule: pre-shift, then V ticks multiplying the front images while they travel.
+  Panel run(plexus::MultiplyTask& task) override {
+    const DistMatrix &A = task.a(), &B = task.b();
     const Plan plan = make_plan(A);
-    std::vector<double> row_eps =
-        plexus::thresholds_of_rows(plexus::global_row_thresholds(A, options.filter_eps), C.distribution().local_rows());
-    std::vector<std::int64_t> weights = plexus::row_weights(A, C, beta);
-    // On a 1x1 grid the local panels are the only images: multiply them in place, no copies.
-    const bool direct = plan.V == 1 && &C != &A && &C != &B;
-
-    Traffic preshift, ticks;
-    std::vector<ImageBuffer> a_buf, b_buf;
-    std::int64_t predicted_a = 0, predicted_b = 0;  // data bytes the schedule will bring here
-    Panel a_scaled;
-    if (direct) {
-      if (alpha != 1.0) {
-        a_scaled = Panel::copy_of(A.local().view());
-        kernel.scale(a_scaled.data().data(), a_scaled.data_size(), alpha);
-      }
-    } else {
-      std::int64_t pre_a = 0, pre_b = 0;
-      std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
-      std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
-      predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
-      predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
-      if (alpha != 1.0)
-        for (auto& p : a_img) kernel.scale(p.data().data(), p.data_size(), alpha);
-      allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
-    }
-    plexus::prepare_c(C, beta);
-
-    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), std::move(row_eps), weights);
-    if (direct) {
-      product.multiply(alpha != 1.0 ? a_scaled.view() : A.local().view(), A.layout(), B.local().view(), B.layout(),
-                       kernel);
-    } else {
-      run_ticks(plan, A, B, a_buf, b_buf, product, kernel, ticks);
-    }
-    C.set_local(product.finish());
-    if (options.filter_eps > 0) C.filter(options.filter_eps);
-
+    plexus::LocalProduct& product = task.c_accumulator();
+    plexus::MultiplyReport& report = task.report();
     report.ticks = plan.V;
-    for (int r = 0; r < plexus::mpi::kRoles; ++r) {
-      report.traffic[r] = preshift.all_counts()[r];
-      report.traffic[r] += ticks.all_counts()[r];
-    }
     report.extra["virtual_grid"] = plan.V;
     report.extra["images_a"] = plan.a;
     report.extra["images_b"] = plan.b;
+    Traffic preshift, ticks;
+    if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
+      product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout(), task.kernel());
+      report_schedule(report, preshift, ticks, 0, 0);
+      return product.finish();
+    }
+    std::vector<ImageBuffer> a_buf, b_buf;
+    std::int64_t pre_a = 0, pre_b = 0;
+    std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
+    std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
+    // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
+    const std::int64_t predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
+    const std::int64_t predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
+    allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
+    run_ticks(plan, A, B, a_buf, b_buf, product, task.kernel(), ticks);
+    task.traffic().absorb(preshift);
+    task.traffic().absorb(ticks);
+    report_schedule(report, preshift, ticks, predicted_a, predicted_b);
+    return product.finish();
+  }
+
+  // The schedule's figures: bytes sent in the pre-shift and the ticks, and the bytes predicted.
+  static void report_schedule(plexus::MultiplyReport& report, const Traffic& preshift, const Traffic& ticks,
+                              std::int64_t predicted_a, std::int64_t predicted_b) {
     report.extra["preshift_bytes_a"] = static_cast<double>(preshift.counts(Role::A).bytes_sent);
     report.extra["preshift_bytes_b"] = static_cast<double>(preshift.counts(Role::B).bytes_sent);
     report.extra["shift_bytes_a"] = static_cast<double>(ticks.counts(Role::A).bytes_sent);
@@ -136,8 +117,6 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["predicted_bytes_a"] = static_cast<double>(predicted_a);
     report.extra["predicted_bytes_b"] = static_cast<double>(predicted_b);
     report.extra["predicted_bytes_received"] = static_cast<double>(predicted_a + predicted_b);
-    plexus::finish_multiply_report(report, name(), kernel, product.stats(), t_start);
-    return report;
   }
 
   // Dry run: panels spread evenly over the V k-groups, A's and B's k distributed alike

@@ -25,7 +25,7 @@
 #include "plexus/error.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
-#include "plexus/multiply_support.hpp"
+#include "plexus/multiply.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -182,19 +182,20 @@ class Ring final : public plexus::CommStrategy {
     return plexus::Distribution::rows_1d(line, proposal->nblkrows(), proposal->nblkcols());
   }
 
-  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
-                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
-    plexus::check_multiply_operands(A, B, C, "ring");
+  void check_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix&) const override {
     if (A.grid().npcols() != 1 || B.distribution().col_dist() != std::vector<int>(B.distribution().nblkcols(), 0))
       throw Error("ring", "the ring multiply needs A, B and C distributed by block rows over a P x 1 grid (got a " +
                               A.grid().describe() + " grid); build them with distribution_for() or redistribute");
-    const double t_start = plexus::start_multiply();
+  }
+
+  // B's row panels travel round one ring of all ranks; each arriving panel meets the blocks of A
+  // whose k it holds.
+  Panel run(plexus::MultiplyTask& task) override {
+    const DistMatrix &A = task.a(), &B = task.b();
     const MPI_Comm comm = A.grid().comm();
     const int P = A.grid().size(), me = A.grid().rank();
 
-    // A's blocks by the rank that owns their k (B's row distribution): index-only views into A's
-    // values (alpha applied to one copy of them when it is not 1).
-    MatrixCopy a_values(A, alpha, kernel);
+    // A's blocks by the rank that owns their k (B's row distribution): index-only views into A's values.
     const std::vector<Panel> a_by_owner = split_by_owner(A, B.distribution().row_dist(), P);
     // B's panel, packed into ring buffers of the largest panel's capacity (one MPI_Allreduce).
     const Panel& b = B.local();
@@ -209,14 +210,11 @@ class Ring final : public plexus::CommStrategy {
     recv.reserve(cap[0], cap[1]);
     send.pack(b);
 
-    const std::vector<double> row_eps =
-        plexus::thresholds_of_rows(plexus::global_row_thresholds(A, options.filter_eps), C.distribution().local_rows());
-    const std::vector<std::int64_t> weights = plexus::row_weights(A, C, beta);
-    plexus::prepare_c(C, beta);
-    plexus::LocalProduct product(C.local().view(), C.layout(), kernel.threads(), row_eps, weights);
+    plexus::LocalProduct& product = task.c_accumulator();
     auto multiply_with = [&](const PanelView& bp, int owner) {
-      const PanelView av = a_values.view(a_by_owner[static_cast<std::size_t>(owner)]);
-      product.multiply(av, A.layout(), bp, B.layout(), kernel);
+      PanelView av = a_by_owner[static_cast<std::size_t>(owner)].view();
+      av.data = A.local().data().data();
+      product.multiply(av, A.layout(), bp, B.layout(), task.kernel());
     };
     // Step 0: my own panel; then P-1 steps, each arriving panel from rank me-s.
     multiply_with(send.view(), me);
@@ -230,19 +228,14 @@ class Ring final : public plexus::CommStrategy {
     auto arrive = [&](const PanelBuffer& pb, int step) { multiply_with(pb.view(), (me - step + P) % P); };
     ring_steps(P - 1, comm, (me - 1 + P) % P, (me + 1) % P, kTagPanelIndex, send, recv, parts, arrive, traffic,
                Role::B);
-    C.set_local(product.finish());
-    if (options.filter_eps > 0) C.filter(options.filter_eps);
-
-    plexus::MultiplyReport report;
-    report.ticks = P;
-    report.traffic = traffic.all_counts();
+    task.traffic().absorb(traffic);
+    task.report().ticks = P;
     // The volume model: each rank receives the P-1 other B panels (values), from the sizes.
     std::int64_t predicted = 0;
     for (int q = 0; q < P; ++q)
       if (q != me) predicted += 8 * b_values[static_cast<std::size_t>(q)];
-    report.extra["predicted_bytes_received"] = static_cast<double>(predicted);
-    plexus::finish_multiply_report(report, name(), kernel, product.stats(), t_start);
-    return report;
+    task.report().extra["predicted_bytes_received"] = static_cast<double>(predicted);
+    return product.finish();
   }
 
   // Dry run: P = PR*PC ranks in one ring, every B row panel of bytes_b.
@@ -257,27 +250,6 @@ class Ring final : public plexus::CommStrategy {
   }
 
  private:
-  // A's values as the products read them: A's own, or one copy scaled by alpha.
-  class MatrixCopy {
-   public:
-    MatrixCopy(const DistMatrix& A, double alpha, plexus::Kernel& kernel) : base_(A.local().data().data()) {
-      if (alpha != 1.0) {
-        scaled_.assign(A.local().data().begin(), A.local().data().end());
-        kernel.scale(scaled_.data(), static_cast<std::int64_t>(scaled_.size()), alpha);
-        base_ = scaled_.data();
-      }
-    }
-    PanelView view(const Panel& index_only) const {
-      PanelView v = index_only.view();
-      v.data = base_;
-      return v;
-    }
-
-   private:
-    const double* base_;
-    plexus::MatrixData scaled_;
-  };
-
   // Index-only panels of A's blocks per owner of k: offsets point into A's values.
   static std::vector<Panel> split_by_owner(const DistMatrix& A, const std::vector<int>& b_row_owner, int P) {
     const PanelView v = A.local().view();

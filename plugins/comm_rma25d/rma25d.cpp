@@ -35,6 +35,7 @@
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/multiply.hpp"
 #include "plexus/multiply_support.hpp"
 #include "plexus/plugin.hpp"
 
@@ -336,20 +337,16 @@ class Rma25d final : public plexus::CommStrategy {
   std::string name() const override { return "rma25d"; }
   unsigned operations() const override { return plexus::OpMultiply; }
 
-  plexus::MultiplyReport multiply(double alpha, const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
-                                  plexus::Kernel& kernel, const plexus::MultiplyOptions& options) override {
-    plexus::check_multiply_operands(A, B, C, "rma25d");
-    const double t_start = plexus::start_multiply();
+  Panel run(plexus::MultiplyTask& task) override {
+    const DistMatrix &A = task.a(), &B = task.b(), &C = task.c();
     const auto& grid = A.grid();
     const Geometry geo = make_geometry(grid.nprows(), grid.npcols(), grid.myprow(), grid.mypcol(),
                                        layers_for(grid.nprows(), grid.npcols(), grid.rank()), A.distribution().col_dist());
     MPI_Comm comm = grid.comm();
 
-    // Set-up: stage the pieces of A and B (before C is touched: C may be A or B), and decide with
-    // a non-blocking reduction, overlapped with the rest of the set-up, whether windows must grow.
+    // Set-up: stage the pieces of A and B, and decide with a non-blocking reduction, overlapped
+    // with the rest of the set-up, whether windows must grow.
     Staged sa = stage(A, geo, true), sb = stage(B, geo, false);
-    if (alpha != 1.0)
-      for (auto& p : sa.pieces) kernel.scale(p.data().data(), p.data_size(), alpha);
     const bool new_comm = window_comm_ != comm;
     int grow = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
                 sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
@@ -360,14 +357,12 @@ class Rma25d final : public plexus::CommStrategy {
     MPI_Request grow_req = MPI_REQUEST_NULL;
     plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
 
-    const std::vector<double> global_eps = plexus::global_row_thresholds(A, options.filter_eps);
     // Rows of the C panels of my group, per process row r0 + i.
     std::vector<std::vector<int>> rows_of(static_cast<std::size_t>(geo.sr));
     for (int i = 0; i < static_cast<int>(C.distribution().row_dist().size()); ++i) {
       const int r = C.distribution().row_dist()[static_cast<std::size_t>(i)] - geo.r0;
       if (r >= 0 && r < geo.sr) rows_of[static_cast<std::size_t>(r)].push_back(i);
     }
-    std::vector<std::int64_t> my_weights = plexus::row_weights(A, C, beta);
 
     plexus::mpi::check(MPI_Wait(&grow_req, MPI_STATUS_IGNORE), "MPI_Wait");
     if (grow) {
@@ -390,46 +385,38 @@ class Rma25d final : public plexus::CommStrategy {
                                       static_cast<int>(mine.size()), MPI_INT64_T, comm, &dir_req),
                        "MPI_Iallgather");
 
-    // Meanwhile: C. My own panel starts from beta*C; the other L-1 start empty.
-    plexus::prepare_c(C, beta);
+    // Meanwhile: the accumulators. My own panel starts from beta*C; the other L-1 start empty.
     const int me = (geo.pr - geo.r0) * geo.sc + (geo.pc - geo.c0);
-    std::vector<std::unique_ptr<plexus::LocalProduct>> products;
+    std::vector<plexus::LocalProduct*> products;
     for (int i = 0; i < geo.sr; ++i)
-      for (int j = 0; j < geo.sc; ++j) {
-        const auto& rows = rows_of[static_cast<std::size_t>(i)];
-        const bool own = i * geo.sc + j == me;
-        Panel empty(rows);
-        products.push_back(std::make_unique<plexus::LocalProduct>(
-            own ? C.local().view() : empty.view(), C.layout(), kernel.threads(),
-            plexus::thresholds_of_rows(global_eps, rows), own ? my_weights : std::vector<std::int64_t>{}));
-      }
+      for (int j = 0; j < geo.sc; ++j)
+        products.push_back(i * geo.sc + j == me ? &task.c_accumulator()
+                                                : &task.partial_accumulator(rows_of[static_cast<std::size_t>(i)]));
     plexus::mpi::check(MPI_Wait(&dir_req, MPI_STATUS_IGNORE), "MPI_Wait");
 
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
     // Ticks; each partial panel of another member is sent as soon as it is final.
-    Reducer reducer(geo, C, me, group_comm(comm, geo));
-    run_ticks(geo, dir, cap, A, B, products, kernel, traffic, [&](int q) {
+    Reducer reducer(geo, C.layout(), me, group_comm(comm, geo));
+    run_ticks(geo, dir, cap, A, B, products, task.kernel(), traffic, [&](int q) {
       if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
     });
     // Windows and fetch buffers, at their peak (they are freed before the reduction).
     const std::int64_t tick_buffers = plexus::memory::peak(plexus::memory::Category::CommBuffer);
-    plexus::LocalMultiplyStats stats;
-    for (const auto& p : products) stats += p->stats();
-    const ReduceBuffers reduced = reducer.finish(products[static_cast<std::size_t>(me)]->finish(), traffic);
-    if (options.filter_eps > 0) C.filter(options.filter_eps);
+    ReduceBuffers reduced;
+    Panel result = reducer.finish(products[static_cast<std::size_t>(me)]->finish(), traffic, reduced);
+    task.traffic().absorb(traffic);
 
-    plexus::MultiplyReport report;
+    plexus::MultiplyReport& report = task.report();
     report.ticks = geo.T;
-    report.traffic = traffic.all_counts();
     // The paper's buffer footprint: every buffer counted as allocated (the receive buffer is
     // allocated after the fetch buffers are freed, so the simultaneous peak, peak_buffer_bytes, is lower).
     const std::int64_t measured_buffers = tick_buffers + reduced.partial_bytes + reduced.receive_bytes;
     const Prediction pred =
         predict(geo, dir, cap,
                 Sizes{static_cast<std::int64_t>(a_win_.data.size() + b_win_.data.size()),
-                      static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()), C.local().data_size(),
-                      PanelView::packed_words(C.local().nrows(), C.local().nblocks())});
+                      static_cast<std::int64_t>(a_win_.index.size() + b_win_.index.size()), result.data_size(),
+                      PanelView::packed_words(result.nrows(), result.nblocks())});
     report.extra["layers"] = geo.L;
     report.extra["k_groups"] = geo.G;
     report.extra["window_creations"] = window_creations_;
@@ -440,8 +427,7 @@ class Rma25d final : public plexus::CommStrategy {
     report.extra["predicted_buffer_bytes"] = static_cast<double>(pred.buffer_bytes);
     report.extra["measured_buffer_bytes"] = static_cast<double>(measured_buffers);
     report.extra["predicted_bytes_received"] = static_cast<double>(pred.bytes_a + pred.bytes_b + pred.bytes_c);
-    plexus::finish_multiply_report(report, name(), kernel, stats, t_start);
-    return report;
+    return result;
   }
 
  private:
@@ -504,7 +490,7 @@ class Rma25d final : public plexus::CommStrategy {
   // In the last tick my own panel's products come last and on_final(q) is called as soon as
   // panel q has all its products, so the partial panels travel while my own is multiplied.
   void run_ticks(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& A,
-                 const DistMatrix& B, std::vector<std::unique_ptr<plexus::LocalProduct>>& products, plexus::Kernel& kernel,
+                 const DistMatrix& B, const std::vector<plexus::LocalProduct*>& products, plexus::Kernel& kernel,
                  Traffic& traffic, const std::function<void(int)>& on_final) const {
     const int i_me = geo.pr - geo.r0, j_me = geo.pc - geo.c0;
     auto ordered = [](int n, int last, bool move_last) {
@@ -611,8 +597,8 @@ class Rma25d final : public plexus::CommStrategy {
   class Reducer {
    public:
     // group: the members of my group, member q (the owner of panel q) being rank q.
-    Reducer(const Geometry& geo, DistMatrix& C, int me, MPI_Comm group)
-        : geo_(geo), C_(C), me_(me), comm_(group), partial_(geo.L), index_(geo.L) {}
+    Reducer(const Geometry& geo, const plexus::BlockLayout& layout, int me, MPI_Comm group)
+        : geo_(geo), layout_(layout), me_(me), comm_(group), partial_(geo.L), index_(geo.L) {}
 
     int owner(int q) const { return q; }
 
@@ -630,7 +616,8 @@ class Rma25d final : public plexus::CommStrategy {
       sends_.isend(kept.data().data(), kept.data_size(), MPI_DOUBLE, owner(q), kTagCData, comm, Role::C, Payload::Data);
     }
 
-    ReduceBuffers finish(Panel mine, Traffic& traffic) {
+    // Returns my panel with the partial panels of the other members added; `held` gets the sizes.
+    Panel finish(Panel mine, Traffic& traffic, ReduceBuffers& held) {
       const MPI_Comm comm = comm_;
       std::vector<int> members;
       for (int q = 0; q < geo_.L; ++q)
@@ -655,18 +642,18 @@ class Rma25d final : public plexus::CommStrategy {
                         Role::C, Payload::Data);
           traffic.waitall(Role::C);
           const PanelView v = PanelView::from_packed(rindex.data(), words[m], rdata.data());
-          mine = plexus::add_panels(mine.view(), 1.0, v, 1.0, C_.layout());
+          mine = plexus::add_panels(mine.view(), 1.0, v, 1.0, layout_);
         }
       }
       sends_.waitall(Role::C);
       traffic.absorb(sends_);
-      C_.set_local(std::move(mine));
-      return held_;
+      held = held_;
+      return mine;
     }
 
    private:
     const Geometry& geo_;
-    DistMatrix& C_;
+    const plexus::BlockLayout& layout_;
     int me_;
     MPI_Comm comm_;
     Traffic sends_;

@@ -1,5 +1,9 @@
 #pragma once
 // How a distributed operation moves data. Each strategy lists the operations it provides.
+//
+// Transitional (SDK 2): a CommStrategy is a MultiplyAlgorithm (its multiply is run by core's
+// one driver, plexus::multiply in multiply.hpp) plus the collectives a plugin provides
+// (circulate, reductions). The collectives move to a component kind of their own next.
 #include <mpi.h>
 
 #include <array>
@@ -15,6 +19,7 @@
 #include "plexus/local_multiply.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/multiply.hpp"
 
 namespace plexus {
 
@@ -22,58 +27,18 @@ namespace plexus {
 enum Operation : unsigned { OpMultiply = 1u, OpCirculate = 2u, OpAllreduceSum = 4u };
 std::string operation_name(Operation op);
 
-struct MultiplyOptions {
-  double filter_eps = 0.0;  ///< on-the-fly filtering and final filtering of C; 0 disables
-};
-
-/// What one multiply did on this rank: counted, never estimated.
-struct MultiplyReport {
-  std::string strategy;
-  std::string kernel;
-  int ticks = 0;
-  double seconds = 0;             ///< whole multiply on this rank
-  double kernel_seconds = 0;      ///< stacks processed by the kernel
-  double stack_seconds = 0;       ///< building stacks
-  double flops = 0;               ///< 2*m*n*k over the products computed on this rank
-  std::int64_t products = 0;
-  std::int64_t skipped_products = 0;
-  std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
-  std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
-  std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked memory during the multiply
-  std::map<std::string, double> extra;  ///< strategy-specific figures (documented by the strategy)
-
-  double wait_seconds() const;
-  std::int64_t bytes_sent() const;  ///< data + index, all roles
-  std::int64_t messages_sent() const;
-};
-
-/// A problem for the dry-run model: a PR x PC grid whose every rank holds local panels of A, B
-/// and C of these sizes (bytes of values), spread evenly over the k indices.
-struct ModelSpec {
-  int nprows = 1, npcols = 1;
-  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;
-};
-
-/// What one rank of a multiply will do, predicted by the strategy's own schedule.
-struct ModelPrediction {
-  int ticks = 0;
-  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;  ///< data bytes each rank receives (A, B) and sends (C)
-  std::int64_t buffer_bytes = 0;                       ///< communication buffers (values), the paper's footprint
-  std::string note;                                    ///< e.g. the layer count actually used
-};
-
-class CommStrategy {
+class CommStrategy : public MultiplyAlgorithm {
  public:
-  virtual ~CommStrategy();  // key function, defined in libplexus_core
-  virtual std::string name() const = 0;
+  ~CommStrategy() override;  // key function, defined in libplexus_core
   virtual unsigned operations() const = 0;
 
-  /// The distribution this strategy wants for an operand, given a proposal (default: the proposal).
-  virtual std::shared_ptr<const Distribution> distribution_for(std::shared_ptr<const Distribution> proposal) const;
+  /// C = alpha * A * B + beta * C through core's driver (plexus::multiply) with this strategy's
+  /// schedule. Collective over the grid.
+  MultiplyReport multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta, DistMatrix& c,
+                          Kernel& kernel, const MultiplyOptions& options = {});
 
-  /// C = alpha * A * B + beta * C. Collective over the grid.
-  virtual MultiplyReport multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta, DistMatrix& c,
-                                  Kernel& kernel, const MultiplyOptions& options);
+  /// Without a multiply of its own: the error naming the strategies that have one.
+  Panel run(MultiplyTask& task) override;
 
   /// Every rank's buffer visits every rank of its ring (the ranks of comm, or of the sub-ring of
   /// comm the strategy makes); on_arrival(buffer, origin) is called once per buffer, the local one
@@ -99,10 +64,6 @@ class CommStrategy {
   /// Sums `values` (in place, on every rank) over the ranks that hold the same position in the
   /// other rings of comm: the final reduction of per-ring results. Default: one ring, nothing to do.
   virtual void reduce_across_rings(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic);
-
-  /// The dry-run model of multiply for rank (prow, pcol) of spec's grid, without moving data or
-  /// needing MPI: the same schedule the real run follows. Default: not modelled (nullopt).
-  virtual std::optional<ModelPrediction> model(const ModelSpec& spec, int prow, int pcol) const;
 
   /// In-place sum over comm. Core default: MPI_Allreduce.
   virtual void allreduce_sum(MPI_Comm comm, std::vector<double>& values, mpi::Traffic& traffic);

@@ -26,12 +26,12 @@ struct LocalMultiplyStats {
 /// per panel pair, then finish() returns the new local C panel.
 class LocalProduct {
  public:
-  /// c_start: C's local blocks before the multiply (already scaled by beta); its rows fix the
+  /// c_start: C's local blocks before the multiply, taken times c_scale (beta); its rows fix the
   /// row set. `row_eps[r]`, if not empty, is the on-the-fly filtering threshold of CSR row r
   /// (skip when |a|*|b| < row_eps[r]). `threads` threads own whole rows, balanced by `row_weight`
   /// (one weight per CSR row; empty: C's block counts).
   LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, int threads, std::vector<double> row_eps,
-               const std::vector<std::int64_t>& row_weight = {});
+               const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0);
   ~LocalProduct();
   LocalProduct(const LocalProduct&) = delete;
   LocalProduct& operator=(const LocalProduct&) = delete;

@@ -18,7 +18,7 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes.
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;  // 2: CommStrategy is a MultiplyAlgorithm run by core's driver
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver };
 const char* kind_name(ComponentKind k);

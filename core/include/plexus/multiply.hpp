@@ -1,0 +1,167 @@
+#pragma once
+// The distributed multiply: one driver in core, and the interface a multiply algorithm implements.
+//
+//   C = alpha * op(A) * op(B) + beta * C,   op(X) = X or X^T
+//
+// The driver (plexus::multiply) owns everything every algorithm needs alike, in this order:
+// validation of the operands (before any work), the transposes (a counted redistribution),
+// alpha (applied to one copy of op(A)), DBCSR's on-the-fly filtering thresholds, the accumulator
+// of C (starting from beta * C), final filtering, retain_sparsity, and the report. C is left
+// untouched until the algorithm has returned its new local panel, so C may be A and/or B: no
+// algorithm has to think about aliasing. A MultiplyAlgorithm supplies only its schedule and its
+// data movement (run), and the model of both (model).
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plexus/kernel.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/matrix.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/panel.hpp"
+
+namespace plexus {
+
+struct MultiplyOptions {
+  double filter_eps = 0.0;       ///< on-the-fly filtering and final filtering of C; 0 disables
+  bool retain_sparsity = false;  ///< C keeps exactly the block pattern it had before the multiply
+};
+
+/// What one multiply did on this rank: counted, never estimated.
+struct MultiplyReport {
+  std::string strategy;
+  std::string kernel;
+  int ticks = 0;
+  double seconds = 0;             ///< whole multiply on this rank
+  double kernel_seconds = 0;      ///< stacks processed by the kernel
+  double stack_seconds = 0;       ///< building stacks
+  double flops = 0;               ///< 2*m*n*k over the products computed on this rank
+  std::int64_t products = 0;
+  std::int64_t skipped_products = 0;
+  std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
+  std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
+  std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked memory during the multiply
+  std::map<std::string, double> extra;  ///< strategy-specific figures (documented by the strategy)
+
+  double wait_seconds() const;
+  std::int64_t bytes_sent() const;  ///< data + index, all roles
+  std::int64_t messages_sent() const;
+};
+
+/// A problem for the dry-run model: a PR x PC grid whose every rank holds local panels of A, B
+/// and C of these sizes (bytes of values), spread evenly over the k indices.
+struct ModelSpec {
+  int nprows = 1, npcols = 1;
+  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;
+};
+
+/// What one rank of a multiply will do, predicted by the algorithm's own schedule.
+struct ModelPrediction {
+  int ticks = 0;
+  std::int64_t bytes_a = 0, bytes_b = 0, bytes_c = 0;  ///< data bytes each rank receives (A, B) and sends (C)
+  std::int64_t buffer_bytes = 0;                       ///< communication buffers (values), the paper's footprint
+  std::string note;                                    ///< e.g. the layer count actually used
+};
+
+/// What the driver hands an algorithm for one multiply. The operands are op(A) already scaled by
+/// alpha and op(B); neither shares storage with the C that will receive the result. All
+/// accumulators are owned by the task and live until the driver has written the report.
+class MultiplyTask {
+ public:
+  MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistMatrix& c, double beta, Kernel& kernel,
+               const MultiplyOptions& options, std::vector<double> thresholds);
+  ~MultiplyTask();
+  MultiplyTask(const MultiplyTask&) = delete;
+  MultiplyTask& operator=(const MultiplyTask&) = delete;
+
+  /// op(A) * alpha: its rows are distributed like C's rows.
+  const DistMatrix& a() const { return a_; }
+  /// op(B): its columns are distributed like C's columns.
+  const DistMatrix& b() const { return b_; }
+  /// The target: its distribution and layout. Its values are those before the multiply.
+  const DistMatrix& c() const { return c_; }
+  Kernel& kernel() const { return kernel_; }
+  const MultiplyOptions& options() const { return options_; }
+
+  /// DBCSR's on-the-fly filtering threshold of every global block row of C (empty: no filtering).
+  const std::vector<double>& thresholds() const { return thresholds_; }
+
+  /// The accumulator of this rank's C panel, starting from beta * C, its threads balanced by the
+  /// blocks of A and C in each row. Made on the first call; later calls return the same one.
+  LocalProduct& c_accumulator();
+  /// A further accumulator over the given global block rows (ascending), starting empty: a
+  /// partial C panel that the algorithm sends to its owner (e.g. 2.5D's other layers).
+  LocalProduct& partial_accumulator(const std::vector<int>& rows);
+
+  /// The multiply's counted traffic. An algorithm may count in its own Traffic objects and
+  /// absorb() them here before it returns.
+  mpi::Traffic& traffic() { return traffic_; }
+  /// The report being built: an algorithm sets `ticks` and its own `extra` figures.
+  MultiplyReport& report() { return report_; }
+
+  /// Sum of the statistics of every accumulator handed out (driver use).
+  LocalMultiplyStats stats() const;
+
+ private:
+  const DistMatrix& a_;
+  const DistMatrix& b_;
+  const DistMatrix& c_;
+  double beta_;
+  Kernel& kernel_;
+  MultiplyOptions options_;
+  std::vector<double> thresholds_;
+  std::unique_ptr<LocalProduct> c_acc_;
+  std::vector<std::unique_ptr<LocalProduct>> partial_;
+  mpi::Traffic traffic_;
+  MultiplyReport report_;
+};
+
+/// A multiply algorithm: its schedule and its data movement, nothing else.
+class MultiplyAlgorithm {
+ public:
+  virtual ~MultiplyAlgorithm();  // key function, defined in libplexus_core
+  virtual std::string name() const = 0;
+
+  /// The distribution this algorithm wants for an operand, given a proposal (default: the proposal).
+  virtual std::shared_ptr<const Distribution> distribution_for(std::shared_ptr<const Distribution> proposal) const;
+
+  /// Throws plexus::Error when the operands' distributions do not suit the algorithm (e.g. the
+  /// ring's P x 1 grid). Called by the driver before any work, on every rank alike. Default: any.
+  virtual void check_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix& C) const;
+
+  /// Computes and returns this rank's new C panel: task.c_accumulator() after every product
+  /// A(i,k) * B(k,j) of the schedule has been added (through it or through partial
+  /// accumulators reduced into it). Collective over the grid. Must not modify the operands.
+  virtual Panel run(MultiplyTask& task);
+
+  /// The dry-run model for rank (prow, pcol) of spec's grid, without moving data or needing
+  /// MPI: the same schedule the real run follows. Default: not modelled (nullopt).
+  virtual std::optional<ModelPrediction> model(const ModelSpec& spec, int prow, int pcol) const;
+};
+
+/// 'N' (op(X) = X) or 'T' (op(X) = X^T).
+enum class Trans : char { N = 'N', T = 'T' };
+
+/// C = alpha * op(A) * op(B) + beta * C through `algorithm` and `kernel`. C may be A and/or B.
+/// Requirements (checked before any work, the same on every rank): A, B and C on one grid,
+/// finalized; op(A)'s columns match op(B)'s rows, C's layout is op(A)'s rows by op(B)'s columns,
+/// C's rows are distributed like op(A)'s rows (A's columns when transposed) and C's columns
+/// like op(B)'s columns. A transposed operand is produced by one counted block exchange
+/// (reported under its role). Collective over the grid.
+MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans trans_a, Trans trans_b, double alpha,
+                        const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
+                        const MultiplyOptions& options = {});
+
+/// X^T on `target` (a distribution of X's columns by X's rows over X's grid): one counted
+/// all-to-all block exchange (role `role` in `traffic`), blocks transposed locally. Collective.
+DistMatrix transpose(const DistMatrix& X, std::shared_ptr<const Distribution> target, mpi::Traffic& traffic,
+                     mpi::Role role = mpi::Role::Other);
+/// X^T distributed with X's column map for its rows and X's row map for its columns (when the
+/// grid allows it; otherwise block-cyclic). Collective.
+DistMatrix transpose(const DistMatrix& X);
+
+}  // namespace plexus

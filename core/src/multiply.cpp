@@ -1,0 +1,297 @@
+// The one multiply driver (DBCSR's dbcsr_multiply_generic is the model): validation,
+// transposes, alpha, thresholds, the accumulator of C, final filtering and the report are done
+// here once; the algorithm supplies its schedule and data movement.
+#include "plexus/multiply.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "plexus/error.hpp"
+#include "plexus/exchange.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/multiply_support.hpp"
+
+namespace plexus {
+
+// ---- report ---------------------------------------------------------------------------------
+
+double MultiplyReport::wait_seconds() const {
+  double s = 0;
+  for (const auto& t : traffic) s += t.wait_seconds;
+  return s;
+}
+
+std::int64_t MultiplyReport::bytes_sent() const {
+  std::int64_t s = 0;
+  for (const auto& t : traffic) s += t.bytes_sent + t.index_bytes_sent;
+  return s;
+}
+
+std::int64_t MultiplyReport::messages_sent() const {
+  std::int64_t s = 0;
+  for (const auto& t : traffic) s += t.messages_sent;
+  return s;
+}
+
+// ---- task -----------------------------------------------------------------------------------
+
+MultiplyTask::MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistMatrix& c, double beta, Kernel& kernel,
+                           const MultiplyOptions& options, std::vector<double> thresholds)
+    : a_(a), b_(b), c_(c), beta_(beta), kernel_(kernel), options_(options), thresholds_(std::move(thresholds)) {}
+
+MultiplyTask::~MultiplyTask() = default;
+
+LocalProduct& MultiplyTask::c_accumulator() {
+  if (!c_acc_) {
+    const std::vector<int>& rows = c_.distribution().local_rows();
+    const Panel empty(rows);
+    const PanelView start = beta_ != 0.0 ? c_.local().view() : empty.view();
+    c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_.threads(), thresholds_of_rows(thresholds_, rows),
+                                            row_weights(a_, c_, beta_), beta_ != 0.0 ? beta_ : 1.0);
+  }
+  return *c_acc_;
+}
+
+LocalProduct& MultiplyTask::partial_accumulator(const std::vector<int>& rows) {
+  const Panel empty(rows);
+  partial_.push_back(std::make_unique<LocalProduct>(empty.view(), c_.layout(), kernel_.threads(),
+                                                    thresholds_of_rows(thresholds_, rows)));
+  return *partial_.back();
+}
+
+LocalMultiplyStats MultiplyTask::stats() const {
+  LocalMultiplyStats s;
+  if (c_acc_) s += c_acc_->stats();
+  for (const auto& p : partial_) s += p->stats();
+  return s;
+}
+
+// ---- algorithm defaults ---------------------------------------------------------------------
+
+MultiplyAlgorithm::~MultiplyAlgorithm() = default;
+
+std::shared_ptr<const Distribution> MultiplyAlgorithm::distribution_for(
+    std::shared_ptr<const Distribution> proposal) const {
+  return proposal;
+}
+
+void MultiplyAlgorithm::check_operands(const DistMatrix&, const DistMatrix&, const DistMatrix&) const {}
+
+Panel MultiplyAlgorithm::run(MultiplyTask&) {
+  throw InputError("Communication/Multiply", "'" + name() + "' does not provide a multiply");
+}
+
+std::optional<ModelPrediction> MultiplyAlgorithm::model(const ModelSpec&, int, int) const { return std::nullopt; }
+
+// ---- transpose ------------------------------------------------------------------------------
+
+namespace {
+
+bool same_ranks(MPI_Comm x, MPI_Comm y) {
+  int r = MPI_UNEQUAL;
+  mpi::check(MPI_Comm_compare(x, y, &r), "MPI_Comm_compare");
+  return r == MPI_IDENT || r == MPI_CONGRUENT;
+}
+
+bool same_grid(const Grid& x, const Grid& y) {
+  return x.nprows() == y.nprows() && x.npcols() == y.npcols() && same_ranks(x.comm(), y.comm());
+}
+
+std::vector<int> cyclic(int n, int p) {
+  std::vector<int> d(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = i % p;
+  return d;
+}
+
+}  // namespace
+
+DistMatrix transpose(const DistMatrix& X, std::shared_ptr<const Distribution> target, mpi::Traffic& traffic,
+                     mpi::Role role) {
+  const std::string where = "transpose(" + X.name() + ")";
+  if (target->nblkrows() != X.layout().cols.count() || target->nblkcols() != X.layout().rows.count())
+    throw Error(where, "the target distribution is " + std::to_string(target->nblkrows()) + "x" +
+                           std::to_string(target->nblkcols()) + " blocks; the transpose needs " +
+                           std::to_string(X.layout().cols.count()) + "x" + std::to_string(X.layout().rows.count()));
+  if (!same_ranks(target->grid().comm(), X.grid().comm()))
+    throw Error(where, "the target grid is over another set of ranks");
+  if (!X.finalized()) throw Error(where, X.name() + " has blocks put since the last finalize()");
+  const BlockLayout& lx = X.layout();
+  const ExchangedBlocks got = exchange_blocks(
+      X.local().view(), lx, X.grid().comm(),
+      [&](int i, int j, int& tag) {
+        tag = 0;
+        return target->owner(j, i);
+      },
+      traffic, role);
+  // Received blocks are sorted by X's (row, col); the transpose needs them by (col, row).
+  std::vector<std::size_t> order(got.blocks.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    const auto &p = got.blocks[x], &q = got.blocks[y];
+    return p.col != q.col ? p.col < q.col : p.row < q.row;
+  });
+  DistMatrix out(X.name() + "^T", target, BlockLayout{lx.cols, lx.rows});
+  Panel panel(target->local_rows());
+  panel.reserve(static_cast<std::int64_t>(got.blocks.size()), static_cast<std::int64_t>(got.values.size()));
+  for (const std::size_t q : order) {
+    const auto& blk = got.blocks[q];
+    const int m = lx.rows.size(blk.row), n = lx.cols.size(blk.col);  // X's block is m x n
+    const double* x = got.values.data() + blk.offset;
+    double* t = panel.append_block(panel.row_index(blk.col), blk.row, m * n);
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < m; ++r) t[c + std::int64_t{r} * n] = x[r + std::int64_t{c} * m];
+  }
+  out.set_local(std::move(panel));
+  return out;
+}
+
+DistMatrix transpose(const DistMatrix& X) {
+  const auto& g = X.distribution().grid_ptr();
+  const int nr = X.layout().cols.count(), nc = X.layout().rows.count();
+  auto target = g->nprows() == g->npcols()
+                    ? std::make_shared<const Distribution>(g, X.distribution().col_dist(), X.distribution().row_dist(),
+                                                           "transposed")
+                    : Distribution::block_cyclic(g, nr, nc);
+  mpi::Traffic traffic;
+  return transpose(X, target, traffic);
+}
+
+// ---- the driver -----------------------------------------------------------------------------
+
+namespace {
+
+// `values` on `pattern`'s blocks: a block of the pattern takes its values from `values` when
+// present there, zeros otherwise; blocks outside the pattern are dropped (retain_sparsity).
+Panel on_pattern(const PanelView& values, const PanelView& pattern, const BlockLayout& layout) {
+  Panel out(std::vector<int>(pattern.row_ids, pattern.row_ids + pattern.nrows));
+  out.reserve(pattern.nblocks, pattern.data_size);
+  for (int r = 0; r < pattern.nrows; ++r) {
+    const int i = static_cast<int>(pattern.row_ids[r]);
+    std::int64_t v = values.row_ptr[r];
+    for (std::int64_t b = pattern.row_ptr[r]; b < pattern.row_ptr[r + 1]; ++b) {
+      const auto j = pattern.cols[b];
+      while (v < values.row_ptr[r + 1] && values.cols[v] < j) ++v;
+      const int n = layout.rows.size(i) * layout.cols.size(static_cast<int>(j));
+      double* dst = out.append_block(r, static_cast<int>(j), n);
+      if (v < values.row_ptr[r + 1] && values.cols[v] == j)
+        std::copy(values.data + values.offsets[v], values.data + values.offsets[v] + n, dst);
+    }
+  }
+  return out;
+}
+
+// Every check that needs no communication and gives the same answer on every rank.
+void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alpha, const DistMatrix& A,
+              const DistMatrix& B, double beta, const DistMatrix& C, const MultiplyOptions& options,
+              const std::string& where) {
+  if (ta != Trans::N && ta != Trans::T) throw InputError(where, "transA must be 'N' or 'T'");
+  if (tb != Trans::N && tb != Trans::T) throw InputError(where, "transB must be 'N' or 'T'");
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) throw InputError(where, "alpha and beta must be finite numbers");
+  if (!(options.filter_eps >= 0) || !std::isfinite(options.filter_eps))
+    throw InputError(where, "filter_eps must be a finite number >= 0 (got " + std::to_string(options.filter_eps) + ")");
+  for (const DistMatrix* m : {&A, &B, &C})
+    if (!m->finalized())
+      throw Error(where, "matrix '" + m->name() + "' has blocks put since the last finalize(); call finalize() first");
+  if (!same_grid(A.grid(), B.grid()) || !same_grid(A.grid(), C.grid()))
+    throw Error(where, "A, B and C must be distributed over the same process grid (A: " + A.grid().describe() +
+                           ", B: " + B.grid().describe() + ", C: " + C.grid().describe() + ")");
+  const BlockSizes& a_rows = ta == Trans::N ? A.layout().rows : A.layout().cols;
+  const BlockSizes& a_cols = ta == Trans::N ? A.layout().cols : A.layout().rows;
+  const BlockSizes& b_rows = tb == Trans::N ? B.layout().rows : B.layout().cols;
+  const BlockSizes& b_cols = tb == Trans::N ? B.layout().cols : B.layout().rows;
+  const std::string ops = std::string("op(A) = A") + (ta == Trans::T ? "^T" : "") + ", op(B) = B" +
+                          (tb == Trans::T ? "^T" : "");
+  if (!(a_cols == b_rows))
+    throw Error(where, "the block columns of op(A) (" + std::to_string(a_cols.count()) +
+                           " blocks) do not match the block rows of op(B) (" + std::to_string(b_rows.count()) +
+                           " blocks, or their sizes differ; " + ops + ")");
+  if (!(C.layout().rows == a_rows) || !(C.layout().cols == b_cols))
+    throw Error(where, "C's block sizes must be op(A)'s rows by op(B)'s columns (" + ops + ")");
+  if (ta == Trans::N && C.distribution().row_dist() != A.distribution().row_dist())
+    throw Error(where, "C's rows must be distributed like A's rows (redistribute C or A first)");
+  if (tb == Trans::N && C.distribution().col_dist() != B.distribution().col_dist())
+    throw Error(where, "C's columns must be distributed like B's columns (redistribute C or B first)");
+  (void)algorithm;
+}
+
+}  // namespace
+
+MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, Trans tb, double alpha,
+                        const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
+                        const MultiplyOptions& options) {
+  const std::string where = "multiply(" + algorithm.name() + ")";
+  validate(algorithm, ta, tb, alpha, A, B, beta, C, options, where);
+  const auto& grid = C.distribution().grid_ptr();
+  // The distributions of the transposed operands: op(A)'s rows like C's rows, op(B)'s columns like
+  // C's columns, the k dimension block-cyclic.
+  const int k = ta == Trans::N ? A.layout().cols.count() : A.layout().rows.count();
+  std::shared_ptr<const Distribution> a_target, b_target;
+  if (ta == Trans::T)
+    a_target = std::make_shared<const Distribution>(grid, C.distribution().row_dist(), cyclic(k, grid->npcols()),
+                                                    "transposed");
+  if (tb == Trans::T)
+    b_target = std::make_shared<const Distribution>(grid, cyclic(k, grid->nprows()), C.distribution().col_dist(),
+                                                    "transposed");
+  {
+    // The algorithm's own conditions, on the distributions the operands will have.
+    const DistMatrix a_shape("op(A)", a_target ? a_target : A.distribution_ptr(),
+                             ta == Trans::N ? A.layout() : BlockLayout{A.layout().cols, A.layout().rows});
+    const DistMatrix b_shape("op(B)", b_target ? b_target : B.distribution_ptr(),
+                             tb == Trans::N ? B.layout() : BlockLayout{B.layout().cols, B.layout().rows});
+    algorithm.check_operands(a_shape, b_shape, C);
+  }
+
+  memory::reset_peak(memory::Category::CommBuffer);
+  memory::reset_peak_total();
+  const double t_start = mpi::now();
+
+  // op(A) * alpha and op(B). A transposed operand is a copy already; otherwise alpha != 1 takes
+  // one copy of A. Nothing here writes to C, so C may be A or B.
+  mpi::Traffic moved;
+  std::optional<DistMatrix> a_copy, b_copy;
+  if (ta == Trans::T) a_copy.emplace(transpose(A, a_target, moved, mpi::Role::A));
+  if (tb == Trans::T) b_copy.emplace(transpose(B, b_target, moved, mpi::Role::B));
+  if (alpha != 1.0) {
+    if (!a_copy) {
+      a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
+      a_copy->set_local(Panel::copy_of(A.local().view()));
+    }
+    a_copy->scale(alpha);
+  }
+  const DistMatrix& a = a_copy ? *a_copy : A;
+  const DistMatrix& b = b_copy ? *b_copy : B;
+
+  MultiplyTask task(a, b, C, beta, kernel, options, global_row_thresholds(a, options.filter_eps));
+  Panel result = algorithm.run(task);
+  if (options.retain_sparsity) result = on_pattern(result.view(), C.local().view(), C.layout());
+  C.set_local(std::move(result));
+  if (options.filter_eps > 0 && !options.retain_sparsity) C.filter(options.filter_eps);
+
+  MultiplyReport report = std::move(task.report());
+  report.strategy = algorithm.name();
+  report.kernel = kernel.name();
+  for (int r = 0; r < mpi::kRoles; ++r) {
+    report.traffic[r] = task.traffic().all_counts()[r];
+    report.traffic[r] += moved.all_counts()[r];
+  }
+  const LocalMultiplyStats stats = task.stats();
+  report.flops = stats.flops;
+  report.products = stats.products;
+  report.skipped_products = stats.skipped;
+  report.kernel_seconds = stats.kernel_seconds;
+  report.stack_seconds = stats.stack_seconds;
+  report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
+  report.peak_memory_bytes = memory::peak_total();
+  report.seconds = mpi::now() - t_start;
+  if (ta == Trans::T || tb == Trans::T) {
+    report.extra["transpose_bytes_received"] = static_cast<double>(
+        moved.counts(mpi::Role::A).bytes_received + moved.counts(mpi::Role::B).bytes_received);
+  }
+  return report;
+}
+
+}  // namespace plexus

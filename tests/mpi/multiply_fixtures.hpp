@@ -18,12 +18,17 @@
 
 namespace plexus::test {
 
-/// Loads the plugins the multiply tests use (once).
+/// Loads the plugins the multiply tests use (once): the in-tree files the test was built with,
+/// or (a suite built to be installed) the default search path.
 inline void load_plugins() {
   static bool loaded = false;
   if (loaded) return;
+#ifdef PLEXUS_CANNON_PATH
   for (const char* path : {PLEXUS_CANNON_PATH, PLEXUS_RMA25D_PATH, PLEXUS_RING_PATH, PLEXUS_KERNELS_CPU_PATH})
     Registry::global().load_file(path);
+#else
+  Registry::global().load_default();
+#endif
   loaded = true;
 }
 

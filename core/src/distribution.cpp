@@ -3,12 +3,14 @@
 #include <numeric>
 #include <string>
 
+#include "plexus/comm_pool.hpp"
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus {
 
-std::shared_ptr<const Grid> Grid::create(MPI_Comm comm, int nprows, int npcols) {
+// The dimensions and my coordinates, without communicators.
+std::shared_ptr<Grid> Grid::shape(MPI_Comm comm, int nprows, int npcols) {
   const int p = mpi::size(comm);
   if (nprows < 0 || npcols < 0) throw InputError("Grid", "grid dimensions must be >= 0 (0 = automatic)");
   int dims[2] = {nprows, npcols};
@@ -25,16 +27,32 @@ std::shared_ptr<const Grid> Grid::create(MPI_Comm comm, int nprows, int npcols) 
   auto g = std::shared_ptr<Grid>(new Grid());
   g->nprows_ = dims[0];
   g->npcols_ = dims[1];
-  mpi::check(MPI_Comm_dup(comm, &g->comm_), "MPI_Comm_dup");
-  g->rank_ = mpi::rank(g->comm_);
+  g->rank_ = mpi::rank(comm);
   g->myprow_ = g->rank_ / g->npcols_;
   g->mypcol_ = g->rank_ % g->npcols_;
+  return g;
+}
+
+std::shared_ptr<const Grid> Grid::create(MPI_Comm comm, int nprows, int npcols) {
+  auto g = shape(comm, nprows, npcols);
+  mpi::check(MPI_Comm_dup(comm, &g->comm_), "MPI_Comm_dup");
   mpi::check(MPI_Comm_split(g->comm_, g->myprow_, g->mypcol_, &g->row_comm_), "MPI_Comm_split");
   mpi::check(MPI_Comm_split(g->comm_, g->mypcol_, g->myprow_, &g->col_comm_), "MPI_Comm_split");
   return g;
 }
 
+std::shared_ptr<const Grid> Grid::create(CommPool& pool, MPI_Comm comm, int nprows, int npcols) {
+  auto g = shape(comm, nprows, npcols);
+  g->owns_comms_ = false;
+  const std::string name = "grid " + g->describe();
+  g->comm_ = pool.dup(comm, name);
+  g->row_comm_ = pool.split(g->comm_, g->myprow_, g->mypcol_, name + " rows");
+  g->col_comm_ = pool.split(g->comm_, g->mypcol_, g->myprow_, name + " columns");
+  return g;
+}
+
 Grid::~Grid() {
+  if (!owns_comms_) return;  // the pool frees them
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;

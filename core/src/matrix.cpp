@@ -195,6 +195,11 @@ std::int64_t DistMatrix::filter(double eps) {
 }
 
 DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) const {
+  mpi::Traffic traffic;
+  return redistribute(std::move(target), traffic);
+}
+
+DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target, mpi::Traffic& traffic) const {
   if (target->nblkrows() != dist_->nblkrows() || target->nblkcols() != dist_->nblkcols())
     throw Error("DistMatrix " + name_, "redistribute: the target distribution has another block count");
   MPI_Comm comm = target->grid().comm();
@@ -202,7 +207,6 @@ DistMatrix DistMatrix::redistribute(std::shared_ptr<const Distribution> target) 
   mpi::check(MPI_Comm_compare(comm, grid().comm(), &congruent), "MPI_Comm_compare");
   if (congruent != MPI_CONGRUENT && congruent != MPI_IDENT)
     throw Error("DistMatrix " + name_, "redistribute: the target grid is over another set of ranks");
-  mpi::Traffic traffic;
   const ExchangedBlocks got = exchange_blocks(
       local_.view(), layout_, comm,
       [&](int i, int j, int& tag) {

@@ -149,15 +149,17 @@ DistMatrix transpose(const DistMatrix& X, std::shared_ptr<const Distribution> ta
   return out;
 }
 
-DistMatrix transpose(const DistMatrix& X) {
+std::shared_ptr<const Distribution> transposed_distribution(const DistMatrix& X) {
   const auto& g = X.distribution().grid_ptr();
-  const int nr = X.layout().cols.count(), nc = X.layout().rows.count();
-  auto target = g->nprows() == g->npcols()
-                    ? std::make_shared<const Distribution>(g, X.distribution().col_dist(), X.distribution().row_dist(),
-                                                           "transposed")
-                    : Distribution::block_cyclic(g, nr, nc);
+  if (g->nprows() == g->npcols())
+    return std::make_shared<const Distribution>(g, X.distribution().col_dist(), X.distribution().row_dist(),
+                                                "transposed");
+  return Distribution::block_cyclic(g, X.layout().cols.count(), X.layout().rows.count());
+}
+
+DistMatrix transpose(const DistMatrix& X) {
   mpi::Traffic traffic;
-  return transpose(X, target, traffic);
+  return transpose(X, transposed_distribution(X), traffic);
 }
 
 // ---- the driver -----------------------------------------------------------------------------

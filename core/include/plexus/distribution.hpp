@@ -10,12 +10,17 @@
 
 namespace plexus {
 
+class CommPool;
+
 /// A PR x PC process grid over a communicator; rank = prow * PC + pcol (row-major).
 /// Owns duplicated grid, row and column communicators.
 class Grid {
  public:
   /// dims {0,0} (default): MPI_Dims_create chooses. Throws if PR*PC != size of comm.
   static std::shared_ptr<const Grid> create(MPI_Comm comm, int nprows = 0, int npcols = 0);
+  /// The same grid with its communicators from `pool` (made once per shape, freed by the pool's
+  /// release(), not by the grid).
+  static std::shared_ptr<const Grid> create(CommPool& pool, MPI_Comm comm, int nprows = 0, int npcols = 0);
   ~Grid();
   Grid(const Grid&) = delete;
   Grid& operator=(const Grid&) = delete;
@@ -34,7 +39,9 @@ class Grid {
 
  private:
   Grid() = default;
+  static std::shared_ptr<Grid> shape(MPI_Comm comm, int nprows, int npcols);
   MPI_Comm comm_ = MPI_COMM_NULL, row_comm_ = MPI_COMM_NULL, col_comm_ = MPI_COMM_NULL;
+  bool owns_comms_ = true;
   int nprows_ = 1, npcols_ = 1, rank_ = 0, myprow_ = 0, mypcol_ = 0;
 };
 

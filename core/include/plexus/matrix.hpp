@@ -10,6 +10,7 @@
 
 #include "plexus/distribution.hpp"
 #include "plexus/layout.hpp"
+#include "plexus/mpi.hpp"
 #include "plexus/panel.hpp"
 
 namespace plexus {
@@ -65,6 +66,8 @@ class DistMatrix {
   std::int64_t filter(double eps);
   /// A copy of this matrix on another distribution over the same grid communicator. Collective.
   DistMatrix redistribute(std::shared_ptr<const Distribution> target) const;
+  /// The same, counting the exchange in `traffic` (role Other).
+  DistMatrix redistribute(std::shared_ptr<const Distribution> target, mpi::Traffic& traffic) const;
   /// Gathers the whole matrix as a dense column-major array (nrows x ncols). root < 0: on every
   /// rank; else only on root (others get an empty vector). For tests and small outputs.
   std::vector<double> to_dense(int root = -1) const;

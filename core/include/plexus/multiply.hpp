@@ -160,8 +160,10 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans tran
 /// all-to-all block exchange (role `role` in `traffic`), blocks transposed locally. Collective.
 DistMatrix transpose(const DistMatrix& X, std::shared_ptr<const Distribution> target, mpi::Traffic& traffic,
                      mpi::Role role = mpi::Role::Other);
-/// X^T distributed with X's column map for its rows and X's row map for its columns (when the
-/// grid allows it; otherwise block-cyclic). Collective.
+/// The distribution of X^T: X's column map for its rows and X's row map for its columns on a
+/// square grid; block-cyclic otherwise.
+std::shared_ptr<const Distribution> transposed_distribution(const DistMatrix& X);
+/// X^T on transposed_distribution(X). Collective.
 DistMatrix transpose(const DistMatrix& X);
 
 }  // namespace plexus

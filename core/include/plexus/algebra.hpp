@@ -1,0 +1,46 @@
+#pragma once
+// The matrix API for solvers (DBCSR's free functions are the model). Every function is collective
+// over the matrix's grid where it moves data or reduces, counts every byte it moves, and records
+// an OperationReport in the context's log (operation name, component, time, traffic).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plexus/context.hpp"
+#include "plexus/matrix.hpp"
+#include "plexus/multiply.hpp"
+
+namespace plexus {
+
+/// C = alpha * op(A) * op(B) + beta * C through the context's multiply algorithm and kernel,
+/// with the context's default options. C may be A and/or B.
+MultiplyReport multiply(Context& ctx, Trans trans_a, Trans trans_b, double alpha, const DistMatrix& A,
+                        const DistMatrix& B, double beta, DistMatrix& C);
+MultiplyReport multiply(Context& ctx, Trans trans_a, Trans trans_b, double alpha, const DistMatrix& A,
+                        const DistMatrix& B, double beta, DistMatrix& C, const MultiplyOptions& options);
+
+/// Y = alpha * Y + beta * X over the union of their block patterns. X must have Y's layout; when
+/// its distribution differs it is redistributed onto Y's first (counted).
+void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatrix& X);
+/// X = alpha * X.
+void scale(Context& ctx, DistMatrix& X, double alpha);
+/// X = X + alpha * I (square layouts; missing diagonal blocks are created).
+void add_on_diag(Context& ctx, DistMatrix& X, double alpha);
+/// Drops the blocks whose Frobenius norm is below eps; returns the number dropped on all ranks.
+std::int64_t filter(Context& ctx, DistMatrix& X, double eps);
+/// A copy with the same layout, distribution and blocks (named `name`, or X's name).
+DistMatrix copy(Context& ctx, const DistMatrix& X, const std::string& name = "");
+/// An empty matrix with X's layout and distribution.
+DistMatrix create_like(const DistMatrix& X, const std::string& name);
+/// X^T (see transpose(const DistMatrix&) in multiply.hpp for its distribution), counted.
+DistMatrix transpose(Context& ctx, const DistMatrix& X);
+/// X on another distribution over the same ranks, counted.
+DistMatrix redistribute(Context& ctx, const DistMatrix& X, std::shared_ptr<const Distribution> target);
+/// The trace (square layouts).
+double trace(Context& ctx, const DistMatrix& X);
+/// sum_ij X_ij Y_ij (Y redistributed onto X's distribution when it differs, counted).
+double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y);
+/// The Frobenius norm.
+double norm(Context& ctx, const DistMatrix& X);
+
+}  // namespace plexus

@@ -1,0 +1,37 @@
+#pragma once
+// The communicators of a run, in one pool (part of plexus::Context).
+#include <mpi.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace plexus {
+
+/// Communicators made once and kept until release(): asking twice for the same (parent, purpose,
+/// color, key) returns the same communicator. A parent must outlive the pool (the run's
+/// communicator, or a communicator of the pool itself).
+class CommPool {
+ public:
+  CommPool() = default;
+  ~CommPool();  ///< calls no MPI function; communicators not released are reported to stderr
+  CommPool(const CommPool&) = delete;
+  CommPool& operator=(const CommPool&) = delete;
+
+  /// MPI_Comm_dup of parent, once per purpose. Collective over parent the first time.
+  MPI_Comm dup(MPI_Comm parent, const std::string& purpose);
+  /// MPI_Comm_split of parent, once per (purpose, color, key). Collective over parent the first time.
+  MPI_Comm split(MPI_Comm parent, int color, int key, const std::string& purpose);
+  /// Frees every communicator (in reverse order of creation). Collective over the pool's ranks;
+  /// call it before MPI_Finalize. The pool is empty and usable again afterwards.
+  void release();
+  std::size_t size() const { return comms_.size(); }
+
+ private:
+  using Key = std::tuple<MPI_Comm, std::string, int, int>;
+  std::map<Key, MPI_Comm> index_;
+  std::vector<MPI_Comm> comms_;  // in creation order
+};
+
+}  // namespace plexus

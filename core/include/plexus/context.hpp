@@ -1,0 +1,86 @@
+#pragma once
+// The context of a run (COSMA's cosma_context is the model): made once from the selected
+// components, it owns every communicator the run duplicates or splits (one pool, freed by
+// release() before MPI_Finalize, never in a destructor), the grids made from them, the default
+// options, and the log of operation reports. Solvers receive it; nothing else is global.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/comm_pool.hpp"
+#include "plexus/distribution.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/multiply.hpp"
+
+namespace plexus {
+
+class CommStrategy;
+
+/// One entry of the context's log: what one operation did on this rank, counted.
+struct OperationReport {
+  std::string operation;  ///< "multiply", "add", "redistribute", "transpose", ... or a solver phase
+  std::string component;  ///< the algorithm or component that ran it ("core" for core's own)
+  double seconds = 0;
+  double flops = 0;
+  std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
+  std::int64_t peak_buffer_bytes = 0;
+  std::int64_t peak_memory_bytes = 0;
+  std::map<std::string, double> predicted;  ///< the operation's model (e.g. bytes_received)
+  std::map<std::string, double> extra;      ///< component figures
+
+  /// The general view of a multiply's report.
+  static OperationReport of(const MultiplyReport& r);
+  std::int64_t bytes_received() const;  ///< data + index, all roles
+};
+
+class Context {
+ public:
+  /// comm: the run's ranks (duplicated once into the pool). The components are shared: the
+  /// context keeps them alive as long as it lives.
+  Context(MPI_Comm comm, std::shared_ptr<MultiplyAlgorithm> multiply, std::shared_ptr<Kernel> kernel);
+  ~Context();  ///< calls no MPI function: call release() first
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  int rank() const;
+  int size() const;
+  CommPool& comms() { return pool_; }
+
+  MultiplyAlgorithm& multiply_algorithm() const { return *multiply_; }
+  Kernel& kernel() const { return *kernel_; }
+  /// The strategy behind the multiply algorithm when it is one (its collectives), else null.
+  CommStrategy* strategy() const;
+
+  /// Options multiply(ctx, ...) uses when given none.
+  MultiplyOptions& multiply_defaults() { return multiply_defaults_; }
+
+  /// A PR x PC grid over comm() (0: MPI_Dims_create chooses), its communicators from the pool;
+  /// made once per shape. Collective the first time.
+  std::shared_ptr<const Grid> grid(int nprows = 0, int npcols = 0);
+
+  void record(OperationReport r) { log_.push_back(std::move(r)); }
+  const std::vector<OperationReport>& log() const { return log_; }
+  void clear_log() { log_.clear(); }
+
+  /// Frees the grids' and every other pooled communicator. Collective over comm(); before
+  /// MPI_Finalize. Matrices on the context's grids must not be used afterwards.
+  void release();
+
+ private:
+  CommPool pool_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::shared_ptr<MultiplyAlgorithm> multiply_;
+  std::shared_ptr<Kernel> kernel_;
+  MultiplyOptions multiply_defaults_;
+  std::map<std::pair<int, int>, std::shared_ptr<const Grid>> grids_;
+  std::vector<OperationReport> log_;
+};
+
+}  // namespace plexus

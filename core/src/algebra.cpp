@@ -1,0 +1,149 @@
+#include "plexus/algebra.hpp"
+
+#include <utility>
+
+#include "plexus/error.hpp"
+#include "plexus/memory.hpp"
+
+namespace plexus {
+
+namespace {
+
+// Times one operation and records it with its traffic in the context's log.
+class Recorder {
+ public:
+  Recorder(Context& ctx, std::string operation) : ctx_(ctx) {
+    report_.operation = std::move(operation);
+    report_.component = "core";
+    memory::reset_peak(memory::Category::CommBuffer);
+    memory::reset_peak_total();
+    t0_ = mpi::now();
+  }
+  mpi::Traffic& traffic() { return traffic_; }
+  // A reduction of `values` doubles over the grid of `m` (one message each way when not alone).
+  void reduction(const DistMatrix& m, std::int64_t values) {
+    if (m.grid().size() == 1) return;
+    traffic_.add_sent(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
+    traffic_.add_received(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
+  }
+  void done() {
+    report_.seconds = mpi::now() - t0_;
+    report_.traffic = traffic_.all_counts();
+    report_.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
+    report_.peak_memory_bytes = memory::peak_total();
+    ctx_.record(std::move(report_));
+  }
+
+ private:
+  Context& ctx_;
+  OperationReport report_;
+  mpi::Traffic traffic_;
+  double t0_ = 0;
+};
+
+// `X` on `like`'s distribution: X itself, or a counted redistribution into `holder`.
+const DistMatrix& aligned(const DistMatrix& X, const DistMatrix& like, std::unique_ptr<DistMatrix>& holder,
+                          mpi::Traffic& traffic) {
+  if (X.distribution().same_maps(like.distribution())) return X;
+  holder = std::make_unique<DistMatrix>(X.redistribute(like.distribution_ptr(), traffic));
+  return *holder;
+}
+
+}  // namespace
+
+MultiplyReport multiply(Context& ctx, Trans ta, Trans tb, double alpha, const DistMatrix& A, const DistMatrix& B,
+                        double beta, DistMatrix& C) {
+  return multiply(ctx, ta, tb, alpha, A, B, beta, C, ctx.multiply_defaults());
+}
+
+MultiplyReport multiply(Context& ctx, Trans ta, Trans tb, double alpha, const DistMatrix& A, const DistMatrix& B,
+                        double beta, DistMatrix& C, const MultiplyOptions& options) {
+  MultiplyReport r = multiply(ctx.multiply_algorithm(), ctx.kernel(), ta, tb, alpha, A, B, beta, C, options);
+  ctx.record(OperationReport::of(r));
+  return r;
+}
+
+void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatrix& X) {
+  Recorder rec(ctx, "add");
+  if (!(X.layout() == Y.layout()))
+    throw Error("add", "matrices '" + Y.name() + "' and '" + X.name() + "' have different block layouts");
+  std::unique_ptr<DistMatrix> moved;
+  Y.add(alpha, beta, aligned(X, Y, moved, rec.traffic()));
+  rec.done();
+}
+
+void scale(Context& ctx, DistMatrix& X, double alpha) {
+  Recorder rec(ctx, "scale");
+  X.scale(alpha);
+  rec.done();
+}
+
+void add_on_diag(Context& ctx, DistMatrix& X, double alpha) {
+  Recorder rec(ctx, "add_on_diag");
+  X.add_identity(alpha);
+  rec.done();
+}
+
+std::int64_t filter(Context& ctx, DistMatrix& X, double eps) {
+  Recorder rec(ctx, "filter");
+  std::int64_t dropped = X.filter(eps);
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_INT64_T, MPI_SUM, X.grid().comm()), "MPI_Allreduce");
+  rec.reduction(X, 1);
+  rec.done();
+  return dropped;
+}
+
+DistMatrix copy(Context& ctx, const DistMatrix& X, const std::string& name) {
+  Recorder rec(ctx, "copy");
+  DistMatrix out(name.empty() ? X.name() : name, X.distribution_ptr(), X.layout());
+  out.set_local(Panel::copy_of(X.local().view()));
+  rec.done();
+  return out;
+}
+
+DistMatrix create_like(const DistMatrix& X, const std::string& name) {
+  return DistMatrix(name, X.distribution_ptr(), X.layout());
+}
+
+DistMatrix transpose(Context& ctx, const DistMatrix& X) {
+  Recorder rec(ctx, "transpose");
+  DistMatrix out = transpose(X, transposed_distribution(X), rec.traffic());
+  rec.done();
+  return out;
+}
+
+DistMatrix redistribute(Context& ctx, const DistMatrix& X, std::shared_ptr<const Distribution> target) {
+  Recorder rec(ctx, "redistribute");
+  DistMatrix out = X.redistribute(std::move(target), rec.traffic());
+  rec.done();
+  return out;
+}
+
+double trace(Context& ctx, const DistMatrix& X) {
+  Recorder rec(ctx, "trace");
+  const double t = X.trace();
+  rec.reduction(X, 1);
+  rec.done();
+  return t;
+}
+
+double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y) {
+  Recorder rec(ctx, "dot");
+  if (!(X.layout() == Y.layout()))
+    throw Error("dot", "matrices '" + X.name() + "' and '" + Y.name() + "' have different block layouts");
+  std::unique_ptr<DistMatrix> moved;
+  const double d = X.dot(aligned(Y, X, moved, rec.traffic()));
+  rec.reduction(X, 1);
+  rec.done();
+  return d;
+}
+
+double norm(Context& ctx, const DistMatrix& X) {
+  Recorder rec(ctx, "norm");
+  const double n = X.frobenius_norm();
+  rec.reduction(X, 1);
+  rec.done();
+  return n;
+}
+
+}  // namespace plexus

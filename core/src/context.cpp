@@ -1,0 +1,103 @@
+#include "plexus/context.hpp"
+
+#include <cstdio>
+#include <utility>
+
+#include "plexus/comm_strategy.hpp"
+#include "plexus/error.hpp"
+
+namespace plexus {
+
+// ---- the pool -------------------------------------------------------------------------------
+
+CommPool::~CommPool() {
+  // No MPI here: a destructor may run while unwinding after an error on another rank, or after
+  // MPI_Finalize. Communicators not released are left to MPI_Finalize.
+  if (!comms_.empty())
+    std::fprintf(stderr, "plexus: %zu pooled communicator(s) were not released before the pool was destroyed\n",
+                 comms_.size());
+}
+
+MPI_Comm CommPool::dup(MPI_Comm parent, const std::string& purpose) {
+  const Key key{parent, "dup " + purpose, 0, 0};
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  MPI_Comm c = MPI_COMM_NULL;
+  mpi::check(MPI_Comm_dup(parent, &c), "MPI_Comm_dup");
+  comms_.push_back(c);
+  index_.emplace(key, c);
+  return c;
+}
+
+MPI_Comm CommPool::split(MPI_Comm parent, int color, int key_, const std::string& purpose) {
+  const Key key{parent, "split " + purpose, color, key_};
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  MPI_Comm c = MPI_COMM_NULL;
+  mpi::check(MPI_Comm_split(parent, color, key_, &c), "MPI_Comm_split");
+  comms_.push_back(c);
+  index_.emplace(key, c);
+  return c;
+}
+
+void CommPool::release() {
+  for (auto it = comms_.rbegin(); it != comms_.rend(); ++it)
+    if (*it != MPI_COMM_NULL) mpi::check(MPI_Comm_free(&*it), "MPI_Comm_free");
+  comms_.clear();
+  index_.clear();
+}
+
+// ---- reports --------------------------------------------------------------------------------
+
+OperationReport OperationReport::of(const MultiplyReport& r) {
+  OperationReport o;
+  o.operation = "multiply";
+  o.component = r.strategy;
+  o.seconds = r.seconds;
+  o.flops = r.flops;
+  o.traffic = r.traffic;
+  o.peak_buffer_bytes = r.peak_buffer_bytes;
+  o.peak_memory_bytes = r.peak_memory_bytes;
+  o.extra = r.extra;
+  o.extra["ticks"] = r.ticks;
+  o.extra["kernel_seconds"] = r.kernel_seconds;
+  o.extra["products"] = static_cast<double>(r.products);
+  o.extra["skipped_products"] = static_cast<double>(r.skipped_products);
+  if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end()) o.predicted["bytes_received"] = it->second;
+  return o;
+}
+
+std::int64_t OperationReport::bytes_received() const {
+  std::int64_t s = 0;
+  for (const auto& t : traffic) s += t.bytes_received + t.index_bytes_received;
+  return s;
+}
+
+// ---- the context ----------------------------------------------------------------------------
+
+Context::Context(MPI_Comm comm, std::shared_ptr<MultiplyAlgorithm> multiply, std::shared_ptr<Kernel> kernel)
+    : multiply_(std::move(multiply)), kernel_(std::move(kernel)) {
+  if (!multiply_) throw Error("Context", "no multiply algorithm given");
+  if (!kernel_) throw Error("Context", "no kernel given");
+  comm_ = pool_.dup(comm, "context");
+}
+
+Context::~Context() = default;
+
+int Context::rank() const { return mpi::rank(comm_); }
+int Context::size() const { return mpi::size(comm_); }
+
+CommStrategy* Context::strategy() const { return dynamic_cast<CommStrategy*>(multiply_.get()); }
+
+std::shared_ptr<const Grid> Context::grid(int nprows, int npcols) {
+  if (comm_ == MPI_COMM_NULL) throw Error("Context::grid", "the context was released");
+  auto& g = grids_[{nprows, npcols}];
+  if (!g) g = Grid::create(pool_, comm_, nprows, npcols);
+  return g;
+}
+
+void Context::release() {
+  grids_.clear();
+  pool_.release();
+  comm_ = MPI_COMM_NULL;
+}
+
+}  // namespace plexus

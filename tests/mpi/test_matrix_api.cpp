@@ -1,0 +1,202 @@
+// The context (communicator pool, grids, log) and the matrix API of algebra.hpp on every rank
+// count and both grid orientations: each operation against the dense computation on the gathered
+// matrices, and the bytes it reports against the blocks that had to move, recomputed here from
+// the global block lists and the two distributions.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dense_reference.hpp"
+#include "multiply_fixtures.hpp"
+#include "plexus/algebra.hpp"
+#include "plexus/context.hpp"
+#include "plexus/generator.hpp"
+
+using namespace plexus;
+
+namespace {
+
+std::unique_ptr<Context> make_context() {
+  std::shared_ptr<MultiplyAlgorithm> algo = test::strategy("cannon");
+  std::shared_ptr<Kernel> kern = test::kernel("cpu");
+  return std::make_unique<Context>(MPI_COMM_WORLD, algo, kern);
+}
+
+// The grids of the context: MPI_Dims_create's and its transpose.
+std::vector<std::shared_ptr<const Grid>> grids(Context& ctx) {
+  auto g = ctx.grid();
+  std::vector<std::shared_ptr<const Grid>> out{g};
+  if (g->nprows() != g->npcols()) out.push_back(ctx.grid(g->npcols(), g->nprows()));
+  return out;
+}
+
+DistMatrix random_matrix(const std::string& name, std::shared_ptr<const Distribution> d, std::uint64_t seed,
+                         double occupancy = 0.5) {
+  GeneratorSpec g;
+  g.occupancy = occupancy;
+  g.seed = seed;
+  const BlockLayout l{BlockSizes::cyclic(d->nblkrows(), {2, 5, 3}), BlockSizes::cyclic(d->nblkcols(), {2, 5, 3})};
+  return generate_random(name, d, l, g);
+}
+
+// Data bytes this rank must receive to move X's blocks from X's distribution onto `to`.
+std::int64_t bytes_to_receive(const DistMatrix& X, const Distribution& to) {
+  const int me = X.grid().rank();
+  std::int64_t b = 0;
+  for (const auto& [ij, v] : test::blocks_of(X))
+    if (to.owner(ij.first, ij.second) == me && X.distribution().owner(ij.first, ij.second) != me)
+      b += 8 * static_cast<std::int64_t>(v.size());
+  return b;
+}
+
+const OperationReport& last(Context& ctx, const std::string& op) {
+  EXPECT_FALSE(ctx.log().empty());
+  EXPECT_EQ(ctx.log().back().operation, op);
+  return ctx.log().back();
+}
+
+TEST(Context, PoolsGridsAndReleasesEveryCommunicator) {
+  auto ctx = make_context();
+  const std::size_t base = ctx->comms().size();  // the context's own duplicate
+  EXPECT_EQ(base, 1u);
+  auto g1 = ctx->grid();
+  auto g2 = ctx->grid();
+  EXPECT_EQ(g1.get(), g2.get()) << "one grid per shape";
+  EXPECT_EQ(ctx->comms().size(), base + 3) << "a grid's communicator, rows and columns";
+  int same = MPI_UNEQUAL;
+  MPI_Comm_compare(g1->comm(), MPI_COMM_WORLD, &same);
+  EXPECT_EQ(same, MPI_CONGRUENT);
+  // The row communicator holds my process row, ordered by column.
+  EXPECT_EQ(mpi::size(g1->row_comm()), g1->npcols());
+  EXPECT_EQ(mpi::rank(g1->row_comm()), g1->mypcol());
+  EXPECT_EQ(ctx->comms().split(ctx->comm(), 0, 0, "x"), ctx->comms().split(ctx->comm(), 0, 0, "x"));
+  ctx->release();
+  EXPECT_EQ(ctx->comms().size(), 0u);
+  EXPECT_THROW(ctx->grid(), Error);
+}
+
+TEST(MatrixApi, AddScaleDiagCopyCreateLike) {
+  auto ctx = make_context();
+  for (const auto& grid : grids(*ctx)) {
+    SCOPED_TRACE("grid " + grid->describe());
+    const int n = 11;
+    auto dr = Distribution::random_permuted(grid, n, n, 5);
+    auto dc = Distribution::block_cyclic(grid, n, n);
+    DistMatrix y = random_matrix("Y", dr, 1), x = random_matrix("X", dc, 2);
+    auto yd = y.to_dense(), xd = x.to_dense();
+    const std::int64_t expect_moved = bytes_to_receive(x, *dr);
+    add(*ctx, 0.5, y, -2.0, x);
+    for (std::size_t q = 0; q < yd.size(); ++q) yd[q] = 0.5 * yd[q] - 2.0 * xd[q];
+    EXPECT_LE(test::relative_error(y.to_dense(), yd), 1e-14);
+    EXPECT_EQ(last(*ctx, "add").traffic[3].bytes_received, expect_moved) << "X redistributed onto Y, counted";
+
+    scale(*ctx, y, -3.0);
+    for (auto& v : yd) v *= -3.0;
+    EXPECT_LE(test::relative_error(y.to_dense(), yd), 1e-14);
+
+    add_on_diag(*ctx, y, 1.5);
+    const std::int64_t N = y.nrows();
+    for (std::int64_t i = 0; i < N; ++i) yd[static_cast<std::size_t>(i + i * N)] += 1.5;
+    EXPECT_LE(test::relative_error(y.to_dense(), yd), 1e-14);
+
+    DistMatrix z = copy(*ctx, y, "Z");
+    EXPECT_EQ(z.name(), "Z");
+    scale(*ctx, z, 0.0);  // the copy owns its values
+    EXPECT_LE(test::relative_error(y.to_dense(), yd), 1e-14);
+
+    DistMatrix e = create_like(y, "E");
+    EXPECT_EQ(e.global_nblocks(), 0);
+    EXPECT_TRUE(e.layout() == y.layout());
+    EXPECT_TRUE(e.distribution().same_maps(y.distribution()));
+  }
+  ctx->release();
+}
+
+TEST(MatrixApi, TransposeRedistributeTraceDotNormFilter) {
+  auto ctx = make_context();
+  for (const auto& grid : grids(*ctx)) {
+    SCOPED_TRACE("grid " + grid->describe());
+    const int nr = 9, nc = 13;
+    auto d = Distribution::random_permuted(grid, nr, nc, 7);
+    DistMatrix x = random_matrix("X", d, 3);
+    const auto xd = x.to_dense();
+    const std::int64_t R = x.nrows(), C = x.ncols();
+
+    DistMatrix t = transpose(*ctx, x);
+    std::vector<double> td(xd.size());
+    for (std::int64_t j = 0; j < C; ++j)
+      for (std::int64_t i = 0; i < R; ++i) td[static_cast<std::size_t>(j + i * C)] = xd[static_cast<std::size_t>(i + j * R)];
+    EXPECT_EQ(t.nrows(), C);
+    EXPECT_EQ(t.to_dense(), td);
+    EXPECT_EQ(last(*ctx, "transpose").traffic[3].bytes_received,
+              [&] {  // blocks (i, j) of X land as (j, i) on the owner in T's distribution
+                const int me = grid->rank();
+                std::int64_t b = 0;
+                for (const auto& [ij, v] : test::blocks_of(x))
+                  if (t.distribution().owner(ij.second, ij.first) == me && d->owner(ij.first, ij.second) != me)
+                    b += 8 * static_cast<std::int64_t>(v.size());
+                return b;
+              }());
+
+    auto dc = Distribution::block_cyclic(grid, nr, nc);
+    const std::int64_t expect_moved = bytes_to_receive(x, *dc);
+    DistMatrix r = redistribute(*ctx, x, dc);
+    EXPECT_EQ(r.to_dense(), xd);
+    EXPECT_EQ(last(*ctx, "redistribute").traffic[3].bytes_received, expect_moved);
+
+    // dot of two differently distributed matrices, and the norm.
+    DistMatrix y = random_matrix("Y", dc, 4);
+    const auto yd = y.to_dense();
+    double dd = 0, nn = 0;
+    for (std::size_t q = 0; q < xd.size(); ++q) {
+      dd += xd[q] * yd[q];
+      nn += xd[q] * xd[q];
+    }
+    EXPECT_NEAR(dot(*ctx, x, y), dd, 1e-12 * std::max(1.0, std::abs(dd)));
+    EXPECT_NEAR(norm(*ctx, x), std::sqrt(nn), 1e-12 * std::sqrt(nn));
+
+    // trace of a square matrix.
+    DistMatrix s = random_matrix("S", Distribution::random_permuted(grid, nr, nr, 9), 5, 0.7);
+    const auto sd = s.to_dense();
+    double tr = 0;
+    for (std::int64_t i = 0; i < s.nrows(); ++i) tr += sd[static_cast<std::size_t>(i + i * s.nrows())];
+    EXPECT_NEAR(trace(*ctx, s), tr, 1e-12 * std::max(1.0, std::abs(tr)));
+
+    // filter: the blocks below eps, counted from the gathered blocks.
+    const double eps = 1.0;
+    std::int64_t below = 0;
+    for (const auto& [ij, v] : test::blocks_of(x)) below += test::norm(v) < eps ? 1 : 0;
+    EXPECT_EQ(filter(*ctx, x, eps), below);
+    EXPECT_EQ(x.global_nblocks() + below, static_cast<std::int64_t>(test::blocks_of(r).size()));
+  }
+  ctx->release();
+}
+
+TEST(MatrixApi, MultiplyUsesTheContextAndItsDefaults) {
+  auto ctx = make_context();
+  auto grid = ctx->grid();
+  const int n = 10;
+  auto d = Distribution::random_permuted(grid, n, n, 11);
+  DistMatrix a = random_matrix("A", d, 6, 0.6), b = random_matrix("B", d, 7, 0.6);
+  DistMatrix c = create_like(a, "C");
+  const auto ad = a.to_dense(), bd = b.to_dense();
+  std::vector<double> cd;
+  test::dense_gemm(a.nrows(), b.ncols(), a.ncols(), 2.0, ad, bd, 0.0, cd);
+  const MultiplyReport rep = multiply(*ctx, Trans::N, Trans::N, 2.0, a, b, 0.0, c);
+  EXPECT_LE(test::relative_error(c.to_dense(), cd), 1e-12);
+  EXPECT_EQ(rep.strategy, "cannon");
+  const OperationReport& op = last(*ctx, "multiply");
+  EXPECT_EQ(op.component, "cannon");
+  EXPECT_EQ(op.flops, rep.flops);
+  // Defaults: a huge filter threshold drops every block of the product.
+  ctx->multiply_defaults().filter_eps = 1e300;
+  multiply(*ctx, Trans::N, Trans::N, 1.0, a, b, 0.0, c);
+  EXPECT_EQ(c.global_nblocks(), 0);
+  ctx->release();
+}
+
+}  // namespace

@@ -29,6 +29,8 @@ const char* kind_name(ComponentKind k) {
       return "distribution";
     case ComponentKind::Solver:
       return "solver";
+    case ComponentKind::Collectives:
+      return "collectives";
   }
   return "unknown";
 }
@@ -49,6 +51,8 @@ const char* kind_phrase(ComponentKind k) {
       return "distribution";
     case ComponentKind::Solver:
       return "solver";
+    case ComponentKind::Collectives:
+      return "collectives component";
   }
   return "component";
 }
@@ -96,6 +100,16 @@ Registry::Registry() : impl_(new Impl) {
   ref.valid_parameters = [] { return empty_list(); };
   ref.make_kernel = [](const ParameterList&) -> std::unique_ptr<Kernel> { return std::make_unique<ReferenceKernel>(); };
   add(std::move(ref), "core", PLEXUS_VERSION, "<core>");
+  ComponentDescriptor mpi;
+  mpi.kind = ComponentKind::Collectives;
+  mpi.name = "mpi";
+  mpi.summary = "plain MPI nonblocking collectives (MPI_Iallreduce, MPI_Ibcast, ...): the reference every "
+                "collectives component is tested against (always available)";
+  mpi.valid_parameters = [] { return empty_list(); };
+  mpi.make_collectives = [](const ParameterList&) -> std::unique_ptr<Collectives> {
+    return std::make_unique<MpiCollectives>();
+  };
+  add(std::move(mpi), "core", PLEXUS_VERSION, "<core>");
 }
 
 Registry& Registry::global() {
@@ -283,6 +297,12 @@ std::unique_ptr<Kernel> Registry::make_kernel(const std::string& name, Parameter
                                               const std::string& path) const {
   const ComponentEntry& e = get(ComponentKind::Kernel, name);
   return make_component<Kernel>(e, e.descriptor.make_kernel, sublist, path);
+}
+
+std::unique_ptr<Collectives> Registry::make_collectives(const std::string& name, ParameterList& sublist,
+                                                        const std::string& path) const {
+  const ComponentEntry& e = get(ComponentKind::Collectives, name);
+  return make_component<Collectives>(e, e.descriptor.make_collectives, sublist, path);
 }
 
 std::unique_ptr<Solver> Registry::make_solver(const std::string& name, ParameterList& sublist,

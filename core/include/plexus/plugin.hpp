@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/collectives.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/parameters.hpp"
@@ -18,9 +19,9 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes.
-inline constexpr int kAbiVersion = 2;  // 2: CommStrategy is a MultiplyAlgorithm run by core's driver
+inline constexpr int kAbiVersion = 3;  // 3: collectives components; 2: CommStrategy is a MultiplyAlgorithm
 
-enum class ComponentKind { Comm, Kernel, Distribution, Solver };
+enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);
 
 /// One component a plugin offers. Exactly the factory of its kind is set.
@@ -35,6 +36,7 @@ struct ComponentDescriptor {
   std::function<std::unique_ptr<CommStrategy>(const ParameterList&)> make_comm;
   std::function<std::unique_ptr<Kernel>(const ParameterList&)> make_kernel;
   std::function<std::unique_ptr<Solver>(const ParameterList&)> make_solver;
+  std::function<std::unique_ptr<Collectives>(const ParameterList&)> make_collectives;
 };
 
 struct PluginDescriptor {

@@ -46,6 +46,8 @@ class Registry {
   std::unique_ptr<CommStrategy> make_comm(const std::string& name, ParameterList& sublist, const std::string& path) const;
   std::unique_ptr<Kernel> make_kernel(const std::string& name, ParameterList& sublist, const std::string& path) const;
   std::unique_ptr<Solver> make_solver(const std::string& name, ParameterList& sublist, const std::string& path) const;
+  std::unique_ptr<Collectives> make_collectives(const std::string& name, ParameterList& sublist,
+                                                const std::string& path) const;
 
  private:
   Registry();

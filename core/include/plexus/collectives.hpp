@@ -1,0 +1,132 @@
+#pragma once
+// Collectives as a component of their own: nonblocking and span-based. Each operation starts and
+// returns a CollectiveRequest that the caller completes with wait() (or polls with test());
+// the blocking forms are conveniences over them. Core provides the plain MPI implementation
+// (MpiCollectives); a plugin may provide others (pipelined, on duplicated communicators, ...).
+//
+// Counting: every operation counts, in the caller's Traffic, the logical volume it delivers on
+// this rank (not the messages inside MPI's algorithm, which are not visible): allreduce, n values
+// sent and n received (when the communicator has more than one rank); bcast, the root sends n
+// once and every other rank receives n; reduce, every rank but the root sends n and the root
+// receives n from each of the others; alltoall(v), what goes to and comes from other ranks.
+// The time spent inside wait() is the operation's wait, under its role.
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plexus/mpi.hpp"
+
+namespace plexus {
+
+/// A collective in progress. Move-only. Its destructor calls no MPI function: a request still
+/// pending then is an error reported on stderr (complete every request before it goes).
+class CollectiveRequest {
+ public:
+  /// What an implementation keeps for a pending operation.
+  class Pending {
+   public:
+    virtual ~Pending();
+    /// Completes the operation (blocking). Called once.
+    virtual void wait() = 0;
+    /// Whether the operation has completed; completes it if so. May be called repeatedly.
+    virtual bool test() = 0;
+  };
+
+  CollectiveRequest() = default;  ///< an already completed request
+  explicit CollectiveRequest(std::unique_ptr<Pending> pending);
+  CollectiveRequest(CollectiveRequest&&) noexcept;
+  CollectiveRequest& operator=(CollectiveRequest&&) noexcept;
+  ~CollectiveRequest();
+
+  void wait();
+  bool test();
+  bool done() const { return !pending_; }
+
+ private:
+  std::unique_ptr<Pending> pending_;
+};
+
+/// A Pending of plain MPI requests: done when all are; `on_complete` runs once after that.
+class MpiPending final : public CollectiveRequest::Pending {
+ public:
+  MpiPending(std::vector<MPI_Request> requests, mpi::Traffic& traffic, mpi::Role role,
+             std::function<void()> on_complete = {});
+  ~MpiPending() override;
+  void wait() override;
+  bool test() override;
+
+ private:
+  std::vector<MPI_Request> requests_;
+  mpi::Traffic& traffic_;
+  mpi::Role role_;
+  std::function<void()> on_complete_;
+};
+
+/// Completes every request (in order).
+void wait_all(std::span<CollectiveRequest> requests);
+
+class Collectives {
+ public:
+  virtual ~Collectives();  // key function, defined in libplexus_core
+  virtual std::string name() const = 0;
+
+  /// In-place sum over comm.
+  virtual CollectiveRequest iallreduce(std::span<double> values, MPI_Comm comm, mpi::Traffic& traffic,
+                                       mpi::Role role = mpi::Role::Other) = 0;
+  /// root's values to every rank of comm.
+  virtual CollectiveRequest ibcast(std::span<double> values, int root, MPI_Comm comm, mpi::Traffic& traffic,
+                                   mpi::Role role = mpi::Role::Other) = 0;
+  /// The sum of every rank's `in` into root's `out` (out is ignored on other ranks; in and out
+  /// have the same size on the root).
+  virtual CollectiveRequest ireduce(std::span<const double> in, std::span<double> out, int root, MPI_Comm comm,
+                                    mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) = 0;
+  /// Block q of `send` (send.size()/p values) to rank q; block q of `recv` from rank q.
+  virtual CollectiveRequest ialltoall(std::span<const double> send, std::span<double> recv, MPI_Comm comm,
+                                      mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) = 0;
+  /// send_counts[q] values (consecutive, in rank order) to rank q; recv_counts[q] from rank q.
+  virtual CollectiveRequest ialltoallv(std::span<const double> send, std::span<const int> send_counts,
+                                       std::span<double> recv, std::span<const int> recv_counts, MPI_Comm comm,
+                                       mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) = 0;
+
+  // Blocking conveniences.
+  void allreduce(std::span<double> values, MPI_Comm comm, mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) {
+    iallreduce(values, comm, traffic, role).wait();
+  }
+  void bcast(std::span<double> values, int root, MPI_Comm comm, mpi::Traffic& traffic,
+             mpi::Role role = mpi::Role::Other) {
+    ibcast(values, root, comm, traffic, role).wait();
+  }
+  void reduce(std::span<const double> in, std::span<double> out, int root, MPI_Comm comm, mpi::Traffic& traffic,
+              mpi::Role role = mpi::Role::Other) {
+    ireduce(in, out, root, comm, traffic, role).wait();
+  }
+  void alltoall(std::span<const double> send, std::span<double> recv, MPI_Comm comm, mpi::Traffic& traffic,
+                mpi::Role role = mpi::Role::Other) {
+    ialltoall(send, recv, comm, traffic, role).wait();
+  }
+};
+
+/// Core's collectives: one MPI_I* call each.
+class MpiCollectives : public Collectives {
+ public:
+  ~MpiCollectives() override;
+  std::string name() const override { return "mpi"; }
+  CollectiveRequest iallreduce(std::span<double> values, MPI_Comm comm, mpi::Traffic& traffic,
+                               mpi::Role role) override;
+  CollectiveRequest ibcast(std::span<double> values, int root, MPI_Comm comm, mpi::Traffic& traffic,
+                           mpi::Role role) override;
+  CollectiveRequest ireduce(std::span<const double> in, std::span<double> out, int root, MPI_Comm comm,
+                            mpi::Traffic& traffic, mpi::Role role) override;
+  CollectiveRequest ialltoall(std::span<const double> send, std::span<double> recv, MPI_Comm comm,
+                              mpi::Traffic& traffic, mpi::Role role) override;
+  CollectiveRequest ialltoallv(std::span<const double> send, std::span<const int> send_counts, std::span<double> recv,
+                               std::span<const int> recv_counts, MPI_Comm comm, mpi::Traffic& traffic,
+                               mpi::Role role) override;
+};
+
+}  // namespace plexus

@@ -73,9 +73,6 @@ bool MpiPending::test() {
 
 // ---- core's MPI collectives -----------------------------------------------------------------
 
-Collectives::~Collectives() = default;
-MpiCollectives::~MpiCollectives() = default;
-
 namespace {
 
 int as_count(std::size_t n, const char* op) {
@@ -96,6 +93,54 @@ CollectiveRequest pending(MPI_Request r, mpi::Traffic& t, mpi::Role role, std::f
 }
 
 }  // namespace
+
+Collectives::~Collectives() = default;
+
+CommPool& Collectives::pool() const {
+  if (pool_ == nullptr)
+    throw Error("collectives " + name(), "not bound to a communicator pool (Context binds its collectives; "
+                                        "elsewhere call bind(pool) before use)");
+  return *pool_;
+}
+
+Collectives::RingPosition Collectives::ring_position(MPI_Comm comm) { return {mpi::rank(comm), mpi::size(comm)}; }
+
+void Collectives::reduce_across_rings(MPI_Comm, std::span<double>, mpi::Traffic&) {}
+
+void Collectives::circulate(MPI_Comm comm, std::span<const double> my_buffer, const ArrivalFn& on_arrival,
+                            mpi::Traffic& traffic, int thread) {
+  if (thread != 0)
+    throw Error("collectives " + name() + ": circulate", "serves one thread; thread " + std::to_string(thread) +
+                                                            " asked (use a component with threads, e.g. ring)");
+  // Every rank gathers every buffer (sizes first), then visits them in the order a ring would
+  // deliver them: its own, then rank me-1, me-2, ...
+  const int p = mpi::size(comm), me = mpi::rank(comm);
+  const int mine = as_count(my_buffer.size(), "circulate");
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p), 0);
+  mpi::check(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  for (int i = 1; i < p; ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  CommBuffer<double> all(static_cast<std::size_t>(displs[p - 1] + counts[p - 1]));
+  const double t0 = mpi::now();
+  mpi::check(MPI_Allgatherv(my_buffer.data(), mine, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                            comm),
+             "MPI_Allgatherv");
+  traffic.add_wait(mpi::Role::Other, mpi::now() - t0);
+  for (int i = 0; i < p; ++i) {
+    if (i == me) continue;
+    traffic.add_sent(mpi::Role::Other, mpi::Payload::Data, std::int64_t{mine} * 8, 1);
+    traffic.add_received(mpi::Role::Other, mpi::Payload::Data, std::int64_t{counts[i]} * 8, 1);
+  }
+  for (int s = 0; s < p; ++s) {
+    const int origin = (me - s + p) % p;
+    if (origin == me)
+      on_arrival(my_buffer, me);
+    else
+      on_arrival(std::span<const double>(all.data() + displs[origin], static_cast<std::size_t>(counts[origin])),
+                 origin);
+  }
+}
+MpiCollectives::~MpiCollectives() = default;
+
 
 CollectiveRequest MpiCollectives::iallreduce(std::span<double> values, MPI_Comm comm, mpi::Traffic& traffic,
                                              mpi::Role role) {

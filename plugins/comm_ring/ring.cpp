@@ -97,9 +97,12 @@ struct SubRings {
 // A B row panel in a ring buffer: packed index words and values, fixed capacities.
 using PanelBuffer = plexus::PackedPanel;
 
-class Ring final : public plexus::CommStrategy {
+// circulate on (sub-)rings, threaded and bidirectional; the other collectives are plain MPI.
+// Its sub-ring communicators come from the pool it is bound to (the context's).
+class RingCollectives final : public plexus::MpiCollectives {
  public:
-  Ring(int subring, int threads, bool bidirectional) : subring_(subring), threads_(threads), bidirectional_(bidirectional) {
+  RingCollectives(int subring, int threads, bool bidirectional)
+      : subring_(subring), threads_(threads), bidirectional_(bidirectional) {
     if (threads_ > 1) {
       int provided = MPI_THREAD_SINGLE;
       MPI_Query_thread(&provided);
@@ -112,18 +115,8 @@ class Ring final : public plexus::CommStrategy {
                                      "the plexus program does)");
     }
   }
-  ~Ring() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return;
-    for (auto& [comm, s] : rings_) {
-      if (s.ring != MPI_COMM_NULL) MPI_Comm_free(&s.ring);
-      if (s.cross != MPI_COMM_NULL) MPI_Comm_free(&s.cross);
-    }
-  }
 
   std::string name() const override { return "ring"; }
-  unsigned operations() const override { return plexus::OpMultiply | plexus::OpCirculate; }
   int circulate_threads() const override { return threads_; }
 
   RingPosition ring_position(MPI_Comm comm) override {
@@ -131,19 +124,13 @@ class Ring final : public plexus::CommStrategy {
     return {s.position, s.size};
   }
 
-  void reduce_across_rings(MPI_Comm comm, std::vector<double>& values, Traffic& traffic) override {
+  void reduce_across_rings(MPI_Comm comm, std::span<double> values, Traffic& traffic) override {
     const SubRings& s = subrings(comm);
     if (plexus::mpi::size(s.cross) == 1) return;
-    const double t0 = MPI_Wtime();
-    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
-                                     s.cross),
-                       "MPI_Allreduce");
-    traffic.add_wait(Role::Other, MPI_Wtime() - t0);
-    traffic.add_sent(Role::Other, Payload::Data, static_cast<std::int64_t>(values.size()) * 8, 1);
-    traffic.add_received(Role::Other, Payload::Data, static_cast<std::int64_t>(values.size()) * 8, 1);
+    allreduce(values, s.cross, traffic);
   }
 
-  void circulate(MPI_Comm comm, std::vector<double>& my_buffer, const ArrivalFn& on_arrival, Traffic& traffic,
+  void circulate(MPI_Comm comm, std::span<const double> my_buffer, const ArrivalFn& on_arrival, Traffic& traffic,
                  int thread) override {
     if (thread < 0 || thread >= threads_)
       throw Error("ring", "circulate on thread " + std::to_string(thread) + ", but the ring has Threads=" +
@@ -153,19 +140,62 @@ class Ring final : public plexus::CommStrategy {
     // Odd threads of a bidirectional ring go the other way.
     const int dir = bidirectional_ && thread % 2 == 1 ? -1 : 1;
     const int left = (r - dir + S) % S, right = (r + dir + S) % S;
-    std::vector<double> send, recv(my_buffer.size());
-    send.swap(my_buffer);  // the caller's buffer becomes the send buffer: no copy
-    on_arrival(send, s.base + r);
+    on_arrival(my_buffer, s.base + r);
+    if (S == 1) return;
+    CommBuffer<double> send(my_buffer.begin(), my_buffer.end()), recv(my_buffer.size());
     const std::int64_t n = static_cast<std::int64_t>(send.size());
-    auto parts = [n](std::vector<double>& b, bool) {
+    auto parts = [n](CommBuffer<double>& b, bool) {
       return std::vector<Part>{{b.data(), n, MPI_DOUBLE, 8, Payload::Data}};
     };
-    auto arrive = [&](const std::vector<double>& b, int step) {
-      on_arrival(b, s.base + ((r - dir * step) % S + S) % S);
+    auto arrive = [&](const CommBuffer<double>& b, int step) {
+      on_arrival(std::span<const double>(b.data(), b.size()), s.base + ((r - dir * step) % S + S) % S);
     };
     ring_steps(S - 1, s.ring, left, right, kTagCirculate + thread, send, recv, parts, arrive, traffic, Role::Other);
-    my_buffer.swap(send);  // consumed: the caller gets a buffer of the same size back
   }
+
+ private:
+  // The sub-rings of comm, made once (collective the first time; one thread of a rank makes them).
+  const SubRings& subrings(MPI_Comm comm) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = rings_.find(comm);
+    if (it != rings_.end()) return it->second;
+    const int p = plexus::mpi::size(comm), rank = plexus::mpi::rank(comm);
+    const int S = subring_ == 0 ? p : subring_;
+    if (p % S != 0)
+      throw plexus::InputError("Communication/ring/SubRingSize",
+                               "SubRingSize=" + std::to_string(S) + " does not divide the " + std::to_string(p) +
+                                   " ranks of the communicator (valid: the divisors of " + std::to_string(p) +
+                                   ", or 0 for one ring)");
+    SubRings s;
+    s.size = S;
+    s.position = rank % S;
+    s.base = rank - s.position;
+    s.ring = pool().split(comm, rank / S, s.position, "ring of " + std::to_string(S));
+    s.cross = pool().split(comm, s.position, rank / S, "across rings of " + std::to_string(S));
+    return rings_.emplace(comm, s).first->second;
+  }
+
+  int subring_, threads_;
+  bool bidirectional_;
+  std::mutex mutex_;
+  std::map<MPI_Comm, SubRings> rings_;
+};
+
+class Ring final : public plexus::CommStrategy {
+ public:
+  Ring(int subring, int threads, bool bidirectional) : collectives_(subring, threads, bidirectional) {
+    collectives_.bind(pool_);
+  }
+  ~Ring() override {
+    // Transitional: the strategy keeps its own pool until the program hands it the context's.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) pool_.release();
+  }
+
+  std::string name() const override { return "ring"; }
+  unsigned operations() const override { return plexus::OpMultiply | plexus::OpCirculate; }
+  plexus::Collectives& collectives() override { return collectives_; }
 
   // A 1D block-row distribution over a P x 1 grid of the proposal's ranks.
   std::shared_ptr<const plexus::Distribution> distribution_for(
@@ -278,31 +308,9 @@ class Ring final : public plexus::CommStrategy {
     return out;
   }
 
-  // The sub-rings of comm, made once (collective the first time; one thread of a rank makes them).
-  const SubRings& subrings(MPI_Comm comm) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = rings_.find(comm);
-    if (it != rings_.end()) return it->second;
-    const int p = plexus::mpi::size(comm), rank = plexus::mpi::rank(comm);
-    const int S = subring_ == 0 ? p : subring_;
-    if (p % S != 0)
-      throw plexus::InputError("Communication/ring/SubRingSize",
-                               "SubRingSize=" + std::to_string(S) + " does not divide the " + std::to_string(p) +
-                                   " ranks of the communicator (valid: the divisors of " + std::to_string(p) +
-                                   ", or 0 for one ring)");
-    SubRings s;
-    s.size = S;
-    s.position = rank % S;
-    s.base = rank - s.position;
-    plexus::mpi::check(MPI_Comm_split(comm, rank / S, s.position, &s.ring), "MPI_Comm_split");
-    plexus::mpi::check(MPI_Comm_split(comm, s.position, rank / S, &s.cross), "MPI_Comm_split");
-    return rings_.emplace(comm, s).first->second;
-  }
-
-  int subring_, threads_;
-  bool bidirectional_;
+  plexus::CommPool pool_;
+  RingCollectives collectives_;
   mutable std::mutex mutex_;
-  std::map<MPI_Comm, SubRings> rings_;
   mutable std::map<MPI_Comm, std::shared_ptr<const plexus::Grid>> lines_;
 };
 
@@ -338,6 +346,18 @@ const plexus::PluginDescriptor& describe() {
                                     params.get<bool>("Bidirectional"));
     };
     p.components.push_back(std::move(c));
+    plexus::ComponentDescriptor k;
+    k.kind = plexus::ComponentKind::Collectives;
+    k.name = "ring";
+    k.summary =
+        "DCA++'s pipelined ring as collectives: circulate on (sub-)rings, threaded and bidirectional, and the "
+        "sum across sub-rings; allreduce, bcast, reduce and alltoall(v) are plain MPI.";
+    k.valid_parameters = ring_parameters;
+    k.make_collectives = [](const plexus::ParameterList& params) {
+      return std::make_unique<RingCollectives>(params.get<int>("SubRingSize"), params.get<int>("Threads"),
+                                               params.get<bool>("Bidirectional"));
+    };
+    p.components.push_back(std::move(k));
     return p;
   }();
   return d;

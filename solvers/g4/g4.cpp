@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,7 +202,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
                                                std::vector<PerMeasurement>(static_cast<std::size_t>(M)));
   const std::int64_t buffer_doubles = m.buffer_doubles();
 
-  auto arrival = [&](int t, const std::vector<double>& buf) {
+  auto arrival = [&](int t, std::span<const double> buf) {
     if (static_cast<std::int64_t>(buf.size()) != buffer_doubles)
       throw Error("g4", "a circulated buffer of " + std::to_string(buf.size()) + " doubles arrived; expected " +
                             std::to_string(buffer_doubles));
@@ -218,7 +219,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   };
   auto body = [&](int t) {
     std::vector<double> buf;
-    const plexus::CommStrategy::ArrivalFn on_arrival = [&, t](const std::vector<double>& b, int) { arrival(t, b); };
+    const plexus::CommStrategy::ArrivalFn on_arrival = [&, t](std::span<const double> b, int) { arrival(t, b); };
     for (int i = 0; i < M; ++i) {
       const double t0 = mpi::now();
       buf.resize(static_cast<std::size_t>(buffer_doubles));

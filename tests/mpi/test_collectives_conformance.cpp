@@ -36,9 +36,19 @@ std::vector<std::string> components() {
   return Registry::global().names(ComponentKind::Collectives);
 }
 
-std::unique_ptr<Collectives> make(const std::string& name) {
-  ParameterList p(name);
-  return Registry::global().make_collectives(name, p, "Communication/" + name);
+// Runs f(component) for every component under test, each with its defaults, bound to a pool of
+// its own that is released afterwards (collectively: every rank runs the same list).
+template <class F>
+void for_each_component(F&& f) {
+  for (const auto& name : components()) {
+    SCOPED_TRACE("collectives " + name);
+    ParameterList p(name);
+    auto c = Registry::global().make_collectives(name, p, "Communication/" + name);
+    CommPool pool;
+    c->bind(pool);
+    f(*c);
+    pool.release();
+  }
 }
 
 // Deterministic values of rank r: v[i] = r * 1000 + i + 0.5 (exactly representable sums).
@@ -72,8 +82,10 @@ TEST(CollectivesConformance, ComponentsAreFound) {
 
 TEST(CollectivesConformance, AllreduceMatchesMpi) {
   Comms comms;
-  for (const auto& name : components()) {
-    auto c = make(name);
+  for_each_component([&](Collectives& cc) {
+    Collectives* c = &cc;
+    const std::string name = c->name();
+    (void)name;
     for (MPI_Comm comm : comms.all())
       for (std::size_t n : kSizes)
         for (bool poll : {false, true}) {
@@ -94,13 +106,15 @@ TEST(CollectivesConformance, AllreduceMatchesMpi) {
           EXPECT_EQ(k.bytes_sent, p > 1 ? 8 * static_cast<std::int64_t>(n) : 0);
           EXPECT_EQ(k.bytes_received, p > 1 ? 8 * static_cast<std::int64_t>(n) : 0);
         }
-  }
+  });
 }
 
 TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
   Comms comms;
-  for (const auto& name : components()) {
-    auto c = make(name);
+  for_each_component([&](Collectives& cc) {
+    Collectives* c = &cc;
+    const std::string name = c->name();
+    (void)name;
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
       for (int root = 0; root < p; ++root)
@@ -129,13 +143,15 @@ TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
           EXPECT_EQ(kr.bytes_received, me == root ? 8 * static_cast<std::int64_t>(n) * (p - 1) : 0);
         }
     }
-  }
+  });
 }
 
 TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
   Comms comms;
-  for (const auto& name : components()) {
-    auto c = make(name);
+  for_each_component([&](Collectives& cc) {
+    Collectives* c = &cc;
+    const std::string name = c->name();
+    (void)name;
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
       SCOPED_TRACE(name + " on " + std::to_string(p) + " ranks");
@@ -172,13 +188,12 @@ TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
       EXPECT_EQ(tv.counts(mpi::Role::Other).bytes_sent, 8 * out_others);
       EXPECT_EQ(tv.counts(mpi::Role::Other).bytes_received, 8 * in_others);
     }
-  }
+  });
 }
 
 TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
-  for (const auto& name : components()) {
-    SCOPED_TRACE(name);
-    auto c = make(name);
+  for_each_component([&](Collectives& cc) {
+    Collectives* c = &cc;
     const int p = mpi::size(MPI_COMM_WORLD), me = mpi::rank(MPI_COMM_WORLD);
     std::vector<std::vector<double>> bufs;
     for (int k = 0; k < 4; ++k) bufs.push_back(values_of(me + k, 257));
@@ -194,13 +209,12 @@ TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
       EXPECT_EQ(bufs[static_cast<std::size_t>(k)], expect);
     }
     EXPECT_EQ(root_buf, values_of(42, 100));
-  }
+  });
 }
 
 TEST(CollectivesConformance, BadArgumentsAreRefusedBeforeAnyMessage) {
-  for (const auto& name : components()) {
-    SCOPED_TRACE(name);
-    auto c = make(name);
+  for_each_component([&](Collectives& cc) {
+    Collectives* c = &cc;
     const int p = mpi::size(MPI_COMM_WORLD);
     std::vector<double> v(4, 1.0), w(5, 0.0);
     mpi::Traffic t;
@@ -210,7 +224,7 @@ TEST(CollectivesConformance, BadArgumentsAreRefusedBeforeAnyMessage) {
     const std::vector<int> counts(static_cast<std::size_t>(p) + 1, 0);
     EXPECT_THROW(c->ialltoallv(v, counts, w, counts, MPI_COMM_WORLD, t), Error);
     EXPECT_EQ(t.counts(mpi::Role::Other).messages_sent, 0);
-  }
+  });
 }
 
 }  // namespace

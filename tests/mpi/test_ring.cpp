@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <span>
 #include <thread>
 
 #include "multiply_fixtures.hpp"
@@ -28,7 +29,7 @@ std::vector<int> subring_sizes() {
 }
 
 // Circulates one buffer per thread and checks what arrives: from whom, in which order, intact.
-void check_circulation(CommStrategy& strategy, int threads, bool bidirectional) {
+void check_circulation(Collectives& strategy, int threads, bool bidirectional) {
   const auto pos = strategy.ring_position(MPI_COMM_WORLD);
   const int S = pos.size, me = plexus::mpi::rank(MPI_COMM_WORLD), base = me - pos.position;
   const int n = 37;
@@ -40,7 +41,7 @@ void check_circulation(CommStrategy& strategy, int threads, bool bidirectional) 
     for (int i = 0; i < n; ++i) buf[static_cast<std::size_t>(i)] = value(me, t, i);
     strategy.circulate(
         MPI_COMM_WORLD, buf,
-        [&](const std::vector<double>& b, int origin) {
+        [&](std::span<const double> b, int origin) {
           origins[static_cast<std::size_t>(t)].push_back(origin);
           for (int i = 0; i < n; ++i)
             if (b[static_cast<std::size_t>(i)] != value(origin, t, i)) ++bad[static_cast<std::size_t>(t)];
@@ -77,7 +78,7 @@ TEST(Ring, CirculateOnRingsAndSubRings) {
     auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
     const auto pos = r->ring_position(MPI_COMM_WORLD);
     EXPECT_EQ(pos.size, S == 0 ? plexus::mpi::size(MPI_COMM_WORLD) : S);
-    check_circulation(*r, 1, false);
+    check_circulation(r->collectives(), 1, false);
   }
 }
 
@@ -91,16 +92,37 @@ TEST(Ring, ThreadedAndBidirectionalRings) {
       auto r = strategy("ring", {"SubRingSize=" + std::to_string(S), "Threads=2",
                                  std::string("Bidirectional=") + (bidi ? "true" : "false")});
       EXPECT_EQ(r->circulate_threads(), 2);
-      check_circulation(*r, 2, bidi);
+      check_circulation(r->collectives(), 2, bidi);
     }
 }
 
 TEST(Ring, CoreDefaultCirculateVisitsEveryRank) {
   auto c = strategy("cannon");  // does not override circulate: the core default
-  check_circulation(*c, 1, false);
+  check_circulation(c->collectives(), 1, false);
   std::vector<double> buf(3, 1.0);
   Traffic t;
-  EXPECT_THROW(c->circulate(MPI_COMM_WORLD, buf, [](const std::vector<double>&, int) {}, t, 1), Error);
+  EXPECT_THROW(c->circulate(MPI_COMM_WORLD, buf, [](std::span<const double>, int) {}, t, 1), Error);
+}
+
+TEST(Ring, CollectivesComponentTakesItsSubRingsFromThePool) {
+  test::load_plugins();
+  for (int S : subring_sizes()) {
+    SCOPED_TRACE("SubRingSize=" + std::to_string(S));
+    ParameterList p("ring");
+    apply_override(p, "SubRingSize=" + std::to_string(S));
+    auto c = Registry::global().make_collectives("ring", p, "Communication/ring");
+    Traffic t;
+    std::vector<double> buf(2, 0.0);
+    EXPECT_THROW(c->circulate(MPI_COMM_WORLD, buf, [](std::span<const double>, int) {}, t, 0), Error)
+        << "an unbound component refuses to make communicators";
+    CommPool pool;
+    c->bind(pool);
+    check_circulation(*c, 1, false);
+    EXPECT_EQ(pool.size(), 2u) << "the ring and the cross-ring communicators, made once";
+    check_circulation(*c, 1, false);
+    EXPECT_EQ(pool.size(), 2u);
+    pool.release();
+  }
 }
 
 TEST(Ring, SubRingSizeMustDivideTheRanks) {
@@ -108,7 +130,7 @@ TEST(Ring, SubRingSizeMustDivideTheRanks) {
   auto r = strategy("ring", {"SubRingSize=" + std::to_string(plexus::mpi::size(MPI_COMM_WORLD) + 1)});
   std::vector<double> buf(4, 0.0);
   Traffic t;
-  EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](const std::vector<double>&, int) {}, t, 0), InputError);
+  EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](std::span<const double>, int) {}, t, 0), InputError);
 }
 
 TEST(Ring, ReduceAcrossSubRingsSumsEqualPositions) {

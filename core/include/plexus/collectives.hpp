@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/comm_pool.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus {
@@ -93,6 +94,32 @@ class Collectives {
                                        std::span<double> recv, std::span<const int> recv_counts, MPI_Comm comm,
                                        mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) = 0;
 
+  /// Every rank's buffer visits every rank of its ring (the ranks of comm, or of the sub-ring of
+  /// comm the component makes); on_arrival(buffer, origin) is called once per buffer, the
+  /// local one first, origin being the rank in comm it came from, in the order a ring delivers
+  /// them (me, me-1, me-2, ...). All buffers of a ring have the same size. `thread`
+  /// (0 .. circulate_threads()-1) is the channel when several threads of a rank circulate at
+  /// once, each with its own Traffic. Blocking; collective over the ring.
+  /// Core default: one MPI_Allgatherv over comm (one thread).
+  using ArrivalFn = std::function<void(std::span<const double> buffer, int origin_rank)>;
+  virtual void circulate(MPI_Comm comm, std::span<const double> my_buffer, const ArrivalFn& on_arrival,
+                         mpi::Traffic& traffic, int thread = 0);
+  /// Threads of one rank that may circulate at the same time. Core default: 1.
+  virtual int circulate_threads() const { return 1; }
+  /// The ring circulate(comm, ...) uses on this rank. Default: the whole of comm.
+  struct RingPosition {
+    int position = 0;
+    int size = 1;
+  };
+  virtual RingPosition ring_position(MPI_Comm comm);
+  /// Sums `values` in place over the ranks at the same position of the other rings of comm (the
+  /// final reduction of per-ring results). Default: one ring, nothing to do.
+  virtual void reduce_across_rings(MPI_Comm comm, std::span<double> values, mpi::Traffic& traffic);
+
+  /// The pool the component makes its communicators in (sub-rings, duplicates): the context's.
+  /// A component that needs communicators refuses to work unbound.
+  void bind(CommPool& pool) { pool_ = &pool; }
+
   // Blocking conveniences.
   void allreduce(std::span<double> values, MPI_Comm comm, mpi::Traffic& traffic, mpi::Role role = mpi::Role::Other) {
     iallreduce(values, comm, traffic, role).wait();
@@ -109,6 +136,13 @@ class Collectives {
                 mpi::Role role = mpi::Role::Other) {
     ialltoall(send, recv, comm, traffic, role).wait();
   }
+
+ protected:
+  /// The bound pool; throws plexus::Error naming the component when it is not bound.
+  CommPool& pool() const;
+
+ private:
+  CommPool* pool_ = nullptr;
 };
 
 /// Core's collectives: one MPI_I* call each.

@@ -65,18 +65,6 @@ TEST(Rma25d, MixedBlocksAlphaBetaEveryValidL) {
   check_case({"mixed", 11, 13, 9, {1, 5, 13, 23, 32}, 0.35, -0.75, 1.5, "random", "cpu"});
 }
 
-TEST(Rma25d, UniformBlocksRepeatedEveryValidL) {
-  Case k{"uniform", 12, 12, 12, {7}, 0.3, 1.0, 1.0, "block-cyclic", "reference"};
-  k.repeat = 2;
-  check_case(k);
-}
-
-TEST(Rma25d, FilteringEveryValidL) {
-  Case k{"filter", 10, 12, 10, {1, 5, 13}, 0.6, 1.0, 0.0, "random", "cpu"};
-  k.filter_eps = 2.0;
-  check_case(k);
-}
-
 TEST(Rma25d, InvalidLayersFallBackToOneOrFailWhenStrict) {
   auto grid = Grid::create(MPI_COMM_WORLD);
   const auto valid = valid_layers(grid->nprows(), grid->npcols());

@@ -1,5 +1,6 @@
 #include "plexus/algebra.hpp"
 
+#include <type_traits>
 #include <utility>
 
 #include "plexus/error.hpp"
@@ -47,6 +48,21 @@ const DistMatrix& aligned(const DistMatrix& X, const DistMatrix& like, std::uniq
   if (X.distribution().same_maps(like.distribution())) return X;
   holder = std::make_unique<DistMatrix>(X.redistribute(like.distribution_ptr(), traffic));
   return *holder;
+}
+
+// A scalar computed with one reduction of one double over X's grid, recorded as `op`. f may take
+// the operation's Traffic (to count what it moves first).
+template <class F>
+double reduced(Context& ctx, const char* op, const DistMatrix& X, F&& f) {
+  Recorder rec(ctx, op);
+  double v = 0;
+  if constexpr (std::is_invocable_v<F, mpi::Traffic&>)
+    v = f(rec.traffic());
+  else
+    v = f();
+  rec.reduction(X, 1);
+  rec.done();
+  return v;
 }
 
 }  // namespace
@@ -120,30 +136,20 @@ DistMatrix redistribute(Context& ctx, const DistMatrix& X, std::shared_ptr<const
 }
 
 double trace(Context& ctx, const DistMatrix& X) {
-  Recorder rec(ctx, "trace");
-  const double t = X.trace();
-  rec.reduction(X, 1);
-  rec.done();
-  return t;
+  return reduced(ctx, "trace", X, [&] { return X.trace(); });
 }
 
 double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y) {
-  Recorder rec(ctx, "dot");
   if (!(X.layout() == Y.layout()))
     throw Error("dot", "matrices '" + X.name() + "' and '" + Y.name() + "' have different block layouts");
-  std::unique_ptr<DistMatrix> moved;
-  const double d = X.dot(aligned(Y, X, moved, rec.traffic()));
-  rec.reduction(X, 1);
-  rec.done();
-  return d;
+  return reduced(ctx, "dot", X, [&](mpi::Traffic& traffic) {
+    std::unique_ptr<DistMatrix> moved;
+    return X.dot(aligned(Y, X, moved, traffic));
+  });
 }
 
 double norm(Context& ctx, const DistMatrix& X) {
-  Recorder rec(ctx, "norm");
-  const double n = X.frobenius_norm();
-  rec.reduction(X, 1);
-  rec.done();
-  return n;
+  return reduced(ctx, "norm", X, [&] { return X.frobenius_norm(); });
 }
 
 }  // namespace plexus

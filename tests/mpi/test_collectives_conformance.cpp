@@ -82,10 +82,8 @@ TEST(CollectivesConformance, ComponentsAreFound) {
 
 TEST(CollectivesConformance, AllreduceMatchesMpi) {
   Comms comms;
-  for_each_component([&](Collectives& cc) {
-    Collectives* c = &cc;
-    const std::string name = c->name();
-    (void)name;
+  for_each_component([&](Collectives& c) {
+    const std::string name = c.name();
     for (MPI_Comm comm : comms.all())
       for (std::size_t n : kSizes)
         for (bool poll : {false, true}) {
@@ -94,7 +92,7 @@ TEST(CollectivesConformance, AllreduceMatchesMpi) {
           std::vector<double> mine = values_of(me, n), expect(n);
           MPI_Allreduce(mine.data(), expect.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm);
           mpi::Traffic t;
-          CollectiveRequest r = c->iallreduce(mine, comm, t);
+          CollectiveRequest r = c.iallreduce(mine, comm, t);
           if (poll)
             while (!r.test()) {
             }
@@ -111,10 +109,8 @@ TEST(CollectivesConformance, AllreduceMatchesMpi) {
 
 TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
   Comms comms;
-  for_each_component([&](Collectives& cc) {
-    Collectives* c = &cc;
-    const std::string name = c->name();
-    (void)name;
+  for_each_component([&](Collectives& c) {
+    const std::string name = c.name();
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
       for (int root = 0; root < p; ++root)
@@ -123,7 +119,7 @@ TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
           // bcast
           std::vector<double> buf = me == root ? values_of(root, n) : std::vector<double>(n, -1.0);
           mpi::Traffic tb;
-          c->bcast(buf, root, comm, tb, mpi::Role::A);
+          c.bcast(buf, root, comm, tb, mpi::Role::A);
           EXPECT_EQ(buf, values_of(root, n));
           const auto& kb = tb.counts(mpi::Role::A);
           EXPECT_EQ(kb.bytes_sent, p > 1 && me == root ? 8 * static_cast<std::int64_t>(n) : 0);
@@ -134,7 +130,7 @@ TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
           MPI_Reduce(in.data(), me == root ? expect.data() : nullptr, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, root,
                      comm);
           mpi::Traffic tr;
-          c->reduce(in, out, root, comm, tr, mpi::Role::C);
+          c.reduce(in, out, root, comm, tr, mpi::Role::C);
           if (me == root) {
             EXPECT_EQ(out, expect);
           }
@@ -148,10 +144,8 @@ TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
 
 TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
   Comms comms;
-  for_each_component([&](Collectives& cc) {
-    Collectives* c = &cc;
-    const std::string name = c->name();
-    (void)name;
+  for_each_component([&](Collectives& c) {
+    const std::string name = c.name();
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
       SCOPED_TRACE(name + " on " + std::to_string(p) + " ranks");
@@ -160,7 +154,7 @@ TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
       std::vector<double> recv(send.size()), expect(send.size());
       MPI_Alltoall(send.data(), 3, MPI_DOUBLE, expect.data(), 3, MPI_DOUBLE, comm);
       mpi::Traffic t;
-      c->alltoall(send, recv, comm, t);
+      c.alltoall(send, recv, comm, t);
       EXPECT_EQ(recv, expect);
       EXPECT_EQ(t.counts(mpi::Role::Other).bytes_sent, 8 * 3 * std::int64_t{p - 1});
       // alltoallv: rank me sends (me + q) % 3 values to rank q (zero counts included)
@@ -177,7 +171,7 @@ TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
       std::vector<double> rv(nr), ev(nr);
       MPI_Alltoallv(sv.data(), sc.data(), sd.data(), MPI_DOUBLE, ev.data(), rc.data(), rd.data(), MPI_DOUBLE, comm);
       mpi::Traffic tv;
-      c->ialltoallv(sv, sc, rv, rc, comm, tv).wait();
+      c.ialltoallv(sv, sc, rv, rc, comm, tv).wait();
       EXPECT_EQ(rv, ev);
       std::int64_t out_others = 0, in_others = 0;
       for (int q = 0; q < p; ++q)
@@ -192,16 +186,15 @@ TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
 }
 
 TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
-  for_each_component([&](Collectives& cc) {
-    Collectives* c = &cc;
+  for_each_component([&](Collectives& c) {
     const int p = mpi::size(MPI_COMM_WORLD), me = mpi::rank(MPI_COMM_WORLD);
     std::vector<std::vector<double>> bufs;
     for (int k = 0; k < 4; ++k) bufs.push_back(values_of(me + k, 257));
     std::vector<double> root_buf = me == p - 1 ? values_of(42, 100) : std::vector<double>(100, 0.0);
     mpi::Traffic t;
     std::vector<CollectiveRequest> reqs;
-    for (auto& b : bufs) reqs.push_back(c->iallreduce(b, MPI_COMM_WORLD, t));
-    reqs.push_back(c->ibcast(root_buf, p - 1, MPI_COMM_WORLD, t));
+    for (auto& b : bufs) reqs.push_back(c.iallreduce(b, MPI_COMM_WORLD, t));
+    reqs.push_back(c.ibcast(root_buf, p - 1, MPI_COMM_WORLD, t));
     for (auto it = reqs.rbegin(); it != reqs.rend(); ++it) it->wait();
     for (int k = 0; k < 4; ++k) {
       std::vector<double> expect = values_of(me + k, 257);
@@ -213,16 +206,15 @@ TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
 }
 
 TEST(CollectivesConformance, BadArgumentsAreRefusedBeforeAnyMessage) {
-  for_each_component([&](Collectives& cc) {
-    Collectives* c = &cc;
+  for_each_component([&](Collectives& c) {
     const int p = mpi::size(MPI_COMM_WORLD);
     std::vector<double> v(4, 1.0), w(5, 0.0);
     mpi::Traffic t;
-    EXPECT_THROW(c->ibcast(v, p, MPI_COMM_WORLD, t), Error);
-    EXPECT_THROW(c->ibcast(v, -1, MPI_COMM_WORLD, t), Error);
-    EXPECT_THROW(c->ialltoall(std::vector<double>(static_cast<std::size_t>(p) + 1, 0.0), w, MPI_COMM_WORLD, t), Error);
+    EXPECT_THROW(c.ibcast(v, p, MPI_COMM_WORLD, t), Error);
+    EXPECT_THROW(c.ibcast(v, -1, MPI_COMM_WORLD, t), Error);
+    EXPECT_THROW(c.ialltoall(std::vector<double>(static_cast<std::size_t>(p) + 1, 0.0), w, MPI_COMM_WORLD, t), Error);
     const std::vector<int> counts(static_cast<std::size_t>(p) + 1, 0);
-    EXPECT_THROW(c->ialltoallv(v, counts, w, counts, MPI_COMM_WORLD, t), Error);
+    EXPECT_THROW(c.ialltoallv(v, counts, w, counts, MPI_COMM_WORLD, t), Error);
     EXPECT_EQ(t.counts(mpi::Role::Other).messages_sent, 0);
   });
 }

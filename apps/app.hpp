@@ -3,6 +3,7 @@
 // summaries reduced over ranks, and small output helpers.
 #include <mpi.h>
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,21 +38,49 @@ struct Selection {
 /// The names selected by a validated list.
 Selection selection_of(const ParameterList& validated);
 
+/// The validated `Timing` sublist: how `run` and `compare` repeat the solver so that timings can
+/// be trusted (see docs/user-guide.md, "Timing").
+struct TimingPlan {
+  int warm_up = 1;     ///< solver runs per combination before the counted ones (not counted)
+  int rounds = 1;      ///< counted solver runs per combination
+  bool rotate = true;  ///< compare: each round starts with another combination (Order = rotated)
+  int total_rounds() const { return warm_up + rounds; }
+  bool is_warm_up(int round) const { return round < warm_up; }
+};
+TimingPlan timing_of(const ParameterList& validated);
+
+/// The order in which `compare` runs its n combinations in round `round` (0-based, warm-up rounds
+/// first) of `total` rounds: 0, 1, ..., n-1 when not rotating; rotated, round r starts with
+/// combination (r - (total-1)) mod n, so that over n consecutive rounds every combination takes
+/// every position once and the last round runs in the given order.
+std::vector<std::size_t> round_order(std::size_t n, int round, int total, bool rotate);
+
+/// Min, median (mean of the two middle values for an even count), mean and max of a sample; all
+/// zero for an empty one.
+struct TimeStats {
+  double min = 0, median = 0, mean = 0, max = 0;
+};
+TimeStats time_stats(std::vector<double> seconds);
+
 // ---- reports --------------------------------------------------------------------------------
 
 /// What the multiplies of one run did, reduced over ranks (every rank gets the same values).
 struct Summary {
   int multiplies = 0;
   int ranks = 1;
-  double seconds = 0;       ///< per multiply, max over ranks
-  double flops = 0;         ///< per multiply, sum over ranks
-  double gflops = 0;        ///< flops / seconds * 1e-9
-  double bytes_max = 0;     ///< bytes sent per multiply, max over ranks
-  double bytes_avg = 0;     ///< bytes sent per multiply, average over ranks
-  double volume_max = 0;    ///< data bytes received per multiply (one-sided gets included), max over ranks
-  double volume_avg = 0;    ///< the same, average over ranks
-  double model_max = -1;    ///< the strategy's predicted volume (predicted_bytes_received), max; -1: none
-  double messages_max = 0;  ///< messages sent per multiply, max over ranks
+  std::vector<double> times;  ///< seconds of each multiply, max over ranks, in the order run
+  double seconds_min = 0;     ///< min of `times`
+  double seconds_median = 0;  ///< median of `times`
+  double seconds = 0;         ///< mean of `times`
+  double seconds_max = 0;     ///< max of `times`
+  double flops = 0;           ///< per multiply, sum over ranks
+  double gflops = 0;          ///< flops / seconds_median * 1e-9
+  double bytes_max = 0;       ///< bytes sent per multiply, max over ranks
+  double bytes_avg = 0;       ///< bytes sent per multiply, average over ranks
+  double volume_max = 0;      ///< data bytes received per multiply (one-sided gets included), max over ranks
+  double volume_avg = 0;      ///< the same, average over ranks
+  double model_max = -1;      ///< the strategy's predicted volume (predicted_bytes_received), max; -1: none
+  double messages_max = 0;    ///< messages sent per multiply, max over ranks
   double messages_avg = 0;
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks
   double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks

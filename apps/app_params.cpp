@@ -1,5 +1,6 @@
 // The top-level parameter list of the `plexus` program and its validation.
 #include <algorithm>
+#include <limits>
 
 #include "app.hpp"
 #include "plexus/problem.hpp"
@@ -74,6 +75,18 @@ ParameterListPtr top_level_valid() {
   ParameterList& output = v->sublist("Output", false, "what the program prints");
   declare_choice(output, "LogLevel", "info", {"error", "warn", "info", "debug"},
                  "rank 0 logs at this level; other ranks log warnings and errors, everything at debug");
+  ParameterList& timing =
+      v->sublist("Timing", false, "how run and compare repeat the solver so that their timings can be trusted");
+  const int imax = std::numeric_limits<int>::max();
+  declare_int(timing, "WarmUp", 1,
+              "solver runs per combination before the counted ones; their multiplies are not counted", 0, imax);
+  declare_int(timing, "Rounds", 1,
+              "counted solver runs per combination (each does the solver's own repetitions); compare runs the "
+              "combinations round-robin, one run each per round",
+              1, imax);
+  declare_choice(timing, "Order", "rotated", {"rotated", "fixed"},
+                 "compare: 'rotated' starts each round with another combination (every combination takes every "
+                 "position; the last round runs in the given order), 'fixed' runs the given order every round");
   for (const auto& n : solvers) v->sublist(n, false, "parameters of the solver '" + n + "'");
   return v;
 }
@@ -113,6 +126,24 @@ Selection selection_of(const ParameterList& validated) {
   s.strategy = validated.sublist("Communication").get<std::string>("Strategy");
   s.kernel = validated.sublist("Kernel").get<std::string>("Type");
   return s;
+}
+
+TimingPlan timing_of(const ParameterList& validated) {
+  const ParameterList& t = validated.sublist("Timing");
+  TimingPlan plan;
+  plan.warm_up = t.get<int>("WarmUp");
+  plan.rounds = t.get<int>("Rounds");
+  plan.rotate = t.get<std::string>("Order") == "rotated";
+  return plan;
+}
+
+std::vector<std::size_t> round_order(std::size_t n, int round, int total, bool rotate) {
+  std::vector<std::size_t> order(n);
+  if (n == 0) return order;
+  const long long nn = static_cast<long long>(n);
+  const long long shift = rotate ? ((static_cast<long long>(round) - (total - 1)) % nn + nn) % nn : 0;
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::size_t>((shift + static_cast<long long>(i)) % nn);
+  return order;
 }
 
 }  // namespace plexus::app

@@ -12,17 +12,41 @@
 
 namespace plexus::app {
 
+TimeStats time_stats(std::vector<double> seconds) {
+  TimeStats t;
+  if (seconds.empty()) return t;
+  std::sort(seconds.begin(), seconds.end());
+  const std::size_t n = seconds.size();
+  t.min = seconds.front();
+  t.max = seconds.back();
+  t.median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  double sum = 0;
+  for (double v : seconds) sum += v;
+  t.mean = sum / static_cast<double>(n);
+  return t;
+}
+
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   Summary s;
   MPI_Comm_size(comm, &s.ranks);
   s.multiplies = static_cast<int>(reports.size());
+  // Each multiply's time is that of its slowest rank; min, median and mean are taken over those.
+  std::vector<double> mine(reports.size());
+  for (std::size_t i = 0; i < reports.size(); ++i) mine[i] = reports[i].seconds;
+  s.times.assign(reports.size(), 0.0);
+  if (!reports.empty()) MPI_Allreduce(mine.data(), s.times.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+  const TimeStats stats = time_stats(s.times);
+  s.seconds_min = stats.min;
+  s.seconds_median = stats.median;
+  s.seconds = stats.mean;
+  s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
-  double seconds = 0, flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0;
+  double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0;
   double volume = 0, model = -1;
   for (const auto& r : reports) {
     for (const auto& t : r.traffic) volume += static_cast<double>(t.bytes_received);
-    if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end()) model = std::max(model, 0.0) + it->second;
-    seconds += r.seconds;
+    if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end())
+      model = std::max(model, 0.0) + it->second;
     flops += r.flops;
     bytes += static_cast<double>(r.bytes_sent());
     messages += static_cast<double>(r.messages_sent());
@@ -32,8 +56,9 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
   }
   const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
-  double maxes[9] = {seconds / n, bytes / n, messages / n, wait / n, kernel / n, peak_buffer, peak_memory,
-                     volume / n, model < 0 ? -1.0 : model / n};
+  double maxes[9] = {0.0,         bytes / n,  messages / n,
+                     wait / n,    kernel / n, peak_buffer,
+                     peak_memory, volume / n, model < 0 ? -1.0 : model / n};
   double sums[4] = {flops / n, bytes / n, messages / n, volume / n};
   double gmax[9], gsum[4];
   MPI_Allreduce(maxes, gmax, 9, MPI_DOUBLE, MPI_MAX, comm);
@@ -41,7 +66,6 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.volume_max = gmax[7];
   s.model_max = gmax[8];
   s.volume_avg = gsum[3] / s.ranks;
-  s.seconds = gmax[0];
   s.bytes_max = gmax[1];
   s.messages_max = gmax[2];
   s.wait_max = gmax[3];
@@ -51,7 +75,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.flops = gsum[0];
   s.bytes_avg = gsum[1] / s.ranks;
   s.messages_avg = gsum[2] / s.ranks;
-  s.gflops = s.seconds > 0 ? s.flops / s.seconds * 1e-9 : 0.0;
+  s.gflops = s.seconds_median > 0 ? s.flops / s.seconds_median * 1e-9 : 0.0;
 
   // Strategy-specific figures: the names rank 0 knows, averaged per rank, max over ranks.
   std::map<std::string, double> local_extra;

@@ -16,6 +16,7 @@
 #include "g4_hdf5.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
+#include "plexus/memory.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
 #include "plexus/solver.hpp"
@@ -67,6 +68,10 @@ const char* const kRunHelp =
     "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs)\n"
     "  -h, --help             this text\n"
     "\n"
+    "Timing: Timing/WarmUp (default 1) quiet solver runs come first and are not counted; then\n"
+    "Timing/Rounds (default 1) counted runs. The summary gives min, median and mean seconds per\n"
+    "multiply (each multiply: its slowest rank) over the counted multiplies.\n"
+    "\n"
     "Examples:\n"
     "  mpiexec -n 4 plexus run examples/h2o.xml\n"
     "  mpiexec -n 2 plexus run --set Problem/Blocks=40 --set multiply/Repetitions=1 --write-params used.xml\n"
@@ -76,11 +81,18 @@ const char* const kCompareHelp =
     "Usage: plexus compare [FILE.xml] --strategies S1,S2,... [options]\n"
     "\n"
     "Runs the same problem through every (strategy, kernel) combination in one job, compares each result\n"
-    "with the first one (relative Frobenius difference) and prints one table: time per multiply, GFLOP/s,\n"
+    "with the first one (relative Frobenius difference) and prints one table: time per multiply\n"
+    "(min, median, mean), GFLOP/s (at the median),\n"
     "bytes and messages sent per rank (max and average), wait time, peak buffer memory.\n"
     "\n"
     "A strategy or kernel spec is name[:Key=Value[:Key=Value...]]; the assignments go to\n"
     "Communication/<name> (or Kernel/<name>), e.g. rma25d:Layers=4.\n"
+    "\n"
+    "Timing: the combinations run round-robin, each solver run once per round: Timing/WarmUp rounds\n"
+    "(default 1, not counted), then Timing/Rounds counted rounds (default 1). Timing/Order=rotated\n"
+    "(default) starts each round with another combination, the last round in the given order;\n"
+    "fixed keeps the given order. The table gives min, median and mean seconds per multiply; the\n"
+    "JSON also every counted and warm-up multiply's time.\n"
     "\n"
     "Options:\n"
     "  --strategies LIST      comma-separated strategy specs (required)\n"
@@ -94,7 +106,8 @@ const char* const kCompareHelp =
     "\n"
     "Examples:\n"
     "  mpiexec -n 4 plexus compare --strategies cannon --kernels cpu,reference\n"
-    "  mpiexec -n 8 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=2 --json table.json\n";
+    "  mpiexec -n 8 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=2 --json table.json\n"
+    "  mpiexec -n 4 plexus compare --strategies cannon --kernels cpu,cpu,cpu,cpu --set Timing/Rounds=5\n";
 
 const char* const kModelHelp =
     "Usage: plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
@@ -168,7 +181,7 @@ struct Options {
   std::string log_level;
   std::vector<std::string> strategies, kernels;
   std::string csv, json;
-  std::string grid, bytes;  // model
+  std::string grid, bytes;         // model
   std::vector<std::string> files;  // g4-diff
   double tolerance = 1e-10;
   bool tolerance_given = false;
@@ -399,6 +412,22 @@ void maybe_fail_for_test(int rank) {
   }
 }
 
+/// Runs the timed phase. An exception ends the job from here, before any stack unwinding: the
+/// components' destructors may free communicators or windows (collective calls), and a failing
+/// rank must not make them while the other ranks are inside a multiply.
+template <class F>
+void run_or_abort(F&& phase, int rank) {
+  try {
+    phase();
+  } catch (const InputError& e) {
+    abort_job(rank, describe_error(e), true);
+  } catch (const std::exception& e) {
+    abort_job(rank, describe_error(e), false);
+  } catch (...) {
+    abort_job(rank, "unknown exception", false);
+  }
+}
+
 // ---- shared set-up --------------------------------------------------------------------------
 
 ParameterListPtr load_parameters(const Options& o) {
@@ -416,15 +445,48 @@ struct Components {
   std::unique_ptr<Solver> solver;
 };
 
+std::unique_ptr<CommStrategy> make_strategy(ParameterList& params) {
+  const std::string name = selection_of(params).strategy;
+  return Registry::global().make_comm(name, params.sublist("Communication").sublist(name),
+                                      "plexus/Communication/" + name);
+}
+
 Components make_components(ParameterList& params) {
   auto& reg = Registry::global();
   const Selection s = selection_of(params);
   Components c;
-  c.strategy = reg.make_comm(s.strategy, params.sublist("Communication").sublist(s.strategy),
-                             "plexus/Communication/" + s.strategy);
+  c.strategy = make_strategy(params);
   c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
   c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
   return c;
+}
+
+/// Called by every rank after each solver run: the strategy used is freed (here, by every rank
+/// together) and a new one made from the same parameters for the next run, while the kernel and
+/// the solver live on. Reason: the strategies keep caches keyed by MPI_Comm handles (rma25d's
+/// group communicator, the ring's sub-rings and 1D grids); the next run's grid gets a new
+/// communicator, and MPI may hand out the freed handle again on some ranks and not on others, so
+/// that a strategy object used for a second run takes a cache hit on some ranks and makes a
+/// collective on the others: a deadlock (seen with ring and rma25d at WarmUp=2). A new object has
+/// empty caches on every rank.
+void renew_strategy(Components& c, ParameterList& params) {
+  c.strategy.reset();
+  c.strategy = make_strategy(params);
+}
+
+SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
+  SolverContext ctx;
+  ctx.comm = MPI_COMM_WORLD;
+  ctx.problem = &params.sublist("Problem");
+  ctx.strategy = c.strategy.get();
+  ctx.kernel = c.kernel.get();
+  ctx.quiet = quiet;
+  ctx.parameters = &params;
+  return ctx;
+}
+
+std::string plural(long long n, const std::string& one, const std::string& many = "") {
+  return std::to_string(n) + " " + (n == 1 ? one : many.empty() ? one + "s" : many);
 }
 
 void echo_parameters(const ParameterList& params, int rank) {
@@ -434,12 +496,15 @@ void echo_parameters(const ParameterList& params, int rank) {
   std::cout << to_xml(params) << std::flush;
 }
 
-void print_summary_lines(const Summary& s) {
+void print_summary_lines(const Summary& s, const TimingPlan& plan) {
   auto& l = log();
-  l.info("  multiplies            {}", s.multiplies);
+  l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
+         plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
   if (s.multiplies == 0) return;
-  l.info("  time per multiply     {} s (max over ranks)", format_number("%.4g", s.seconds));
-  l.info("  GFLOP/s               {}", format_number("%.3f", s.gflops));
+  l.info("  time per multiply     min {} s, median {} s, mean {} s (each multiply: max over ranks)",
+         format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
+         format_number("%.4g", s.seconds));
+  l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
   l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
          format_number("%.1f", s.messages_avg));
@@ -466,30 +531,55 @@ int command_run(const Options& o, int rank, int size) {
         if (!o.write_params.empty() && rank == 0) write_parameter_file(*params, o.write_params);
       },
       rank, size, exit_code);
-  if (!ok) return exit_code;
+  if (!ok) {
+    c = Components{};
+    return exit_code;
+  }
 
   echo_parameters(*params, rank);
   const Selection sel = selection_of(*params);
+  const TimingPlan plan = timing_of(*params);
   if (rank == 0)
     log().info("running solver '{}' with strategy '{}' and kernel '{}' on {} rank{}", sel.solver, sel.strategy,
                sel.kernel, size, size == 1 ? "" : "s");
   maybe_fail_for_test(rank);
 
-  SolverContext ctx;
-  ctx.comm = MPI_COMM_WORLD;
-  ctx.problem = &params->sublist("Problem");
-  ctx.strategy = c.strategy.get();
-  ctx.kernel = c.kernel.get();
-  ctx.quiet = false;
-  ctx.parameters = params.get();
-  SolverResult result = c.solver->run(ctx);
-  const Summary s = summarize(result.reports, MPI_COMM_WORLD);
+  // Warm-up runs first (quiet, their reports dropped), then the counted runs.
+  std::vector<MultiplyReport> counted;
+  SolverResult last;
+  Summary s;
+  run_or_abort(
+      [&] {
+        for (int w = 0; w < plan.warm_up; ++w) {
+          SolverContext ctx = context_for(*params, c, true);
+          const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
+          renew_strategy(c, *params);
+          if (rank == 0)
+            log().info("warm-up run {}/{} (not counted): {}, {} to {} s each", w + 1, plan.warm_up,
+                       plural(warm.multiplies, "multiply", "multiplies"), format_number("%.4g", warm.seconds_min),
+                       format_number("%.4g", warm.seconds_max));
+        }
+        for (int k = 0; k < plan.rounds; ++k) {
+          if (rank == 0 && plan.rounds > 1) log().info("counted run {}/{}", k + 1, plan.rounds);
+          SolverContext ctx = context_for(*params, c, false);
+          last = SolverResult{};  // the previous run's result is not held while the next one runs
+          last = c.solver->run(ctx);
+          if (k + 1 < plan.rounds) renew_strategy(c, *params);
+          for (auto& r : last.reports) counted.push_back(std::move(r));
+          last.reports.clear();
+        }
+        s = summarize(counted, MPI_COMM_WORLD);
+      },
+      rank);
   if (rank == 0) {
     log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
-               size, size == 1 ? "" : "s", result.result ? ", grid " + result.result->grid().describe() : "");
-    print_summary_lines(s);
-    for (const auto& [name, value] : result.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
+               size, size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
+    print_summary_lines(s, plan);
+    for (const auto& [name, value] : last.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
   }
+  // Every rank frees the result and then the components here, together, before MPI_Finalize.
+  last = SolverResult{};
+  c = Components{};
   return 0;
 }
 
@@ -518,7 +608,8 @@ Spec parse_spec(const std::string& text, const char* option) {
 
 struct Row {
   std::string strategy, kernel;
-  Summary summary;
+  Summary summary;  ///< of the counted multiplies
+  Summary warm_up;  ///< of the warm-up multiplies (their times only are shown, in the JSON)
   double rel_diff = 0;
   bool compared = true;  ///< false when the solver returned no result matrix (rel_diff is NaN)
   std::map<std::string, double> figures;
@@ -527,24 +618,28 @@ struct Row {
 std::string table_text(const std::vector<Row>& rows) {
   // volume: data bytes a rank receives per multiply (one-sided gets included), the quantity of
   // the published volume models; model: the strategy's own prediction of it from its schedule.
-  const std::vector<std::string> head = {"strategy",         "kernel",        "s/multiply",    "GFLOP/s",
-                                         "volume/rank max",  "model max",     "volume/rank avg", "sent/rank max",
-                                         "msgs/rank max",    "wait max (s)",  "peak buffer",   "rel. diff"};
+  // min, median, mean: seconds per multiply (each multiply: its slowest rank) over the counted ones.
+  const std::vector<std::string> head = {"strategy",        "kernel",        "min (s)",         "median (s)",
+                                         "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
+                                         "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
+                                         "peak buffer",     "rel. diff"};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     const Summary& s = r.summary;
-    cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds), format_number("%.3f", s.gflops),
-                     format_bytes(s.volume_max), s.model_max < 0 ? std::string("-") : format_bytes(s.model_max),
-                     format_bytes(s.volume_avg), format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
-                     format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max),
-                     r.compared ? format_number("%.2e", r.rel_diff) : std::string("-")});
+    cells.push_back(
+        {r.strategy, r.kernel, format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
+         format_number("%.4g", s.seconds), format_number("%.3f", s.gflops), format_bytes(s.volume_max),
+         s.model_max < 0 ? std::string("-") : format_bytes(s.model_max), format_bytes(s.volume_avg),
+         format_bytes(s.bytes_max), format_number("%.0f", s.messages_max), format_number("%.3g", s.wait_max),
+         format_bytes(s.peak_buffer_max), r.compared ? format_number("%.2e", r.rel_diff) : std::string("-")});
   }
   return format_table(head, cells, true);
 }
 
 std::string csv_text(const std::vector<Row>& rows) {
   std::ostringstream os;
-  os << "strategy,kernel,ranks,multiplies,seconds_per_multiply,gflops,volume_per_rank_max,"
+  os << "strategy,kernel,ranks,multiplies,warm_up_multiplies,seconds_per_multiply,seconds_min,seconds_median,"
+        "seconds_mean,gflops,volume_per_rank_max,"
         "volume_per_rank_avg,model_volume_per_rank_max,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
         "peak_buffer_bytes_max,peak_memory_bytes_max,relative_difference";
@@ -562,8 +657,10 @@ std::string csv_text(const std::vector<Row>& rows) {
   for (const auto& r : rows) {
     const Summary& s = r.summary;
     os << quote(r.strategy) << "," << quote(r.kernel) << "," << s.ranks << "," << s.multiplies << ","
-       << format_number("%.9g", s.seconds) << "," << format_number("%.9g", s.gflops) << ","
-       << format_number("%.0f", s.volume_max) << "," << format_number("%.1f", s.volume_avg) << ","
+       << r.warm_up.multiplies << "," << format_number("%.9g", s.seconds) << "," << format_number("%.9g", s.seconds_min)
+       << "," << format_number("%.9g", s.seconds_median) << "," << format_number("%.9g", s.seconds) << ","
+       << format_number("%.9g", s.gflops) << "," << format_number("%.0f", s.volume_max) << ","
+       << format_number("%.1f", s.volume_avg) << ","
        << (s.model_max < 0 ? std::string() : format_number("%.0f", s.model_max)) << ","
        << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
        << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
@@ -584,16 +681,29 @@ std::string json_number(double v) {
   return format_number("%.17g", v);
 }
 
-std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver) {
+std::string json_array(const std::vector<double>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + json_number(values[i]);
+  return out + "]";
+}
+
+std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver,
+                      const TimingPlan& plan) {
   std::ostringstream os;
   os << "{\n  \"solver\": \"" << json_escape(solver) << "\",\n  \"tolerance\": " << json_number(tolerance)
-     << ",\n  \"rows\": [";
+     << ",\n  \"timing\": {\"warm_up\": " << plan.warm_up << ", \"rounds\": " << plan.rounds << ", \"order\": \""
+     << (plan.rotate ? "rotated" : "fixed") << "\"},\n  \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const Summary& s = r.summary;
     os << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.strategy) << "\", \"kernel\": \""
        << json_escape(r.kernel) << "\", \"ranks\": " << s.ranks << ", \"multiplies\": " << s.multiplies
-       << ", \"seconds_per_multiply\": " << json_number(s.seconds) << ", \"gflops\": " << json_number(s.gflops)
+       << ", \"warm_up_multiplies\": " << r.warm_up.multiplies
+       << ", \"seconds_per_multiply\": " << json_number(s.seconds)
+       << ", \"seconds_min\": " << json_number(s.seconds_min)
+       << ", \"seconds_median\": " << json_number(s.seconds_median) << ", \"seconds_mean\": " << json_number(s.seconds)
+       << ", \"seconds_max\": " << json_number(s.seconds_max) << ", \"repetition_seconds\": " << json_array(s.times)
+       << ", \"warm_up_seconds\": " << json_array(r.warm_up.times) << ", \"gflops\": " << json_number(s.gflops)
        << ", \"volume_per_rank_max\": " << json_number(s.volume_max)
        << ", \"volume_per_rank_avg\": " << json_number(s.volume_avg)
        << ", \"model_volume_per_rank_max\": " << (s.model_max < 0 ? std::string("null") : json_number(s.model_max))
@@ -626,7 +736,58 @@ struct Combination {
   std::string strategy_label, kernel_label;
   ParameterListPtr params;
   Components components;
+  std::vector<MultiplyReport> warm_up, counted;  ///< this rank's reports, in the order run
+  std::map<std::string, double> figures;         ///< of the last counted run
+  double rel_diff = std::nan("");
+  bool compared = false;
 };
+
+// Runs one combination's solver once. `held` is the result the program keeps between runs: the
+// latest result before the last round, then the first combination's (the reference every other
+// result is compared with; the last round runs the first combination first). So every run but the
+// first one of the job runs with exactly one result held, the warm-up runs too, and no counted
+// multiply pays for memory first touched because a result began to be held. That memory is not
+// the run's: the peaks are counted above what was held when the run started.
+void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_ptr<DistMatrix>& held,
+                     bool& have_reference) {
+  using memory::Category;
+  const std::int64_t held_total = memory::current_total();
+  const std::int64_t held_buffer = memory::current(Category::CommBuffer);
+  SolverContext ctx = context_for(*c.params, c.components, true);
+  SolverResult result = c.components.solver->run(ctx);
+  for (auto& r : result.reports) {
+    r.peak_memory_bytes = std::max<std::int64_t>(0, r.peak_memory_bytes - held_total);
+    r.peak_buffer_bytes = std::max<std::int64_t>(0, r.peak_buffer_bytes - held_buffer);
+    (warm_up ? c.warm_up : c.counted).push_back(std::move(r));
+  }
+  if (!last_round) {
+    if (result.result) held = result.result;
+  } else {
+    c.figures = result.figures;
+    c.compared = result.result != nullptr;
+    if (!result.result) {
+      c.rel_diff = std::nan("");
+    } else if (!have_reference) {
+      held = result.result;
+      have_reference = true;
+      c.rel_diff = 0.0;
+    } else {
+      DistMatrix diff = result.result->redistribute(held->distribution_ptr());
+      diff.add(1.0, -1.0, *held);
+      const double dn = diff.frobenius_norm();
+      const double n0 = held->frobenius_norm();
+      c.rel_diff = n0 > 0 ? dn / n0 : dn;
+    }
+  }
+  result = SolverResult{};
+  renew_strategy(c.components, *c.params);
+}
+
+// Every rank frees every combination's components here, together (before MPI_Finalize).
+void release(std::vector<Combination>& combos) {
+  for (auto& c : combos) c.components = Components{};
+  combos.clear();
+}
 
 int command_compare(const Options& o, int rank, int size) {
   ParameterListPtr base;
@@ -664,54 +825,68 @@ int command_compare(const Options& o, int rank, int size) {
         base = checked;
       },
       rank, size, exit_code);
-  if (!ok) return exit_code;
+  if (!ok) {
+    release(combos);
+    return exit_code;
+  }
 
   echo_parameters(*base, rank);
   const std::string solver_name = selection_of(*base).solver;
-  if (rank == 0)
-    log().info("comparing {} combination{} of solver '{}' on {} rank{}", combos.size(), combos.size() == 1 ? "" : "s",
-               solver_name, size, size == 1 ? "" : "s");
+  const TimingPlan plan = timing_of(*base);
+  if (rank == 0) {
+    log().info(
+        "comparing {} combination{} of solver '{}' on {} rank{}: {} warm-up round{} (not counted), then {} "
+        "counted round{}, each running every combination once ({} order)",
+        combos.size(), combos.size() == 1 ? "" : "s", solver_name, size, size == 1 ? "" : "s", plan.warm_up,
+        plan.warm_up == 1 ? "" : "s", plan.rounds, plan.rounds == 1 ? "" : "s", plan.rotate ? "rotated" : "fixed");
+    for (std::size_t i = 0; i < combos.size(); ++i)
+      log().info("[{}/{}] strategy {}, kernel {}", i + 1, combos.size(), combos[i].strategy_label,
+                 combos[i].kernel_label);
+  }
   maybe_fail_for_test(rank);
 
+  // Round-robin: every round runs each combination's solver once, so that drift and first-use
+  // costs fall on no combination in particular; the warm-up rounds absorb the first-use costs.
   std::vector<Row> rows;
-  std::shared_ptr<DistMatrix> reference;
-  for (std::size_t i = 0; i < combos.size(); ++i) {
-    Combination& c = combos[i];
-    if (rank == 0) log().info("[{}/{}] strategy {}, kernel {}", i + 1, combos.size(), c.strategy_label, c.kernel_label);
-    SolverContext ctx;
-    ctx.comm = MPI_COMM_WORLD;
-    ctx.problem = &c.params->sublist("Problem");
-    ctx.strategy = c.components.strategy.get();
-    ctx.kernel = c.components.kernel.get();
-    ctx.quiet = true;
-    ctx.parameters = c.params.get();
-    SolverResult result = c.components.solver->run(ctx);
-    Row row;
-    row.strategy = c.strategy_label;
-    row.kernel = c.kernel_label;
-    row.summary = summarize(result.reports, MPI_COMM_WORLD);
-    row.figures = result.figures;
-    if (!result.result) {
-      row.rel_diff = std::nan("");
-      row.compared = false;
-    } else if (!reference) {
-      reference = result.result;
-      row.rel_diff = 0.0;
-    } else {
-      DistMatrix diff = result.result->redistribute(reference->distribution_ptr());
-      diff.add(1.0, -1.0, *reference);
-      const double dn = diff.frobenius_norm();
-      const double n0 = reference->frobenius_norm();
-      row.rel_diff = n0 > 0 ? dn / n0 : dn;
-    }
-    rows.push_back(std::move(row));
-    // Components are done: free their resources before the next combination runs.
-    c.components = Components{};
-  }
+  std::shared_ptr<DistMatrix> held;
+  bool have_reference = false;
+  run_or_abort(
+      [&] {
+        const int total = plan.total_rounds();
+        for (int k = 0; k < total; ++k) {
+          const auto order = round_order(combos.size(), k, total, plan.rotate);
+          if (rank == 0) {
+            std::string list;
+            for (std::size_t i : order) list += (list.empty() ? "" : ", ") + std::to_string(i + 1);
+            log().info("round {}/{} ({}): combinations {}", k + 1, total,
+                       plan.is_warm_up(k) ? "warm-up, not counted" : "counted", list);
+          }
+          for (std::size_t i : order)
+            run_combination(combos[i], plan.is_warm_up(k), k == total - 1, held, have_reference);
+        }
+        for (auto& c : combos) {
+          Row row;
+          row.strategy = c.strategy_label;
+          row.kernel = c.kernel_label;
+          row.summary = summarize(c.counted, MPI_COMM_WORLD);
+          row.warm_up = summarize(c.warm_up, MPI_COMM_WORLD);
+          row.figures = c.figures;
+          row.rel_diff = c.rel_diff;
+          row.compared = c.compared;
+          rows.push_back(std::move(row));
+        }
+      },
+      rank);
+  held.reset();
+  release(combos);
 
   // Rank 0 decides (all ranks hold the same figures, but one verdict avoids any doubt).
   int verdict = 0;
   if (rank == 0) {
+    log().info(
+        "seconds per multiply (each multiply: its slowest rank) over {} counted multiplies per combination; "
+        "GFLOP/s at the median",
+        rows.empty() ? 0 : rows.front().summary.multiplies);
     std::cout << "\n" << table_text(rows) << std::flush;
     std::vector<std::string> bad;
     std::size_t uncompared = 0;
@@ -726,7 +901,7 @@ int command_compare(const Options& o, int rank, int size) {
         log().info("wrote CSV to '{}'", o.csv);
       }
       if (!o.json.empty()) {
-        write_text_atomically(o.json, json_text(rows, o.tolerance, solver_name));
+        write_text_atomically(o.json, json_text(rows, o.tolerance, solver_name, plan));
         log().info("wrote JSON to '{}'", o.json);
       }
     } catch (const std::exception& e) {
@@ -762,10 +937,14 @@ std::int64_t parse_size(const std::string& text, const char* option) {
   const double v = std::strtod(text.c_str(), &end);
   double unit = 1;
   const std::string suffix = end ? std::string(end) : std::string();
-  if (suffix == "K" || suffix == "KiB") unit = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") unit = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B") unit = -1;  // an unknown suffix
+  if (suffix == "K" || suffix == "KiB")
+    unit = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    unit = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    unit = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B")
+    unit = -1;  // an unknown suffix
   if (text.empty() || end == text.c_str() || unit < 0 || !(v >= 0) || !std::isfinite(v))
     throw UsageError(option, std::string(option) + ": '" + text + "' is not a size (e.g. 1048576, 64K, 100M, 2G)");
   return static_cast<std::int64_t>(v * unit);
@@ -827,11 +1006,11 @@ int command_model(const Options& o, int rank, int size) {
   if (!ok) return exit_code;
   if (rank != 0) return 0;
   std::ostringstream os;
-  os << "dry-run model: grid " << spec.nprows << "x" << spec.npcols << ", local panels A " << format_bytes(double(spec.bytes_a))
-     << ", B " << format_bytes(double(spec.bytes_b)) << ", C " << format_bytes(double(spec.bytes_c))
-     << " (per rank, max over ranks; A and B received, C sent)\n\n";
-  const std::vector<std::string> head = {"strategy", "model", "ticks", "A/rank", "B/rank", "C/rank", "total/rank",
-                                         "ratio", "buffers"};
+  os << "dry-run model: grid " << spec.nprows << "x" << spec.npcols << ", local panels A "
+     << format_bytes(double(spec.bytes_a)) << ", B " << format_bytes(double(spec.bytes_b)) << ", C "
+     << format_bytes(double(spec.bytes_c)) << " (per rank, max over ranks; A and B received, C sent)\n\n";
+  const std::vector<std::string> head = {"strategy", "model",      "ticks", "A/rank", "B/rank",
+                                         "C/rank",   "total/rank", "ratio", "buffers"};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows)
     cells.push_back({r.label, r.note, std::to_string(r.ticks), format_bytes(double(r.a)), format_bytes(double(r.b)),

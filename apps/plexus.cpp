@@ -461,19 +461,6 @@ Components make_components(ParameterList& params) {
   return c;
 }
 
-/// Called by every rank after each solver run: the strategy used is freed (here, by every rank
-/// together) and a new one made from the same parameters for the next run, while the kernel and
-/// the solver live on. Reason: the strategies keep caches keyed by MPI_Comm handles (rma25d's
-/// group communicator, the ring's sub-rings and 1D grids); the next run's grid gets a new
-/// communicator, and MPI may hand out the freed handle again on some ranks and not on others, so
-/// that a strategy object used for a second run takes a cache hit on some ranks and makes a
-/// collective on the others: a deadlock (seen with ring and rma25d at WarmUp=2). A new object has
-/// empty caches on every rank.
-void renew_strategy(Components& c, ParameterList& params) {
-  c.strategy.reset();
-  c.strategy = make_strategy(params);
-}
-
 SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
   SolverContext ctx;
   ctx.comm = MPI_COMM_WORLD;
@@ -553,7 +540,6 @@ int command_run(const Options& o, int rank, int size) {
         for (int w = 0; w < plan.warm_up; ++w) {
           SolverContext ctx = context_for(*params, c, true);
           const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
-          renew_strategy(c, *params);
           if (rank == 0)
             log().info("warm-up run {}/{} (not counted): {}, {} to {} s each", w + 1, plan.warm_up,
                        plural(warm.multiplies, "multiply", "multiplies"), format_number("%.4g", warm.seconds_min),
@@ -564,7 +550,6 @@ int command_run(const Options& o, int rank, int size) {
           SolverContext ctx = context_for(*params, c, false);
           last = SolverResult{};  // the previous run's result is not held while the next one runs
           last = c.solver->run(ctx);
-          if (k + 1 < plan.rounds) renew_strategy(c, *params);
           for (auto& r : last.reports) counted.push_back(std::move(r));
           last.reports.clear();
         }
@@ -780,7 +765,6 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
     }
   }
   result = SolverResult{};
-  renew_strategy(c.components, *c.params);
 }
 
 // Every rank frees every combination's components here, together (before MPI_Finalize).

@@ -155,6 +155,7 @@ class RingCollectives final : public plexus::MpiCollectives {
 
  private:
   // The sub-rings of comm, made once (collective the first time; one thread of a rank makes them).
+  // Keyed by the handle: comm must outlive the component (the solvers pass the run's communicator).
   const SubRings& subrings(MPI_Comm comm) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = rings_.find(comm);
@@ -202,12 +203,19 @@ class Ring final : public plexus::CommStrategy {
       std::shared_ptr<const plexus::Distribution> proposal) const override {
     const auto& g = proposal->grid();
     if (g.npcols() == 1 && proposal->kind() == "rows-1d") return proposal;
+    // One line per live grid, keyed by the grid object (not its communicator handle, which MPI
+    // may reuse for another communicator on some ranks only). Grids die on every rank together,
+    // so every rank finds or makes the line alike.
     std::shared_ptr<const plexus::Grid> line;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = lines_.find(g.comm());
-      if (it == lines_.end()) it = lines_.emplace(g.comm(), plexus::Grid::create(g.comm(), g.size(), 1)).first;
-      line = it->second;
+      std::erase_if(lines_, [](const auto& e) { return e.first.expired(); });
+      for (const auto& [grid, made] : lines_)
+        if (grid.lock().get() == &g) line = made;
+      if (!line) {
+        line = plexus::Grid::create(g.comm(), g.size(), 1);
+        lines_.emplace_back(proposal->grid_ptr(), line);
+      }
     }
     return plexus::Distribution::rows_1d(line, proposal->nblkrows(), proposal->nblkcols());
   }
@@ -311,7 +319,7 @@ class Ring final : public plexus::CommStrategy {
   plexus::CommPool pool_;
   RingCollectives collectives_;
   mutable std::mutex mutex_;
-  mutable std::map<MPI_Comm, std::shared_ptr<const plexus::Grid>> lines_;
+  mutable std::vector<std::pair<std::weak_ptr<const plexus::Grid>, std::shared_ptr<const plexus::Grid>>> lines_;
 };
 
 plexus::ParameterListPtr ring_parameters() {

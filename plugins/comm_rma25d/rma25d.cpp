@@ -348,14 +348,18 @@ class Rma25d final : public plexus::CommStrategy {
     // with the rest of the set-up, whether windows must grow.
     Staged sa = stage(A, geo, true), sb = stage(B, geo, false);
     const bool new_comm = window_comm_ != comm;
-    int grow = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
-                sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
-                sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
-                sb.values > static_cast<std::int64_t>(b_win_.data.size()))
-                   ? 1
-                   : 0;
+    // Decided together, because what a rank remembers is keyed by a communicator handle that MPI
+    // may hand out again for another communicator on some ranks only: [windows must grow, the
+    // group communicator must be made anew].
+    int renew[2] = {(new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
+                     sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
+                     sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
+                     sb.values > static_cast<std::int64_t>(b_win_.data.size()))
+                        ? 1
+                        : 0,
+                    group_is_current(comm, geo) ? 0 : 1};
     MPI_Request grow_req = MPI_REQUEST_NULL;
-    plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
+    plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, renew, 2, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
 
     // Rows of the C panels of my group, per process row r0 + i.
     std::vector<std::vector<int>> rows_of(static_cast<std::size_t>(geo.sr));
@@ -365,7 +369,7 @@ class Rma25d final : public plexus::CommStrategy {
     }
 
     plexus::mpi::check(MPI_Wait(&grow_req, MPI_STATUS_IGNORE), "MPI_Wait");
-    if (grow) {
+    if (renew[0]) {
       a_win_.create(comm, sa.words, sa.values);
       b_win_.create(comm, sb.words, sb.values);
       window_comm_ = comm;
@@ -397,7 +401,7 @@ class Rma25d final : public plexus::CommStrategy {
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
     // Ticks; each partial panel of another member is sent as soon as it is final.
-    Reducer reducer(geo, C.layout(), me, group_comm(comm, geo));
+    Reducer reducer(geo, C.layout(), me, group_comm(comm, geo, renew[1] != 0));
     run_ticks(geo, dir, cap, A, B, products, task.kernel(), traffic, [&](int q) {
       if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
     });
@@ -431,10 +435,17 @@ class Rma25d final : public plexus::CommStrategy {
   }
 
  private:
-  // The communicator of my group (member q has rank q), made once per grid and layer count.
-  MPI_Comm group_comm(MPI_Comm comm, const Geometry& geo) {
-    if (group_comm_ != MPI_COMM_NULL && group_parent_ == comm && group_layers_ == geo.L) return group_comm_;
+  // Whether the group communicator made last is this grid's, as far as this rank can tell.
+  bool group_is_current(MPI_Comm comm, const Geometry& geo) const {
+    return group_comm_ != MPI_COMM_NULL && group_parent_ == comm && group_layers_ == geo.L &&
+           group_dims_ == std::make_pair(geo.PR, geo.PC);
+  }
+  // The communicator of my group (member q has rank q), made once per grid and layer count;
+  // `renew` is decided by every rank together.
+  MPI_Comm group_comm(MPI_Comm comm, const Geometry& geo, bool renew) {
+    if (!renew) return group_comm_;
     if (group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
+    group_dims_ = {geo.PR, geo.PC};
     const int color = (geo.r0 / geo.sr) * (geo.PC / geo.sc) + geo.c0 / geo.sc;
     plexus::mpi::check(MPI_Comm_split(comm, color, geo.ell, &group_comm_), "MPI_Comm_split");
     group_parent_ = comm;
@@ -736,6 +747,7 @@ class Rma25d final : public plexus::CommStrategy {
   MPI_Comm window_comm_ = MPI_COMM_NULL;
   MPI_Comm group_comm_ = MPI_COMM_NULL, group_parent_ = MPI_COMM_NULL;
   int group_layers_ = 0;
+  std::pair<int, int> group_dims_{0, 0};
   int window_creations_ = 0;
   Exposed a_win_, b_win_;
 };

@@ -1073,7 +1073,8 @@ int command_plugins(const Options& o, int rank, int size) {
   for (const auto& d : reg.search_path()) os << " " << d;
   os << "\n";
   for (ComponentKind kind :
-       {ComponentKind::Comm, ComponentKind::Kernel, ComponentKind::Distribution, ComponentKind::Solver}) {
+       {ComponentKind::Comm, ComponentKind::Collectives, ComponentKind::Kernel, ComponentKind::Distribution,
+        ComponentKind::Solver}) {
     for (const ComponentEntry* e : reg.list(kind)) {
       os << "\n"
          << kind_name(kind) << " " << e->descriptor.name << "  (plugin " << e->plugin << " " << e->version << ", "

@@ -14,6 +14,7 @@
 
 #include "app.hpp"
 #include "g4_hdf5.hpp"
+#include "plexus/context.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"
@@ -440,9 +441,12 @@ ParameterListPtr load_parameters(const Options& o) {
 }
 
 struct Components {
-  std::unique_ptr<CommStrategy> strategy;
-  std::unique_ptr<Kernel> kernel;
+  std::shared_ptr<CommStrategy> strategy;
+  std::shared_ptr<Kernel> kernel;
   std::unique_ptr<Solver> solver;
+  /// The run's context: the strategy and kernel, the communicators the run makes (the strategy's
+  /// collectives are bound to its pool), the operation log. Released by free_components().
+  std::unique_ptr<Context> context;
 };
 
 std::unique_ptr<CommStrategy> make_strategy(ParameterList& params) {
@@ -458,7 +462,16 @@ Components make_components(ParameterList& params) {
   c.strategy = make_strategy(params);
   c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
   c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
+  c.context = std::make_unique<Context>(MPI_COMM_WORLD, c.strategy, c.kernel);
+  c.strategy->collectives().bind(c.context->comms());
   return c;
+}
+
+/// Every rank together: the context's communicators are freed, then the components. Never in a
+/// destructor (an error on any rank ends the job with MPI_Abort before this could hang).
+void free_components(Components& c) {
+  if (c.context) c.context->release();
+  c = Components{};
 }
 
 SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
@@ -467,6 +480,7 @@ SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
   ctx.problem = &params.sublist("Problem");
   ctx.strategy = c.strategy.get();
   ctx.kernel = c.kernel.get();
+  ctx.context = c.context.get();
   ctx.quiet = quiet;
   ctx.parameters = &params;
   return ctx;
@@ -519,7 +533,7 @@ int command_run(const Options& o, int rank, int size) {
       },
       rank, size, exit_code);
   if (!ok) {
-    c = Components{};
+    free_components(c);
     return exit_code;
   }
 
@@ -564,7 +578,7 @@ int command_run(const Options& o, int rank, int size) {
   }
   // Every rank frees the result and then the components here, together, before MPI_Finalize.
   last = SolverResult{};
-  c = Components{};
+  free_components(c);
   return 0;
 }
 
@@ -769,7 +783,7 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
 
 // Every rank frees every combination's components here, together (before MPI_Finalize).
 void release(std::vector<Combination>& combos) {
-  for (auto& c : combos) c.components = Components{};
+  for (auto& c : combos) free_components(c.components);
   combos.clear();
 }
 

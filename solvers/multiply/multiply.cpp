@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "plexus/algebra.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
@@ -28,7 +29,7 @@ class MultiplySolver final : public plexus::Solver {
   std::string name() const override { return "multiply"; }
 
   plexus::SolverResult run(plexus::SolverContext& ctx) override {
-    PLEXUS_CHECK(ctx.problem && ctx.strategy && ctx.kernel, "multiply: incomplete solver context");
+    PLEXUS_CHECK(ctx.problem && ctx.strategy && ctx.kernel && ctx.context, "multiply: incomplete solver context");
     int rank = 0;
     MPI_Comm_rank(ctx.comm, &rank);
     auto m = plexus::build_problem(*ctx.problem, ctx.comm, *ctx.strategy, beta_ != 0.0);
@@ -36,7 +37,8 @@ class MultiplySolver final : public plexus::Solver {
     plexus::MultiplyOptions options;
     options.filter_eps = filter_eps_;
     for (int rep = 0; rep < repetitions_; ++rep) {
-      auto report = ctx.strategy->multiply(alpha_, *m.a, *m.b, beta_, *m.c, *ctx.kernel, options);
+      auto report =
+          plexus::multiply(*ctx.context, plexus::Trans::N, plexus::Trans::N, alpha_, *m.a, *m.b, beta_, *m.c, options);
       // Global figures for the progress line (collective, so every rank takes part).
       double flops = 0, secs = 0;
       MPI_Allreduce(&report.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plexus/comm_strategy.hpp"
+#include "plexus/context.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/parameters.hpp"
@@ -19,6 +20,10 @@ struct SolverContext {
   const ParameterList* problem = nullptr;  ///< the validated "Problem" sublist
   CommStrategy* strategy = nullptr;
   Kernel* kernel = nullptr;
+  /// The run's context (context.hpp): the same strategy and kernel, the communicator pool, the
+  /// operation log. Solvers that use the matrix API (algebra.hpp) need it; the plexus program
+  /// always sets it. May be null for callers that run a solver without one (g4's tests).
+  Context* context = nullptr;
   bool quiet = false;  ///< no progress output (compare prints its own)
   /// The whole validated parameter list of the run, when the caller has one (the plexus program
   /// sets it; solvers record it with their outputs). May be null.

@@ -33,7 +33,10 @@ ParameterListPtr top_level_valid();
 void validate_top_level(ParameterList& user);
 
 struct Selection {
-  std::string solver, strategy, kernel;
+  std::string solver;
+  std::string strategy;     ///< the multiply algorithm: Communication/Multiply, or the Strategy shorthand
+  std::string collectives;  ///< a collectives component to select, or empty: the strategy's own
+  std::string kernel;
 };
 /// The names selected by a validated list.
 Selection selection_of(const ParameterList& validated);

@@ -66,8 +66,19 @@ ParameterListPtr top_level_valid() {
   v->set("Problem", *problem_valid_parameters(), "the matrices: generated or read, block sizes, distribution, grid");
   ParameterList& comm = v->sublist("Communication", false, "how data moves: the strategy and its parameters");
   declare_choice(comm, "Strategy", preferred(comms, "cannon"), comms,
-                 "the communication strategy; its parameters are in the sublist of the same name");
+                 "the communication strategy: the multiply algorithm and the collectives of its plugin (the "
+                 "shorthand for both); its parameters are in the sublist of the same name");
+  declare_choice(comm, "Multiply", "strategy", concat({"strategy"}, reg.providers(OpMultiply)),
+                 "the multiply algorithm, when not the Strategy's ('strategy': the Strategy's)");
+  const auto collectives = reg.names(ComponentKind::Collectives);
+  declare_choice(comm, "Collectives", "strategy", concat({"strategy"}, collectives),
+                 "the collectives solvers use (circulate, reductions), when not the Strategy's ('strategy': the "
+                 "collectives component named like the Strategy, else the multiply strategy's own, else 'mpi'); "
+                 "a collectives component's parameters are in the sublist of its name (shared with a strategy "
+                 "of the same name)");
   for (const auto& n : comms) comm.sublist(n, false, "parameters of the strategy '" + n + "'");
+  for (const auto& n : collectives)
+    if (!comm.isSublist(n)) comm.sublist(n, false, "parameters of the collectives '" + n + "'");
   ParameterList& kernel = v->sublist("Kernel", false, "how local blocks are multiplied: the kernel and its parameters");
   declare_choice(kernel, "Type", preferred(kernels, "cpu"), kernels,
                  "the local kernel; its parameters are in the sublist of the same name");
@@ -100,8 +111,9 @@ void validate_top_level(ParameterList& user) {
 
   // Top level: Problem and Output recursively; solver, Communication and Kernel sublists below.
   validate_and_fill(user, *valid, "plexus", concat(solvers, {"Communication", "Kernel"}));
+  const auto collectives = reg.names(ComponentKind::Collectives);
   ParameterList& comm = user.sublist("Communication");
-  validate_and_fill(comm, valid->sublist("Communication"), "plexus/Communication", comms);
+  validate_and_fill(comm, valid->sublist("Communication"), "plexus/Communication", concat(comms, collectives));
   ParameterList& kernel = user.sublist("Kernel");
   validate_and_fill(kernel, valid->sublist("Kernel"), "plexus/Kernel", kernels);
 
@@ -117,13 +129,29 @@ void validate_top_level(ParameterList& user) {
     validate_and_fill(user.sublist(name), *valid_for(reg.get(ComponentKind::Solver, name)), "plexus/" + name);
   }
   validate_component_sublists(comm, ComponentKind::Comm, comms, s.strategy, "plexus/Communication");
+  // Collectives components: one named like a strategy shares its sublist (validated above).
+  for (const auto& name : collectives) {
+    if (std::find(comms.begin(), comms.end(), name) != comms.end()) continue;
+    if (!comm.isSublist(name) && name != s.collectives) continue;
+    validate_and_fill(comm.sublist(name), *valid_for(reg.get(ComponentKind::Collectives, name)),
+                      "plexus/Communication/" + name);
+  }
+  if (!s.collectives.empty() && !comm.isSublist(s.collectives)) comm.sublist(s.collectives);
   validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
 }
 
 Selection selection_of(const ParameterList& validated) {
   Selection s;
   s.solver = validated.get<std::string>("Solver");
-  s.strategy = validated.sublist("Communication").get<std::string>("Strategy");
+  const ParameterList& comm = validated.sublist("Communication");
+  const std::string shorthand = comm.get<std::string>("Strategy");
+  const std::string multiply = comm.isParameter("Multiply") ? comm.get<std::string>("Multiply") : "strategy";
+  const std::string coll = comm.isParameter("Collectives") ? comm.get<std::string>("Collectives") : "strategy";
+  s.strategy = multiply == "strategy" ? shorthand : multiply;
+  if (coll != "strategy")
+    s.collectives = coll;
+  else if (s.strategy != shorthand && Registry::global().find(ComponentKind::Collectives, shorthand) != nullptr)
+    s.collectives = shorthand;  // the shorthand's collectives, the multiply from elsewhere
   s.kernel = validated.sublist("Kernel").get<std::string>("Type");
   return s;
 }

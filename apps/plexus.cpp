@@ -463,7 +463,10 @@ Components make_components(ParameterList& params) {
   c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
   c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
   c.context = std::make_unique<Context>(MPI_COMM_WORLD, c.strategy, c.kernel);
-  c.strategy->collectives().bind(c.context->comms());
+  if (!s.collectives.empty())
+    c.context->set_collectives(reg.make_collectives(s.collectives,
+                                                    params.sublist("Communication").sublist(s.collectives),
+                                                    "plexus/Communication/" + s.collectives));
   return c;
 }
 

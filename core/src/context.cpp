@@ -78,6 +78,8 @@ Context::Context(MPI_Comm comm, std::shared_ptr<MultiplyAlgorithm> multiply, std
   if (!multiply_) throw Error("Context", "no multiply algorithm given");
   if (!kernel_) throw Error("Context", "no kernel given");
   comm_ = pool_.dup(comm, "context");
+  if (CommStrategy* s = strategy()) s->collectives().bind(pool_);
+  mpi_collectives_.bind(pool_);
 }
 
 Context::~Context() = default;
@@ -86,6 +88,18 @@ int Context::rank() const { return mpi::rank(comm_); }
 int Context::size() const { return mpi::size(comm_); }
 
 CommStrategy* Context::strategy() const { return dynamic_cast<CommStrategy*>(multiply_.get()); }
+
+Collectives& Context::collectives() {
+  if (collectives_) return *collectives_;
+  if (CommStrategy* s = strategy()) return s->collectives();
+  return mpi_collectives_;
+}
+
+void Context::set_collectives(std::shared_ptr<Collectives> c) {
+  if (!c) throw Error("Context::set_collectives", "no collectives given");
+  c->bind(pool_);
+  collectives_ = std::move(c);
+}
 
 std::shared_ptr<const Grid> Context::grid(int nprows, int npcols) {
   if (comm_ == MPI_COMM_NULL) throw Error("Context::grid", "the context was released");

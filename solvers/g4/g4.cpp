@@ -2,13 +2,13 @@
 //
 //   replicated   every rank (and every thread) holds all of G4 and adds its own measurements;
 //                at the end the threads' copies are summed into the first, and the ranks' copies
-//                with the strategy's allreduce_sum (every rank ends with the sum).
+//                with the run's collectives' allreduce (every rank ends with the sum).
 //   distributed  every rank owns one contiguous slice of G4 of its (sub-)ring; each measurement's
-//                G_up/G_down buffer visits every rank of the ring through strategy.circulate, and
-//                each arrival updates only the local slice. Each sub-ring holds one complete G4;
-//                the sub-rings are summed at the end with strategy.reduce_across_rings.
+//                G_up/G_down buffer visits every rank of the ring through the collectives'
+//                circulate, and each arrival updates only the local slice. Each sub-ring holds
+//                one complete G4; the sub-rings are summed at the end with reduce_across_rings.
 //
-// The solver runs strategy.circulate_threads() threads per rank, each with its own measurements
+// The solver runs the collectives' circulate_threads() threads per rank, each with its own measurements
 // and, in distributed mode, its own ring channel. See docs/g4.md.
 #include <mpi.h>
 
@@ -126,6 +126,8 @@ class G4Solver final : public plexus::Solver {
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   PLEXUS_CHECK(ctx.strategy, "g4: the solver context has no communication strategy");
   plexus::CommStrategy& strategy = *ctx.strategy;
+  // The run's collectives (the context's selection; without a context, the strategy's own).
+  plexus::Collectives& coll = ctx.context ? ctx.context->collectives() : strategy.collectives();
   const MPI_Comm comm = ctx.comm;
   const int rank = mpi::rank(comm), P = mpi::size(comm);
   const Model& m = model_;
@@ -133,9 +135,9 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   const int M = measurements_;
 
   // ---- threads and rings ------------------------------------------------------------------
-  const int threads = strategy.circulate_threads();
+  const int threads = coll.circulate_threads();
   if (threads < 1)
-    throw Error("g4", "strategy '" + strategy.name() + "' reports " + std::to_string(threads) + " threads");
+    throw Error("g4", "collectives '" + coll.name() + "' reports " + std::to_string(threads) + " threads");
   if (threads > 1) {
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
@@ -144,11 +146,11 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
                                  " circulating threads need MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread)");
   }
   // Made here, by one thread, before any thread circulates (a strategy may split comm on first use).
-  const plexus::CommStrategy::RingPosition ring = strategy.ring_position(comm);
+  const plexus::Collectives::RingPosition ring = coll.ring_position(comm);
   int sizes[2] = {ring.size, -ring.size};
   mpi::check(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (sizes[0] != -sizes[1] || ring.size < 1 || ring.position < 0 || ring.position >= ring.size)
-    throw Error("g4", "strategy '" + strategy.name() + "' gives rings of different sizes (" +
+    throw Error("g4", "collectives '" + coll.name() + "' gives rings of different sizes (" +
                           std::to_string(-sizes[1]) + " to " + std::to_string(sizes[0]) +
                           "); the distributed accumulator needs equal rings");
   const int S = ring.size, rings = P / S;
@@ -160,14 +162,14 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   for (int r = P - 1; r >= 0; --r) writer_of[static_cast<std::size_t>(positions[static_cast<std::size_t>(r)])] = r;
   for (int p = 0; p < S; ++p)
     if (writer_of[static_cast<std::size_t>(p)] < 0)
-      throw Error("g4", "strategy '" + strategy.name() + "': no rank holds ring position " + std::to_string(p));
+      throw Error("g4", "collectives '" + coll.name() + "': no rank holds ring position " + std::to_string(p));
 
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
         "g4: {} mode, N = {} ({}x{} cluster x {} frequencies), G4 {}; {} measurement{} x {} thread{} x {} rank{}; "
-        "strategy '{}'{}",
+        "strategy '{}', collectives '{}'{}",
         distributed_ ? "distributed" : "replicated", m.n(), m.lx, m.ly, m.nw, bytes_text(16.0 * double(total)), M,
-        M == 1 ? "" : "s", threads, threads == 1 ? "" : "s", P, P == 1 ? "" : "s", strategy.name(),
+        M == 1 ? "" : "s", threads, threads == 1 ? "" : "s", P, P == 1 ? "" : "s", strategy.name(), coll.name(),
         distributed_
             ? ", rings of " + std::to_string(S) + " (" + std::to_string(rings) + " ring" + (rings == 1 ? "" : "s") + ")"
             : std::string());
@@ -219,7 +221,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   };
   auto body = [&](int t) {
     std::vector<double> buf;
-    const plexus::CommStrategy::ArrivalFn on_arrival = [&, t](std::span<const double> b, int) { arrival(t, b); };
+    const plexus::Collectives::ArrivalFn on_arrival = [&, t](std::span<const double> b, int) { arrival(t, b); };
     for (int i = 0; i < M; ++i) {
       const double t0 = mpi::now();
       buf.resize(static_cast<std::size_t>(buffer_doubles));
@@ -227,7 +229,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
       PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
       if (distributed_) {
         mpi::Traffic traffic;
-        strategy.circulate(comm, buf, on_arrival, traffic, t);
+        coll.circulate(comm, buf, on_arrival, traffic, t);
         pm.traffic = traffic.all_counts();
       } else {
         plexus::g4::accumulate(m, minus.data(), buf.data(), 0, total, acc[static_cast<std::size_t>(t)].data());
@@ -260,7 +262,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   if (distributed_)
     for (int t = 0; t < threads; ++t)
       if (arrivals[static_cast<std::size_t>(t)] != std::int64_t{M} * S)
-        throw Error("g4", "strategy '" + strategy.name() + "' delivered " +
+        throw Error("g4", "collectives '" + coll.name() + "' delivered " +
                               std::to_string(arrivals[static_cast<std::size_t>(t)]) + " buffers to thread " +
                               std::to_string(t) + "; expected " + std::to_string(std::int64_t{M} * S) +
                               " (every buffer of the ring once per measurement)");
@@ -278,10 +280,10 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
     acc.resize(1);
     if (P > 1)
       staged(acc[0].data(), 2 * total, 2 * total,
-             [&](std::vector<double>& v) { strategy.allreduce_sum(comm, v, reduce_traffic); });
+             [&](std::vector<double>& v) { coll.allreduce(v, comm, reduce_traffic); });
   } else if (rings > 1) {
     staged(acc[0].data(), 2 * slice.size(), 2 * plexus::g4::max_slice(total, S),
-           [&](std::vector<double>& v) { strategy.reduce_across_rings(comm, v, reduce_traffic); });
+           [&](std::vector<double>& v) { coll.reduce_across_rings(comm, v, reduce_traffic); });
   }
   const double reduce_seconds = mpi::now() - t_reduce;
   const std::int64_t peak_run = memory::peak_total();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/collectives.hpp"
 #include "plexus/comm_pool.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/kernel.hpp"
@@ -55,8 +56,13 @@ class Context {
 
   MultiplyAlgorithm& multiply_algorithm() const { return *multiply_; }
   Kernel& kernel() const { return *kernel_; }
-  /// The strategy behind the multiply algorithm when it is one (its collectives), else null.
+  /// The strategy behind the multiply algorithm when it is one, else null.
   CommStrategy* strategy() const;
+  /// The run's collectives: those selected with set_collectives(), else the strategy's own
+  /// (CommStrategy::collectives()), else core's plain MPI ones. Bound to the context's pool.
+  Collectives& collectives();
+  /// Selects another collectives component (bound to the context's pool here).
+  void set_collectives(std::shared_ptr<Collectives> c);
 
   /// Options multiply(ctx, ...) uses when given none.
   MultiplyOptions& multiply_defaults() { return multiply_defaults_; }
@@ -78,6 +84,8 @@ class Context {
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::shared_ptr<MultiplyAlgorithm> multiply_;
   std::shared_ptr<Kernel> kernel_;
+  std::shared_ptr<Collectives> collectives_;  // selected, or null: the strategy's
+  MpiCollectives mpi_collectives_;             // when there is neither
   MultiplyOptions multiply_defaults_;
   std::map<std::pair<int, int>, std::shared_ptr<const Grid>> grids_;
   std::vector<OperationReport> log_;

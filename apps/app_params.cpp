@@ -68,7 +68,7 @@ ParameterListPtr top_level_valid() {
   declare_choice(comm, "Strategy", preferred(comms, "cannon"), comms,
                  "the communication strategy: the multiply algorithm and the collectives of its plugin (the "
                  "shorthand for both); its parameters are in the sublist of the same name");
-  declare_choice(comm, "Multiply", "strategy", concat({"strategy"}, reg.providers(OpMultiply)),
+  declare_choice(comm, "Multiply", "strategy", concat({"strategy"}, comms),
                  "the multiply algorithm, when not the Strategy's ('strategy': the Strategy's)");
   const auto collectives = reg.names(ComponentKind::Collectives);
   declare_choice(comm, "Collectives", "strategy", concat({"strategy"}, collectives),

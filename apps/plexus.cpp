@@ -1098,10 +1098,13 @@ int command_plugins(const Options& o, int rank, int size) {
          << e->file << ")\n";
       if (!e->descriptor.summary.empty()) os << "    " << e->descriptor.summary << "\n";
       if (kind == ComponentKind::Comm) {
-        std::string ops;
-        for (Operation op : {OpMultiply, OpCirculate, OpAllreduceSum})
-          if (e->descriptor.operations & op) ops += (ops.empty() ? "" : ", ") + operation_name(op);
-        os << "    operations: " << (ops.empty() ? std::string("none") : ops) << "\n";
+        // What a strategy provides follows from what its plugin registers: a multiply algorithm
+        // (every comm component), and the collectives of the same name and plugin if any.
+        const ComponentEntry* coll = reg.find(ComponentKind::Collectives, e->descriptor.name);
+        os << "    provides: multiply"
+           << (coll != nullptr && coll->plugin == e->plugin ? ", collectives '" + e->descriptor.name + "'"
+                                                            : std::string(", collectives: core's 'mpi'"))
+           << "\n";
       }
       if (o.verbose) {
         ParameterListPtr valid = e->descriptor.valid_parameters ? e->descriptor.valid_parameters() : ParameterListPtr();

@@ -248,13 +248,6 @@ std::vector<std::string> Registry::names(ComponentKind kind) const {
   return out;
 }
 
-std::vector<std::string> Registry::providers(Operation op) const {
-  std::vector<std::string> out;
-  for (const auto* e : list(ComponentKind::Comm))
-    if (e->descriptor.operations & static_cast<unsigned>(op)) out.push_back(e->descriptor.name);
-  return out;
-}
-
 namespace {
 
 ParameterListPtr valid_of(const ComponentEntry& e) {

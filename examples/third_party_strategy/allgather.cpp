@@ -65,7 +65,6 @@ std::vector<plexus::PanelView> gather_panels(const plexus::Panel& panel, MPI_Com
 class Allgather final : public plexus::CommStrategy {
  public:
   std::string name() const override { return "allgather"; }
-  unsigned operations() const override { return plexus::OpMultiply; }
 
   plexus::Panel run(plexus::MultiplyTask& task) override {
     const plexus::Grid& grid = task.a().grid();
@@ -103,7 +102,6 @@ const plexus::PluginDescriptor& describe() {
     c.kind = plexus::ComponentKind::Comm;
     c.name = "allgather";
     c.summary = "example: gathers A's row panels and B's column panels, multiplies every pair (any grid)";
-    c.operations = plexus::OpMultiply;
     c.valid_parameters = [] { return Teuchos::rcp(new plexus::ParameterList("allgather")); };
     c.make_comm = [](const plexus::ParameterList&) { return std::make_unique<Allgather>(); };
     p.components.push_back(std::move(c));

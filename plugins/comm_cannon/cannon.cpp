@@ -74,7 +74,6 @@ using ImageBuffer = plexus::PackedPanel;
 class Cannon final : public plexus::CommStrategy {
  public:
   std::string name() const override { return "cannon"; }
-  unsigned operations() const override { return plexus::OpMultiply; }
 
   // The schedule: pre-shift, then V ticks multiplying the front images while they travel.
   Panel run(plexus::MultiplyTask& task) override {
@@ -309,7 +308,6 @@ const plexus::PluginDescriptor& describe() {
     c.summary =
         "Cannon's algorithm as in DBCSR: virtual grid V = lcm(PR,PC), pre-shift, V ticks of double-buffered "
         "Isend/Irecv of A (left) and B (up) images overlapping the local multiply. No parameters.";
-    c.operations = plexus::OpMultiply;
     c.valid_parameters = cannon_parameters;
     c.make_comm = [](const plexus::ParameterList&) { return std::make_unique<Cannon>(); };
     p.components.push_back(std::move(c));

@@ -195,7 +195,6 @@ class Ring final : public plexus::CommStrategy {
   }
 
   std::string name() const override { return "ring"; }
-  unsigned operations() const override { return plexus::OpMultiply | plexus::OpCirculate; }
   plexus::Collectives& collectives() override { return collectives_; }
 
   // A 1D block-row distribution over a P x 1 grid of the proposal's ranks.
@@ -347,7 +346,6 @@ const plexus::PluginDescriptor& describe() {
     c.summary =
         "DCA++'s pipelined ring (PASC'21): buffers circulate around (sub-)rings with Isend right / Irecv left, "
         "update on arrival, swap; threaded and bidirectional rings; a 1D ring multiply (B's row panels circulate).";
-    c.operations = plexus::OpMultiply | plexus::OpCirculate;
     c.valid_parameters = ring_parameters;
     c.make_comm = [](const plexus::ParameterList& params) {
       return std::make_unique<Ring>(params.get<int>("SubRingSize"), params.get<int>("Threads"),

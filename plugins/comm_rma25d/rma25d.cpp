@@ -335,7 +335,6 @@ class Rma25d final : public plexus::CommStrategy {
     if (!finalized && group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
   }
   std::string name() const override { return "rma25d"; }
-  unsigned operations() const override { return plexus::OpMultiply; }
 
   Panel run(plexus::MultiplyTask& task) override {
     const DistMatrix &A = task.a(), &B = task.b(), &C = task.c();
@@ -775,7 +774,6 @@ const plexus::PluginDescriptor& describe() {
         "DBCSR's 2.5D multiply (PASC'17): A and B stay in their 2D layout, exposed through MPI windows reused "
         "across multiplies; panels fetched with MPI_Rget under MPI_Win_lock_all; L layers, L-1 partial C panels "
         "reduced to their owners with point-to-point messages.";
-    c.operations = plexus::OpMultiply;
     c.valid_parameters = rma25d_parameters;
     c.make_comm = [](const plexus::ParameterList& params) {
       return std::make_unique<Rma25d>(params.get<int>("Layers"), params.get<bool>("StrictLayers"));

@@ -162,8 +162,10 @@ TEST(Registry, FactoriesValidateTheirSublist) {
 TEST(Registry, ProvidersAndListings) {
   auto& reg = Registry::global();
   reg.load_file(PLEXUS_TEST_CANNON_PLUGIN);
-  const auto providers = reg.providers(plexus::OpMultiply);
-  EXPECT_NE(std::find(providers.begin(), providers.end(), "cannon"), providers.end());
+  const auto comms = reg.names(ComponentKind::Comm);
+  EXPECT_NE(std::find(comms.begin(), comms.end(), "cannon"), comms.end());
+  EXPECT_STREQ(plexus::kind_name(ComponentKind::Collectives), "collectives");
+  EXPECT_NE(reg.find(ComponentKind::Collectives, "mpi"), nullptr) << "core's collectives are always there";
   const auto kernels = reg.names(ComponentKind::Kernel);
   EXPECT_TRUE(std::is_sorted(kernels.begin(), kernels.end()));
   EXPECT_NE(std::find(kernels.begin(), kernels.end(), "reference"), kernels.end());

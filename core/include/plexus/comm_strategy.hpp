@@ -1,9 +1,11 @@
 #pragma once
-// How a distributed operation moves data. Each strategy lists the operations it provides.
+// How a distributed operation moves data: a strategy is a multiply algorithm and names the
+// collectives its plugin provides with it.
 //
-// Transitional (SDK 2): a CommStrategy is a MultiplyAlgorithm (its multiply is run by core's
-// one driver, plexus::multiply in multiply.hpp) plus the collectives a plugin provides
-// (circulate, reductions). The collectives move to a component kind of their own next.
+// A CommStrategy is a MultiplyAlgorithm (its multiply is run by core's one driver,
+// plexus::multiply in multiply.hpp) plus collectives(): the collectives component its plugin
+// provides with it, which the Communication/Strategy shorthand selects (core's plain MPI ones
+// when it has none). Collectives are components of their own (collectives.hpp).
 #include <mpi.h>
 
 #include <array>
@@ -25,22 +27,18 @@
 
 namespace plexus {
 
-/// Operations a communication strategy may provide (bit flags).
-enum Operation : unsigned { OpMultiply = 1u, OpCirculate = 2u, OpAllreduceSum = 4u };
-std::string operation_name(Operation op);
 
 class CommStrategy : public MultiplyAlgorithm {
  public:
   ~CommStrategy() override;  // key function, defined in libplexus_core
-  virtual unsigned operations() const = 0;
 
   /// C = alpha * A * B + beta * C through core's driver (plexus::multiply) with this strategy's
   /// schedule. Collective over the grid.
   MultiplyReport multiply(double alpha, const DistMatrix& a, const DistMatrix& b, double beta, DistMatrix& c,
                           Kernel& kernel, const MultiplyOptions& options = {});
 
-  /// Without a multiply of its own: the error naming the strategies that have one.
-  Panel run(MultiplyTask& task) override;
+  /// Every strategy is a multiply algorithm: this is its schedule (MultiplyAlgorithm::run).
+  Panel run(MultiplyTask& task) override = 0;
 
   /// The collectives the strategy's plugin provides with it (core default: plain MPI). The
   /// conveniences below forward to them; Collectives (collectives.hpp) documents each.
@@ -60,10 +58,6 @@ class CommStrategy : public MultiplyAlgorithm {
   void allreduce_sum(MPI_Comm comm, std::span<double> values, mpi::Traffic& traffic) {
     collectives().allreduce(values, comm, traffic);
   }
-
- protected:
-  /// Throws the error for an operation this strategy lacks, naming the strategies that have it.
-  [[noreturn]] void missing_operation(Operation op) const;
 
  private:
   MpiCollectives default_collectives_;

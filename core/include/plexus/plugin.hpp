@@ -19,7 +19,7 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes.
-inline constexpr int kAbiVersion = 3;  // 3: collectives components; 2: CommStrategy is a MultiplyAlgorithm
+inline constexpr int kAbiVersion = 4;  // 4: no operation flags; 3: collectives components; 2: the multiply driver
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);
@@ -29,7 +29,6 @@ struct ComponentDescriptor {
   ComponentKind kind = ComponentKind::Comm;
   std::string name;
   std::string summary;
-  unsigned operations = 0;  ///< for kind Comm: Operation flags provided
   /// The valid parameters of the component's sublist, with documentation, defaults and validators.
   std::function<ParameterListPtr()> valid_parameters;
   /// Factories; each receives the validated, default-filled sublist.

@@ -38,8 +38,6 @@ class Registry {
   const ComponentEntry& get(ComponentKind kind, const std::string& name) const;
   std::vector<const ComponentEntry*> list(ComponentKind kind) const;
   std::vector<std::string> names(ComponentKind kind) const;
-  /// Comm strategies providing an operation.
-  std::vector<std::string> providers(Operation op) const;
 
   /// Validates `sublist` (path for messages) against the component's valid parameters, fills the
   /// defaults, and makes the component.

@@ -89,6 +89,7 @@ struct Summary {
   double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks
   double peak_buffer_max = 0;  ///< peak communication buffer bytes, max over multiplies and ranks
   double peak_memory_max = 0;  ///< peak tracked memory bytes, max over multiplies and ranks
+  double peak_device_max = 0;  ///< peak device memory of the local backend, max over multiplies and ranks
   /// Strategy-specific figures (MultiplyReport::extra named on rank 0): per multiply, max over ranks.
   std::map<std::string, double> extra;
 };

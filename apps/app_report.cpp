@@ -41,7 +41,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.seconds = stats.mean;
   s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
-  double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0;
+  double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0, peak_device = 0;
   double volume = 0, model = -1;
   for (const auto& r : reports) {
     for (const auto& t : r.traffic) volume += static_cast<double>(t.bytes_received);
@@ -54,14 +54,16 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     kernel += r.kernel_seconds;
     peak_buffer = std::max(peak_buffer, static_cast<double>(r.peak_buffer_bytes));
     peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
+    peak_device = std::max(peak_device, static_cast<double>(r.peak_device_bytes));
   }
   const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
-  double maxes[9] = {0.0,         bytes / n,  messages / n,
-                     wait / n,    kernel / n, peak_buffer,
-                     peak_memory, volume / n, model < 0 ? -1.0 : model / n};
+  double maxes[10] = {0.0,         bytes / n,  messages / n,
+                      wait / n,    kernel / n, peak_buffer,
+                      peak_memory, volume / n, model < 0 ? -1.0 : model / n,
+                      peak_device};
   double sums[4] = {flops / n, bytes / n, messages / n, volume / n};
-  double gmax[9], gsum[4];
-  MPI_Allreduce(maxes, gmax, 9, MPI_DOUBLE, MPI_MAX, comm);
+  double gmax[10], gsum[4];
+  MPI_Allreduce(maxes, gmax, 10, MPI_DOUBLE, MPI_MAX, comm);
   MPI_Allreduce(sums, gsum, 4, MPI_DOUBLE, MPI_SUM, comm);
   s.volume_max = gmax[7];
   s.model_max = gmax[8];
@@ -72,6 +74,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.kernel_seconds = gmax[4];
   s.peak_buffer_max = gmax[5];
   s.peak_memory_max = gmax[6];
+  s.peak_device_max = gmax[9];
   s.flops = gsum[0];
   s.bytes_avg = gsum[1] / s.ranks;
   s.messages_avg = gsum[2] / s.ranks;

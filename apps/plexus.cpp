@@ -516,6 +516,7 @@ void print_summary_lines(const Summary& s, const TimingPlan& plan) {
   l.info("  kernel time           {} s (max over ranks)", format_number("%.4g", s.kernel_seconds));
   l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
   l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
+  if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
   for (const auto& [name, value] : s.extra)
     l.info("  {:<21} {} (strategy figure, max over ranks)", name, format_number("%.6g", value));
 }
@@ -716,6 +717,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
        << ", \"wait_seconds_max\": " << json_number(s.wait_max)
        << ", \"peak_buffer_bytes_max\": " << json_number(s.peak_buffer_max)
        << ", \"peak_memory_bytes_max\": " << json_number(s.peak_memory_max)
+       << ", \"peak_device_bytes_max\": " << json_number(s.peak_device_max)
        << ", \"relative_difference\": " << json_number(r.rel_diff) << ", \"figures\": {";
     bool first = true;
     for (const auto& [k, v] : r.figures) {

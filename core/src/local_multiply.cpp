@@ -72,8 +72,8 @@ void for_each_thread(int n, F&& f) {
 }
 }  // namespace
 
-LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int threads, std::vector<double> row_eps,
-                           const std::vector<std::int64_t>& row_weight, double c_scale)
+LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
+                           std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale)
     : layout_(layout), row_eps_(std::move(row_eps)) {
   if (!row_eps_.empty() && static_cast<int>(row_eps_.size()) != c.nrows)
     throw Error("LocalProduct", "row_eps needs one threshold per C row");
@@ -100,7 +100,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
     }
     base[t + 1] = base[t] + n;
   }
-  data_.resize(static_cast<std::size_t>(base.back()));  // every value is copied below
+  MatrixData data(static_cast<std::size_t>(base.back()));  // every value is copied below
   work_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) work_[static_cast<std::size_t>(t)] = std::make_unique<ThreadWork>();
   for_each_thread(threads, [&](int t) {
@@ -116,9 +116,9 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
       for (std::int64_t b = c.row_ptr[r]; b < c.row_ptr[r + 1]; ++b) {
         const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(c.cols[b]));
         if (c_scale == 1.0)
-          std::copy(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off);
+          std::copy(c.data + c.offsets[b], c.data + c.offsets[b] + n, data.data() + off);
         else
-          std::transform(c.data + c.offsets[b], c.data + c.offsets[b] + n, data_.data() + off,
+          std::transform(c.data + c.offsets[b], c.data + c.offsets[b] + n, data.data() + off,
                          [c_scale](double x) { return c_scale * x; });
         list.emplace_back(c.cols[b], off);
         off += n;
@@ -127,16 +127,23 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, int th
     w.c_off.assign(static_cast<std::size_t>(layout.cols.count()), -1);
     w.stack.reserve(kStackCapacity);
   });
+  c_values_ = base.back();
+  session_ = kernel.begin(std::move(data), threads);
 }
 
 LocalProduct::~LocalProduct() = default;
 
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
-                            const BlockLayout& b_layout, Kernel& kernel) {
+                            const BlockLayout& b_layout) {
+  if (!session_) throw Error("LocalProduct::multiply", "called after finish()");
   if (!(a_layout.rows == layout_.rows) || !(b_layout.cols == layout_.cols) || !(a_layout.cols == b_layout.rows))
     throw Error("LocalProduct::multiply", "block sizes of A, B and C do not match (A rows = C rows, A cols = B rows, "
                                           "B cols = C cols)");
   if (a.nblocks == 0 || b.nblocks == 0) return;
+  // Staged first: a device backend copies the panels while the stacks are being built.
+  const double stage0 = omp_get_wtime();
+  session_->stage(a, b);
+  const double stage_seconds = omp_get_wtime() - stage0;
   const bool filtering = !row_eps_.empty();
   std::vector<double> a_norms, b_norms;
   if (filtering) {
@@ -211,26 +218,25 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     for_each_product(w, place);
     seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
   });
-  // One growth of the shared area for all threads' new blocks.
-  std::int64_t end = static_cast<std::int64_t>(data_.size());
+  // One growth of C's area for all threads' new blocks (zeroed by the backend).
+  std::int64_t end = c_values_;
   for (auto& w : work_) {
     w->base = end;
     end += w->fresh_values;
   }
-  if (end > static_cast<std::int64_t>(data_.size())) {
-    if (end > static_cast<std::int64_t>(data_.capacity()))
-      data_.reserve(std::max<std::size_t>(static_cast<std::size_t>(end), data_.capacity() * 3 / 2));
-    data_.resize(static_cast<std::size_t>(end));  // zeroed below, each thread its own region
+  if (end > c_values_) {
+    session_->grow(end);
+    c_values_ = end;
   }
 
-  // Pass 2 (numeric): each thread zeroes its new blocks, then builds stacks of products and
-  // hands each full stack to the kernel.
+  // Pass 2 (numeric): each thread builds stacks of products and hands each full stack to the
+  // backend in its own slot.
   struct Stack {
     ThreadWork& w;
     const PanelView& a;
     const PanelView& b;
-    Kernel& kernel;
-    double* c;
+    KernelSession& session;
+    int slot;
     StackEntry* entries;  // w.stack's storage, kStackCapacity entries
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
@@ -238,7 +244,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     void flush() {
       if (size == 0) return;
       const double k0 = omp_get_wtime();
-      kernel.process(entries, static_cast<std::int64_t>(size), a.data, b.data, c);
+      session.process(entries, static_cast<std::int64_t>(size), slot);
       kernel_time += omp_get_wtime() - k0;
       size = 0;
     }
@@ -254,9 +260,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
-    std::fill(data_.data() + w.base, data_.data() + w.base + w.fresh_values, 0.0);
     w.stack.resize(kStackCapacity);
-    Stack stack{w, a, b, kernel, data_.data(), w.stack.data()};
+    Stack stack{w, a, b, *session_, t, w.stack.data()};
     for_each_product(w, stack);
     stack.flush();
     w.stats.products += stack.products;
@@ -266,20 +271,28 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     w.stats.kernel_seconds += stack.kernel_time;
     w.stats.stack_seconds += total - stack.kernel_time;
   });
+  // The backend finishes the tick's work (a device backend waits for its streams here).
+  const double unstage0 = omp_get_wtime();
+  session_->unstage();
+  const double unstage_seconds = omp_get_wtime() - unstage0;
   // Report the slowest thread's times (the critical path) and summed counts.
   LocalMultiplyStats s;
+  s.kernel_seconds = stage_seconds + unstage_seconds;
+  double slowest_kernel = 0;
   for (auto& w : work_) {
     s.flops += w->stats.flops;
     s.products += w->stats.products;
     s.skipped += w->stats.skipped;
     s.stack_seconds = std::max(s.stack_seconds, w->stats.stack_seconds);
-    s.kernel_seconds = std::max(s.kernel_seconds, w->stats.kernel_seconds);
+    slowest_kernel = std::max(slowest_kernel, w->stats.kernel_seconds);
     w->stats = {};
   }
+  s.kernel_seconds += slowest_kernel;
   stats_ += s;
 }
 
 Panel LocalProduct::finish() {
+  if (!session_) throw Error("LocalProduct::finish", "called twice");
   // The threads' rows become one blocked CSR over the shared value area, which is adopted as it
   // is: each thread sorts its rows and writes its part of the index.
   const int nthreads = static_cast<int>(work_.size());
@@ -308,7 +321,12 @@ Panel LocalProduct::finish() {
     }
     w.rows.clear();
   });
-  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data_));
+  MatrixData data = session_->finish();
+  session_.reset();
+  if (static_cast<std::int64_t>(data.size()) != c_values_)
+    throw Error("LocalProduct::finish", "the kernel returned " + std::to_string(data.size()) + " values of C, not " +
+                                            std::to_string(c_values_));
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
 
 }  // namespace plexus

@@ -19,7 +19,9 @@ struct Counter {
 };
 
 Counter g_counters[kCategories];
-Counter g_total;
+Counter g_total[kSpaces];
+
+Counter& total_of(Category c) { return g_total[static_cast<int>(space_of(c))]; }
 
 void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
   std::int64_t old = peak.load(std::memory_order_relaxed);
@@ -146,31 +148,45 @@ const char* category_name(Category c) {
     case Category::CommBuffer: return "comm-buffer";
     case Category::Solver: return "solver";
     case Category::Other: return "other";
+    case Category::DeviceMatrix: return "device-matrix";
+    case Category::DeviceBuffer: return "device-buffer";
   }
   return "?";
+}
+
+MemorySpace space_of(Category c) noexcept {
+  return c == Category::DeviceMatrix || c == Category::DeviceBuffer ? MemorySpace::Device : MemorySpace::Host;
 }
 
 void on_allocate(Category c, std::size_t bytes) noexcept {
   auto& k = g_counters[static_cast<int>(c)];
   const auto b = static_cast<std::int64_t>(bytes);
   raise_peak(k.peak, k.current.fetch_add(b, std::memory_order_relaxed) + b);
-  raise_peak(g_total.peak, g_total.current.fetch_add(b, std::memory_order_relaxed) + b);
+  Counter& total = total_of(c);
+  raise_peak(total.peak, total.current.fetch_add(b, std::memory_order_relaxed) + b);
 }
 
 void on_release(Category c, std::size_t bytes) noexcept {
   const auto b = static_cast<std::int64_t>(bytes);
   g_counters[static_cast<int>(c)].current.fetch_sub(b, std::memory_order_relaxed);
-  g_total.current.fetch_sub(b, std::memory_order_relaxed);
+  total_of(c).current.fetch_sub(b, std::memory_order_relaxed);
 }
 
 std::int64_t current(Category c) noexcept { return g_counters[static_cast<int>(c)].current.load(); }
-std::int64_t current_total() noexcept { return g_total.current.load(); }
+std::int64_t current_total(MemorySpace s) noexcept { return g_total[static_cast<int>(s)].current.load(); }
 std::int64_t peak(Category c) noexcept { return g_counters[static_cast<int>(c)].peak.load(); }
-std::int64_t peak_total() noexcept { return g_total.peak.load(); }
+std::int64_t peak_total(MemorySpace s) noexcept { return g_total[static_cast<int>(s)].peak.load(); }
 void reset_peak(Category c) noexcept {
   auto& k = g_counters[static_cast<int>(c)];
   k.peak.store(k.current.load());
 }
-void reset_peak_total() noexcept { g_total.peak.store(g_total.current.load()); }
+void reset_peak_total(MemorySpace s) noexcept {
+  Counter& total = g_total[static_cast<int>(s)];
+  total.peak.store(total.current.load());
+}
 
 }  // namespace plexus::memory
+
+namespace plexus {
+const char* memory_space_name(MemorySpace space) { return space == MemorySpace::Host ? "host" : "device"; }
+}  // namespace plexus

@@ -50,15 +50,15 @@ LocalProduct& MultiplyTask::c_accumulator() {
     const std::vector<int>& rows = c_.distribution().local_rows();
     const Panel empty(rows);
     const PanelView start = beta_ != 0.0 ? c_.local().view() : empty.view();
-    c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_.threads(), thresholds_of_rows(thresholds_, rows),
-                                            row_weights(a_, c_, beta_), beta_ != 0.0 ? beta_ : 1.0);
+    c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_, kernel_.threads(),
+                                            thresholds_of_rows(thresholds_, rows), row_weights(a_, c_, beta_), beta_ != 0.0 ? beta_ : 1.0);
   }
   return *c_acc_;
 }
 
 LocalProduct& MultiplyTask::partial_accumulator(const std::vector<int>& rows) {
   const Panel empty(rows);
-  partial_.push_back(std::make_unique<LocalProduct>(empty.view(), c_.layout(), kernel_.threads(),
+  partial_.push_back(std::make_unique<LocalProduct>(empty.view(), c_.layout(), kernel_, kernel_.threads(),
                                                     thresholds_of_rows(thresholds_, rows)));
   return *partial_.back();
 }
@@ -249,6 +249,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
 
   memory::reset_peak(memory::Category::CommBuffer);
   memory::reset_peak_total();
+  memory::reset_peak_total(MemorySpace::Device);
   const double t_start = mpi::now();
 
   // op(A) * alpha and op(B). A transposed operand is a copy already; otherwise alpha != 1 takes
@@ -288,6 +289,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   report.stack_seconds = stats.stack_seconds;
   report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
   report.peak_memory_bytes = memory::peak_total();
+  report.peak_device_bytes = memory::peak_total(MemorySpace::Device);
   report.seconds = mpi::now() - t_start;
   if (ta == Trans::T || tb == Trans::T) {
     report.extra["transpose_bytes_received"] = static_cast<double>(

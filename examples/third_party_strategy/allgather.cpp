@@ -75,7 +75,7 @@ class Allgather final : public plexus::CommStrategy {
     const auto b_pieces = gather_panels(task.b().local(), grid.col_comm(), Role::B, traffic, bw, bv);
     plexus::LocalProduct& c = task.c_accumulator();
     for (const auto& a : a_pieces)
-      for (const auto& b : b_pieces) c.multiply(a, task.a().layout(), b, task.b().layout(), task.kernel());
+      for (const auto& b : b_pieces) c.multiply(a, task.a().layout(), b, task.b().layout());
     task.traffic().absorb(traffic);
     task.report().ticks = 1;
     task.report().extra["pieces"] = static_cast<double>(a_pieces.size() * b_pieces.size());

@@ -87,7 +87,7 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["images_b"] = plan.b;
     Traffic preshift, ticks;
     if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
-      product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout(), task.kernel());
+      product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout());
       report_schedule(report, preshift, ticks, 0, 0);
       return product.finish();
     }
@@ -99,7 +99,7 @@ class Cannon final : public plexus::CommStrategy {
     const std::int64_t predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
     const std::int64_t predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
     allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
-    run_ticks(plan, A, B, a_buf, b_buf, product, task.kernel(), ticks);
+    run_ticks(plan, A, B, a_buf, b_buf, product, ticks);
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
     report_schedule(report, preshift, ticks, predicted_a, predicted_b);
@@ -246,7 +246,7 @@ class Cannon final : public plexus::CommStrategy {
 
   // V ticks: multiply the front images while the fronts travel to the neighbours.
   static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, std::vector<ImageBuffer>& a_buf,
-                        std::vector<ImageBuffer>& b_buf, plexus::LocalProduct& product, plexus::Kernel& kernel,
+                        std::vector<ImageBuffer>& b_buf, plexus::LocalProduct& product,
                         Traffic& traffic) {
     // Queues of buffer indices; the last buffer of each vector is the receive buffer.
     std::vector<int> a_queue(static_cast<std::size_t>(plan.a)), b_queue(static_cast<std::size_t>(plan.b));
@@ -262,7 +262,7 @@ class Cannon final : public plexus::CommStrategy {
       const bool shift = t + 1 < plan.V;
       if (shift && plan.PC > 1) post_shift(a_front, a_buf[static_cast<std::size_t>(a_spare)], left, right, row, Role::A, traffic);
       if (shift && plan.PR > 1) post_shift(b_front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
-      product.multiply(a_front.view(), A.layout(), b_front.view(), B.layout(), kernel);
+      product.multiply(a_front.view(), A.layout(), b_front.view(), B.layout());
       if (!shift) break;
       traffic.waitall(Role::A);
       traffic.waitall(Role::B);

@@ -250,8 +250,9 @@ class Ring final : public plexus::CommStrategy {
     plexus::LocalProduct& product = task.c_accumulator();
     auto multiply_with = [&](const PanelView& bp, int owner) {
       PanelView av = a_by_owner[static_cast<std::size_t>(owner)].view();
-      av.data = A.local().data().data();
-      product.multiply(av, A.layout(), bp, B.layout(), task.kernel());
+      av.data = A.local().data().data();  // the offsets index A's whole value area
+      av.data_size = A.local().data_size();
+      product.multiply(av, A.layout(), bp, B.layout());
     };
     // Step 0: my own panel; then P-1 steps, each arriving panel from rank me-s.
     multiply_with(send.view(), me);

@@ -401,7 +401,7 @@ class Rma25d final : public plexus::CommStrategy {
     const Capacities cap = capacities(geo, dir);
     // Ticks; each partial panel of another member is sent as soon as it is final.
     Reducer reducer(geo, C.layout(), me, group_comm(comm, geo, renew[1] != 0));
-    run_ticks(geo, dir, cap, A, B, products, task.kernel(), traffic, [&](int q) {
+    run_ticks(geo, dir, cap, A, B, products, traffic, [&](int q) {
       if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
     });
     // Windows and fetch buffers, at their peak (they are freed before the reduction).
@@ -500,7 +500,7 @@ class Rma25d final : public plexus::CommStrategy {
   // In the last tick my own panel's products come last and on_final(q) is called as soon as
   // panel q has all its products, so the partial panels travel while my own is multiplied.
   void run_ticks(const Geometry& geo, const Directory& dir, const Capacities& cap, const DistMatrix& A,
-                 const DistMatrix& B, const std::vector<plexus::LocalProduct*>& products, plexus::Kernel& kernel,
+                 const DistMatrix& B, const std::vector<plexus::LocalProduct*>& products,
                  Traffic& traffic, const std::function<void(int)>& on_final) const {
     const int i_me = geo.pr - geo.r0, j_me = geo.pc - geo.c0;
     auto ordered = [](int n, int last, bool move_last) {
@@ -589,7 +589,7 @@ class Rma25d final : public plexus::CommStrategy {
       for (int j : (last_tick && i == i_me ? cols_last : cols_plain)) {
         auto& product = *products[static_cast<std::size_t>(i * geo.sc + j)];
         for (const PanelView& ap : a.panels[0])
-          for (const PanelView& bp : *b_views[static_cast<std::size_t>(j)]) product.multiply(ap, A.layout(), bp, B.layout(), kernel);
+          for (const PanelView& bp : *b_views[static_cast<std::size_t>(j)]) product.multiply(ap, A.layout(), bp, B.layout());
         if (last_tick) on_final(i * geo.sc + j);
       }
       // Single-buffered B: the next tick's panels are fetched once this tick's are used.

@@ -2,6 +2,8 @@
 // kernels (one dispatch per (m, n, k), cached per thread), with BLAS dgemm as the fallback for
 // shapes libxsmm does not generate (and for Backend=blas).
 //
+// A host backend (plexus::HostKernel): C and the panels stay where core keeps them.
+//
 // Threading: core's LocalProduct opens the OpenMP region and gives each thread a stack whose
 // C blocks no other thread touches; process() is therefore called concurrently and opens no
 // parallel region of its own. threads() tells core how many threads to use.
@@ -129,7 +131,7 @@ DispatchCache& thread_cache() {
 }
 #endif
 
-class CpuKernel final : public plexus::Kernel {
+class CpuKernel final : public plexus::HostKernel {
  public:
   CpuKernel(int threads, Backend backend) : backend_(backend) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));

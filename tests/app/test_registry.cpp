@@ -152,11 +152,19 @@ TEST(Registry, FactoriesValidateTheirSublist) {
   } catch (const plexus::InputError& e) {
     EXPECT_TRUE(contains(e.what(), "[1, 10]")) << e.what();
   }
-  // The plugin's kernel works across the library boundary.
+  // The plugin's kernel works across the library boundary, and its type is known here.
+  EXPECT_NE(dynamic_cast<plexus::HostKernel*>(k.get()), nullptr);
   plexus::StackEntry e{1, 1, 1, 0, 0, 0};
-  double a = 2, b = 3, c = 1;
-  k->process(&e, 1, &a, &b, &c);
-  EXPECT_DOUBLE_EQ(c, 7.0);
+  const double a = 2, b = 3;
+  plexus::PanelView av, bv;
+  av.data = &a;
+  bv.data = &b;
+  av.data_size = bv.data_size = 1;
+  auto session = k->begin(plexus::MatrixData(1, 1.0), 1);
+  session->stage(av, bv);
+  session->process(&e, 1, 0);
+  session->unstage();
+  EXPECT_DOUBLE_EQ(session->finish()[0], 7.0);
 }
 
 TEST(Registry, ProvidersAndListings) {

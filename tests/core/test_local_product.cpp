@@ -51,10 +51,10 @@ TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
   Panel c0 = make_panel(lc, 5, [](int i, int j) { return i == j; });
   for (int threads : {1, 2, 3}) {
     ReferenceKernel k;
-    LocalProduct lp(c0.view(), lc, threads, {});
-    lp.multiply(a1.view(), la, b1.view(), lb, k);
-    lp.multiply(a2.view(), la, b2.view(), lb, k);
-    lp.multiply(Panel(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}).view(), la, b2.view(), lb, k);  // empty panel
+    LocalProduct lp(c0.view(), lc, k, threads, {});
+    lp.multiply(a1.view(), la, b1.view(), lb);
+    lp.multiply(a2.view(), la, b2.view(), lb);
+    lp.multiply(Panel(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}).view(), la, b2.view(), lb);  // empty panel
     Panel c = lp.finish();
     std::vector<double> ref = dense_of(c0.view(), lc);
     const std::int64_t n = s.total();
@@ -79,8 +79,8 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
   const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
   std::vector<double> eps(6, 1e-6);
   ReferenceKernel k;
-  LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, 2, eps);
-  lp.multiply(a.view(), l, b.view(), l, k);
+  LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, k, 2, eps);
+  lp.multiply(a.view(), l, b.view(), l);
   const std::int64_t skipped = lp.stats().skipped;
   Panel c = lp.finish();
   // Independent: block-by-block sums of the products that pass |a||b| >= eps.

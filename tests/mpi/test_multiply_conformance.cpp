@@ -6,6 +6,7 @@
 // below on both orientations of the rank count's grid, through core's one driver, against the
 // dense product of the gathered operands. PLEXUS_CONFORMANCE_ONLY (same syntax) replaces the
 // list: that is how a third-party plugin runs the suite on itself (docs/plugin-guide.md).
+// PLEXUS_CONFORMANCE_KERNEL (a kernel name) replaces the local backend of every case.
 //
 // The operands of every case are built on the distributions the algorithm asks for
 // (distribution_for), as a solver builds them.
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance_specs.hpp"
 #include "dense_reference.hpp"
 #include "multiply_fixtures.hpp"
 #include "plexus/comm_strategy.hpp"
@@ -33,50 +35,16 @@ using namespace plexus;
 
 namespace {
 
-struct Spec {
-  std::string text, name;
-  std::vector<std::string> params;  // Key=Value
-};
-
-std::vector<Spec> parse_specs(const char* text) {
-  std::vector<Spec> out;
-  if (text == nullptr) return out;
-  std::string all(text), item;
-  std::size_t start = 0;
-  while (start <= all.size()) {
-    const std::size_t comma = all.find(',', start);
-    item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? all.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    Spec s;
-    s.text = item;
-    std::size_t p = 0;
-    while (true) {
-      const std::size_t colon = item.find(':', p);
-      const std::string part = item.substr(p, colon == std::string::npos ? std::string::npos : colon - p);
-      if (p == 0)
-        s.name = part;
-      else
-        s.params.push_back(part);
-      if (colon == std::string::npos) break;
-      p = colon + 1;
-    }
-    out.push_back(s);
-  }
-  return out;
-}
+using test::Spec;
 
 // The algorithms under test.
 const std::vector<Spec>& algorithms() {
   static const std::vector<Spec> list = [] {
     Registry::global().load_default();
-    if (const char* only = std::getenv("PLEXUS_CONFORMANCE_ONLY"); only != nullptr && *only != '\0')
-      return parse_specs(only);
     std::vector<Spec> out;
     for (const auto* e : Registry::global().list(ComponentKind::Comm))
       out.push_back(Spec{e->descriptor.name, e->descriptor.name, {}});  // every comm component multiplies
-    for (const auto& s : parse_specs(std::getenv("PLEXUS_CONFORMANCE_EXTRA"))) out.push_back(s);
-    return out;
+    return test::specs_under_test(out);
   }();
   static const bool printed = [] {
     int rank = 0;
@@ -161,7 +129,9 @@ class MultiplyConformance : public testing::TestWithParam<Case> {};
 TEST_P(MultiplyConformance, MatchesTheDenseProduct) {
   const Case& k = GetParam();
   ASSERT_FALSE(algorithms().empty()) << "no multiply algorithm found";
-  auto kern = test::kernel(k.kernel);
+  // PLEXUS_CONFORMANCE_KERNEL runs every case on one local backend (e.g. a device backend).
+  const char* kernel_override = std::getenv("PLEXUS_CONFORMANCE_KERNEL");
+  auto kern = test::kernel(kernel_override != nullptr && *kernel_override != '\0' ? kernel_override : k.kernel);
   for (const Spec& spec : algorithms()) {
     for (const auto& grid : test::grids()) {
       SCOPED_TRACE("algorithm " + spec.text + ", case " + k.name + ", grid " + grid->describe());

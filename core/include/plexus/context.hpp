@@ -31,7 +31,8 @@ struct OperationReport {
   double flops = 0;
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
   std::int64_t peak_buffer_bytes = 0;
-  std::int64_t peak_memory_bytes = 0;
+  std::int64_t peak_memory_bytes = 0;  ///< host
+  std::int64_t peak_device_bytes = 0;  ///< device memory of the local backend
   std::map<std::string, double> predicted;  ///< the operation's model (e.g. bytes_received)
   std::map<std::string, double> extra;      ///< component figures
 

@@ -1,38 +1,86 @@
 #pragma once
-// Local work on blocks. Core turns panels into stacks of small products; a kernel processes them.
+// Local work on blocks: the local backend. Core turns panels into stacks of small products; a
+// backend processes them, and owns C's values while it does (DBCSR's dbcsr_mm_sched and its
+// accelerator driver, Ginkgo's executor-owned arrays are the models):
+//
+//   session = kernel.begin(C)            C's starting values (host) become the backend's
+//   per tick:  session.stage(A, B)       the tick's panels (host) are made readable to it
+//              session.grow(n)           C's area grows by the blocks this tick creates (zeroed)
+//              session.process(stack)    C[c] += A[a] * B[b], from several threads at once
+//              session.unstage()         the panels are not read any more (waits for the work)
+//   C = session.finish()                 C's values back in host memory
+//
+// A host backend (HostKernel) works on the panels where they are and on C in place: it only
+// supplies process() on host pointers. A device backend keeps C resident in device memory
+// across ticks, copies each tick's panels once, and counts what it holds under the device
+// categories of the memory tracker.
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "plexus/memory.hpp"
+#include "plexus/panel.hpp"
+
 namespace plexus {
 
 /// One small product C[c] += A[a] * B[b]; all blocks column-major, A is m x k, B k x n, C m x n.
-/// Offsets are in doubles from the start of the respective data area.
+/// Offsets are in doubles from the start of the respective data area (the staged panels' values
+/// and C's value area).
 struct StackEntry {
   int m, n, k;
   std::int64_t a, b, c;
 };
 
-/// A local kernel. process() may be called concurrently from several threads, each on a stack
-/// whose C blocks no other thread touches at the same time.
+/// One accumulation of C on a backend, from Kernel::begin to finish. The calls come in the order
+/// of the header comment above; every method but process() is called from one thread.
+class KernelSession {
+ public:
+  virtual ~KernelSession();  // key function, defined in libplexus_core
+  /// C's value area grows to `values` doubles (never shrinks); the new values are zero.
+  virtual void grow(std::int64_t values) = 0;
+  /// Makes one tick's panels readable to process(): stack offsets a and b index a.data and
+  /// b.data (a.data_size and b.data_size values). The host memory stays valid until unstage().
+  virtual void stage(const PanelView& a, const PanelView& b) = 0;
+  /// C[e.c] += A[e.a] * B[e.b] for every entry. Called concurrently from thread slots
+  /// 0 .. slots-1 (one call at a time per slot), each slot on C blocks no other slot touches.
+  /// A backend may return before the work is done; unstage() and finish() wait for it.
+  virtual void process(const StackEntry* stack, std::int64_t n, int slot) = 0;
+  /// Ends the tick: afterwards the staged panels are not read again, and all work is done.
+  virtual void unstage() = 0;
+  /// C's values (the whole area, in host memory). The session is over afterwards.
+  virtual MatrixData finish() = 0;
+};
+
+/// A local backend.
 class Kernel {
  public:
   virtual ~Kernel();  // key function, defined in libplexus_core
   virtual std::string name() const = 0;
-  /// Threads the core should use to build and process stacks (each owning whole C block rows).
+  /// Threads the core should use to build stacks (each owning whole C block rows); the session
+  /// gets one slot per thread.
   virtual int threads() const { return 1; }
-  /// C[e.c] += A[e.a] * B[e.b] for every entry of the stack.
+  /// Where the backend keeps C and the panels while it works on them.
+  virtual MemorySpace memory_space() const { return MemorySpace::Host; }
+  /// Starts an accumulation whose C value area starts as `c` (host values, the caller's
+  /// scaling already applied), processed from `slots` thread slots.
+  virtual std::unique_ptr<KernelSession> begin(MatrixData c, int slots) = 0;
+};
+
+/// A backend on host memory: panels are read where they are, C is accumulated in place (no
+/// copy). It supplies only the product of a stack on host pointers.
+class HostKernel : public Kernel {
+ public:
+  ~HostKernel() override;
+  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override;
+  /// C[e.c] += A[e.a] * B[e.b] for every entry of the stack. Called concurrently, each caller on
+  /// C blocks of its own.
   virtual void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) = 0;
-  /// y[0..n) *= alpha (where placement matters a kernel overrides it).
-  virtual void scale(double* y, std::int64_t n, double alpha);
-  /// y[0..n) += alpha * x[0..n).
-  virtual void axpy(double* y, const double* x, std::int64_t n, double alpha);
   /// Frobenius norm of a block of n values.
   virtual double block_norm(const double* x, std::int64_t n);
 };
 
 /// The oracle: plain loops, one thread, obviously correct. Always available in core.
-class ReferenceKernel final : public Kernel {
+class ReferenceKernel final : public HostKernel {
  public:
   ~ReferenceKernel() override;
   std::string name() const override { return "reference"; }

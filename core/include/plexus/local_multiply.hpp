@@ -1,7 +1,8 @@
 #pragma once
 // The local part of a distributed multiply: C_local += A_panel * B_panel over several panel pairs
 // (ticks), with OpenMP threads owning whole C block rows (balanced by block count), stacks of
-// small products built by core with on-the-fly filtering, processed by a Kernel.
+// small products built by core with on-the-fly filtering, processed by a local backend (Kernel)
+// that holds C's values from the constructor to finish().
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,20 +28,21 @@ struct LocalMultiplyStats {
 class LocalProduct {
  public:
   /// c_start: C's local blocks before the multiply, taken times c_scale (beta); its rows fix the
-  /// row set. `row_eps[r]`, if not empty, is the on-the-fly filtering threshold of CSR row r
-  /// (skip when |a|*|b| < row_eps[r]). `threads` threads own whole rows, balanced by `row_weight`
-  /// (one weight per CSR row; empty: C's block counts).
-  LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, int threads, std::vector<double> row_eps,
-               const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0);
+  /// row set. The kernel's session holds C from here to finish(). `row_eps[r]`, if not empty, is
+  /// the on-the-fly filtering threshold of CSR row r (skip when |a|*|b| < row_eps[r]). `threads`
+  /// threads own whole rows, balanced by `row_weight` (one weight per CSR row; empty: C's block
+  /// counts).
+  LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, Kernel& kernel, int threads,
+               std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0);
   ~LocalProduct();
   LocalProduct(const LocalProduct&) = delete;
   LocalProduct& operator=(const LocalProduct&) = delete;
 
-  /// C += A * B. A's rows must be a subset of C's rows (same global ids); B's rows are the
-  /// k indices. k sizes come from a_layout.cols (must equal b_layout.rows). Norms are computed
-  /// here when filtering is on.
-  void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout,
-                Kernel& kernel);
+  /// C += A * B (one tick: the kernel's session stages A and B, processes the stacks and
+  /// unstages them before this returns, so the panels may be reused afterwards). A's rows must be
+  /// a subset of C's rows (same global ids); B's rows are the k indices. k sizes come from
+  /// a_layout.cols (must equal b_layout.rows). Norms are computed here when filtering is on.
+  void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout);
   int threads() const { return static_cast<int>(work_.size()); }
   /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
   Panel finish();
@@ -52,7 +54,8 @@ class LocalProduct {
   std::vector<int> row_ids_;
   std::vector<double> row_eps_;
   std::vector<std::unique_ptr<ThreadWork>> work_;
-  MatrixData data_;  // C's values, shared: each thread writes only the blocks of its own rows
+  std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
+  std::int64_t c_values_ = 0;               // size of C's value area
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   std::vector<int> c_row_of_;   // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;

@@ -1,6 +1,8 @@
 #pragma once
 // Memory tracker: every large allocation (matrix data, communication buffers, solver arrays) goes
 // through TrackedAllocator, so current and peak bytes per rank are counted, never estimated.
+// Device backends count what they hold in device memory under the device categories
+// (on_allocate / on_release next to their own device allocations); totals are per memory space.
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -8,11 +10,26 @@
 #include <utility>
 #include <vector>
 
+namespace plexus {
+/// Where data lives: host memory, or the memory of an accelerator.
+enum class MemorySpace : int { Host = 0, Device = 1 };
+const char* memory_space_name(MemorySpace space);
+}  // namespace plexus
+
 namespace plexus::memory {
 
-enum class Category : int { Matrix = 0, CommBuffer = 1, Solver = 2, Other = 3 };
-inline constexpr int kCategories = 4;
+enum class Category : int {
+  Matrix = 0,        ///< host: values and index of matrices and panels
+  CommBuffer = 1,    ///< host: communication buffers
+  Solver = 2,        ///< host: solver arrays
+  Other = 3,         ///< host: anything else
+  DeviceMatrix = 4,  ///< device: C accumulators and other matrix data held by a device backend
+  DeviceBuffer = 5,  ///< device: staged panels and other transfer buffers
+};
+inline constexpr int kCategories = 6;
 const char* category_name(Category c);
+inline constexpr int kSpaces = 2;
+MemorySpace space_of(Category c) noexcept;
 
 void on_allocate(Category c, std::size_t bytes) noexcept;
 void on_release(Category c, std::size_t bytes) noexcept;
@@ -33,15 +50,15 @@ std::int64_t pool_limit() noexcept;
 /// Returns every pooled block to the system.
 void trim() noexcept;
 
-/// Bytes currently held in a category (or all categories).
+/// Bytes currently held in a category (or all categories of a memory space).
 std::int64_t current(Category c) noexcept;
-std::int64_t current_total() noexcept;
-/// Peak bytes since the last reset_peak (per category, and of the sum over categories).
+std::int64_t current_total(MemorySpace s = MemorySpace::Host) noexcept;
+/// Peak bytes since the last reset_peak (per category, and of the sum over a space's categories).
 std::int64_t peak(Category c) noexcept;
-std::int64_t peak_total() noexcept;
-/// Sets the peak of a category (and the total peak) to the current value.
+std::int64_t peak_total(MemorySpace s = MemorySpace::Host) noexcept;
+/// Sets the peak of a category (or of a space's total) to the current value.
 void reset_peak(Category c) noexcept;
-void reset_peak_total() noexcept;
+void reset_peak_total(MemorySpace s = MemorySpace::Host) noexcept;
 
 /// Allocator of the tracked vectors. Elements are default-initialised: `resize(n)` leaves doubles
 /// unset (for buffers that are overwritten anyway); `resize(n, 0.0)` zeroes them.

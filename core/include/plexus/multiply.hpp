@@ -44,7 +44,8 @@ struct MultiplyReport {
   std::int64_t skipped_products = 0;
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
   std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
-  std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked memory during the multiply
+  std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked host memory during the multiply
+  std::int64_t peak_device_bytes = 0;   ///< peak of device memory the local backend held (0 on the host)
   std::map<std::string, double> extra;  ///< strategy-specific figures (documented by the strategy)
 
   double wait_seconds() const;

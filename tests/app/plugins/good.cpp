@@ -5,7 +5,7 @@
 
 namespace {
 
-class LoopKernel final : public plexus::Kernel {
+class LoopKernel final : public plexus::HostKernel {
  public:
   explicit LoopKernel(int scale) : scale_(scale) {}
   std::string name() const override { return "test-good"; }

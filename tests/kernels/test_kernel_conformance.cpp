@@ -1,0 +1,586 @@
+// The local backend conformance suite (Ginkgo's pattern: one test source, every backend).
+//
+// Every kernel the registry finds (core's `reference`, the in-tree plugins and whatever
+// PLEXUS_PLUGIN_PATH adds), with its default parameters, plus the specs of
+// PLEXUS_CONFORMANCE_EXTRA (comma-separated name[:Key=Value...], e.g. "cpu:Backend=blas"), runs
+// every case below through the session interface (begin, stage, grow, process, unstage, finish)
+// and through core's LocalProduct, against an independent dense triple loop and against the
+// `reference` kernel. PLEXUS_CONFORMANCE_ONLY (same syntax) replaces the list: that is how a
+// third-party backend runs the suite on itself (installed as plexus-kernel-conformance).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conformance_specs.hpp"
+#include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/panel.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/registry.hpp"
+
+namespace {
+
+using plexus::BlockLayout;
+using plexus::BlockSizes;
+using plexus::Kernel;
+using plexus::KernelSession;
+using plexus::MatrixData;
+using plexus::Panel;
+using plexus::PanelView;
+using plexus::StackEntry;
+using plexus::test::Spec;
+
+constexpr double kTol = 1e-13;
+const std::vector<int> kOddSizes = {1, 5, 13, 23, 32};
+
+// The backends under test.
+const std::vector<Spec>& backends() {
+  static const std::vector<Spec> list = [] {
+    plexus::Registry::global().load_default();
+    std::vector<Spec> out;
+    for (const auto* e : plexus::Registry::global().list(plexus::ComponentKind::Kernel))
+      out.push_back(Spec{e->descriptor.name, e->descriptor.name, {}});
+    auto specs = plexus::test::specs_under_test(out);
+    std::string names;
+    for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.text;
+    std::printf("local backends under test: %s\n", names.c_str());
+    return specs;
+  }();
+  return list;
+}
+
+std::unique_ptr<Kernel> make(const Spec& s) {
+  plexus::ParameterList p(s.name);
+  for (const auto& kv : s.params) plexus::apply_override(p, kv);
+  return plexus::Registry::global().make_kernel(s.name, p, "Kernel/" + s.name);
+}
+
+double rel_error(const std::vector<double>& x, const std::vector<double>& ref) {
+  EXPECT_EQ(x.size(), ref.size());
+  double d = 0, r = 0;
+  for (std::size_t i = 0; i < std::min(x.size(), ref.size()); ++i) {
+    d += (x[i] - ref[i]) * (x[i] - ref[i]);
+    r += ref[i] * ref[i];
+  }
+  return r > 0 ? std::sqrt(d / r) : std::sqrt(d);
+}
+
+std::vector<double> to_vector(const MatrixData& d) { return std::vector<double>(d.begin(), d.end()); }
+MatrixData to_data(const std::vector<double>& v) { return MatrixData(v.begin(), v.end()); }
+
+/// A view of raw values as a staged panel (stage() reads data and data_size).
+PanelView raw_view(const std::vector<double>& values) {
+  PanelView v;
+  v.data = values.data();
+  v.data_size = static_cast<std::int64_t>(values.size());
+  return v;
+}
+
+// ---- raw stacks through a session -------------------------------------------------------------
+
+struct RawProblem {
+  std::vector<StackEntry> stack;
+  std::vector<double> a, b, c;
+};
+
+/// `count` products with m, n, k drawn from `sizes`; C blocks of equal shape are shared by
+/// several products so that accumulation into one block is exercised. `c_slots_per_shape` C
+/// blocks per (m, n).
+RawProblem random_stack(int count, const std::vector<int>& sizes, std::uint64_t seed, int c_slots_per_shape = 3) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  std::uniform_int_distribution<std::size_t> pick(0, sizes.size() - 1);
+  RawProblem p;
+  std::map<std::pair<int, int>, std::vector<std::int64_t>> c_slots;
+  for (int s = 0; s < count; ++s) {
+    StackEntry e{sizes[pick(rng)], sizes[pick(rng)], sizes[pick(rng)], 0, 0, 0};
+    e.a = static_cast<std::int64_t>(p.a.size());
+    p.a.resize(p.a.size() + std::size_t(e.m) * e.k);
+    e.b = static_cast<std::int64_t>(p.b.size());
+    p.b.resize(p.b.size() + std::size_t(e.k) * e.n);
+    auto& slots = c_slots[{e.m, e.n}];
+    if (static_cast<int>(slots.size()) < c_slots_per_shape) {
+      slots.push_back(static_cast<std::int64_t>(p.c.size()));
+      p.c.resize(p.c.size() + std::size_t(e.m) * e.n);
+    }
+    e.c = slots[std::uniform_int_distribution<std::size_t>(0, slots.size() - 1)(rng)];
+    p.stack.push_back(e);
+  }
+  for (double& x : p.a) x = val(rng);
+  for (double& x : p.b) x = val(rng);
+  for (double& x : p.c) x = val(rng);
+  return p;
+}
+
+/// C += the stack with plain loops (the oracle of the raw cases).
+std::vector<double> dense_stack(const RawProblem& p) {
+  std::vector<double> c = p.c;
+  for (const StackEntry& e : p.stack)
+    for (int j = 0; j < e.n; ++j)
+      for (int l = 0; l < e.k; ++l)
+        for (int i = 0; i < e.m; ++i)
+          c[std::size_t(e.c + i + j * e.m)] += p.a[std::size_t(e.a + i + l * e.m)] * p.b[std::size_t(e.b + l + j * e.k)];
+  return c;
+}
+
+/// One session, one tick, the stack in slices of `slice` entries from slot 0.
+std::vector<double> run_session(Kernel& k, const RawProblem& p, std::size_t slice = 4096) {
+  auto s = k.begin(to_data(p.c), 1);
+  s->stage(raw_view(p.a), raw_view(p.b));
+  for (std::size_t i = 0; i < p.stack.size(); i += slice)
+    s->process(p.stack.data() + i, static_cast<std::int64_t>(std::min(slice, p.stack.size() - i)), 0);
+  s->unstage();
+  return to_vector(s->finish());
+}
+
+class BackendConformance : public testing::TestWithParam<Spec> {
+ protected:
+  std::unique_ptr<Kernel> kernel() const { return make(GetParam()); }
+};
+
+TEST_P(BackendConformance, RawStackOddSizes) {
+  RawProblem p = random_stack(3000, kOddSizes, 11);
+  const std::vector<double> expect = dense_stack(p);
+  EXPECT_GT(rel_error(p.c, expect), 1e-3) << "the stack changes nothing";
+  auto k = kernel();
+  EXPECT_LE(rel_error(run_session(*k, p), expect), kTol);
+  EXPECT_LE(rel_error(run_session(*k, p, 7), expect), kTol) << "in slices of 7";
+}
+
+TEST_P(BackendConformance, RawStackLargeBlocks) {
+  // Large shapes (beyond small-matrix code paths) mixed with small ones inside one stack.
+  RawProblem p = random_stack(120, {1, 23, 65, 80, 100}, 12);
+  auto k = kernel();
+  EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol);
+}
+
+TEST_P(BackendConformance, RawStackUniformRuns) {
+  // Long runs of one shape, then a switch (dispatch caches).
+  auto k = kernel();
+  for (int s : {1, 5, 6, 13, 23, 32, 64}) {
+    RawProblem p = random_stack(200, {s}, 100 + s);
+    EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol) << "size " << s;
+  }
+}
+
+TEST_P(BackendConformance, EmptyStackAndZeroSizes) {
+  auto k = kernel();
+  const std::vector<double> a(4, 1.0), b(4, 1.0), c(4, 2.0);
+  auto s = k->begin(to_data(c), 1);
+  s->stage(raw_view(a), raw_view(b));
+  s->process(nullptr, 0, 0);
+  const StackEntry zero_k{2, 2, 0, 0, 0, 0};
+  s->process(&zero_k, 1, 0);
+  s->unstage();
+  EXPECT_EQ(to_vector(s->finish()), c);
+}
+
+TEST_P(BackendConformance, SessionWithoutTicksReturnsC) {
+  auto k = kernel();
+  const std::vector<double> c = {1.5, -2.0, 3.25};
+  EXPECT_EQ(to_vector(k->begin(to_data(c), 1)->finish()), c);
+  EXPECT_TRUE(k->begin(MatrixData{}, 2)->finish().empty());
+}
+
+TEST_P(BackendConformance, ConcurrentSlotsOnDisjointBlocks) {
+  // Slots process at the same time, each on C blocks of its own, in slices so that they switch
+  // shapes concurrently. The parts' C areas are laid end to end in one session.
+  constexpr int kParts = 4, kSlots = 2;
+  std::vector<RawProblem> parts;
+  RawProblem all;
+  std::vector<std::size_t> c_base;
+  for (int t = 0; t < kParts; ++t) {
+    RawProblem p = random_stack(1500, kOddSizes, 200 + t);
+    c_base.push_back(all.c.size());
+    for (StackEntry e : p.stack) {
+      e.a += static_cast<std::int64_t>(all.a.size());
+      e.b += static_cast<std::int64_t>(all.b.size());
+      e.c += static_cast<std::int64_t>(all.c.size());
+      all.stack.push_back(e);
+    }
+    all.a.insert(all.a.end(), p.a.begin(), p.a.end());
+    all.b.insert(all.b.end(), p.b.begin(), p.b.end());
+    all.c.insert(all.c.end(), p.c.begin(), p.c.end());
+    parts.push_back(std::move(p));
+  }
+  c_base.push_back(all.c.size());
+  const std::vector<double> expect = dense_stack(all);
+  auto k = kernel();
+  auto s = k->begin(to_data(all.c), kSlots);
+  s->stage(raw_view(all.a), raw_view(all.b));
+  std::vector<std::size_t> first(kParts + 1, 0);
+  for (int t = 0; t < kParts; ++t) first[t + 1] = first[t] + parts[t].stack.size();
+  std::string failure;
+#pragma omp parallel num_threads(kSlots)
+  {
+    const int slot = omp_get_thread_num();
+    try {
+      for (int t = slot; t < kParts; t += omp_get_num_threads())
+        for (std::size_t i = first[t]; i < first[t + 1]; i += 100)
+          s->process(all.stack.data() + i, static_cast<std::int64_t>(std::min<std::size_t>(100, first[t + 1] - i)), slot);
+    } catch (const std::exception& e) {
+#pragma omp critical(conformance_failure)
+      failure = e.what();
+    }
+  }
+  ASSERT_EQ(failure, "");
+  s->unstage();
+  const std::vector<double> got = to_vector(s->finish());
+  for (int t = 0; t < kParts; ++t) {
+    const std::vector<double> g(got.begin() + c_base[t], got.begin() + c_base[t + 1]);
+    const std::vector<double> x(expect.begin() + c_base[t], expect.begin() + c_base[t + 1]);
+    EXPECT_LE(rel_error(g, x), kTol) << "part " << t;
+  }
+}
+
+TEST_P(BackendConformance, GrowthAndTicksKeepC) {
+  // C grows between ticks; new values start at zero; the panels of a tick may be overwritten
+  // as soon as unstage() has returned (the backend must not read them later).
+  RawProblem p1 = random_stack(500, kOddSizes, 31), p2 = random_stack(500, kOddSizes, 32);
+  const std::int64_t n1 = static_cast<std::int64_t>(p1.c.size());
+  // Tick 2 writes into C blocks placed after tick 1's area.
+  RawProblem p2_shifted = p2;
+  for (StackEntry& e : p2_shifted.stack) e.c += n1;
+  std::vector<double> expect = dense_stack(p1);
+  expect.resize(expect.size() + p2.c.size(), 0.0);
+  {
+    RawProblem zero = p2;
+    std::fill(zero.c.begin(), zero.c.end(), 0.0);
+    const std::vector<double> second = dense_stack(zero);
+    std::copy(second.begin(), second.end(), expect.begin() + n1);
+  }
+  auto k = kernel();
+  auto s = k->begin(to_data(p1.c), 1);
+  std::vector<double> a = p1.a, b = p1.b;
+  s->stage(raw_view(a), raw_view(b));
+  s->process(p1.stack.data(), static_cast<std::int64_t>(p1.stack.size()), 0);
+  s->unstage();
+  std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
+  std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
+  s->grow(n1);  // no growth
+  s->grow(n1 + static_cast<std::int64_t>(p2.c.size()));
+  a = p2.a;
+  b = p2.b;
+  s->stage(raw_view(a), raw_view(b));
+  s->process(p2_shifted.stack.data(), static_cast<std::int64_t>(p2_shifted.stack.size()), 0);
+  s->unstage();
+  std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
+  std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
+  const std::vector<double> got = to_vector(s->finish());
+  ASSERT_EQ(got.size(), expect.size());
+  EXPECT_LE(rel_error(got, expect), kTol);
+}
+
+TEST_P(BackendConformance, DeviceMemoryIsReturned) {
+  // Whatever a backend holds in device memory during a session is given back by finish() and the
+  // session's end; a host backend holds none.
+  using plexus::MemorySpace;
+  const std::int64_t before = plexus::memory::current_total(MemorySpace::Device);
+  plexus::memory::reset_peak_total(MemorySpace::Device);
+  auto k = kernel();
+  RawProblem p = random_stack(300, kOddSizes, 41);
+  EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol);
+  EXPECT_EQ(plexus::memory::current_total(MemorySpace::Device), before);
+  const std::int64_t held = plexus::memory::peak_total(MemorySpace::Device) - before;
+  if (k->memory_space() == MemorySpace::Host) {
+    EXPECT_EQ(held, 0) << "a host backend counted device memory";
+  } else {
+    // C, A and B were resident on the device at once.
+    const auto bytes = static_cast<std::int64_t>(sizeof(double) * (p.a.size() + p.b.size() + p.c.size()));
+    EXPECT_GE(held, bytes) << "a device backend must count what it holds";
+  }
+}
+
+// ---- through core's LocalProduct ------------------------------------------------------------------
+
+/// A panel over `rows` (global block-row ids) with blocks present with probability `density`
+/// over the global block columns of `layout`; values uniform in [-1, 1), scaled per block by a
+/// random factor spread over several decades so that filtering thresholds cut somewhere.
+Panel random_panel(const std::vector<int>& rows, const BlockLayout& layout, double density, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> val(-1.0, 1.0), u(0.0, 1.0), decade(-3.0, 0.0);
+  Panel p(rows);
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
+    const int m = layout.rows.size(rows[r]);
+    for (int c = 0; c < layout.cols.count(); ++c) {
+      if (u(rng) >= density) continue;
+      const int nvals = m * layout.cols.size(c);
+      const double scale = std::pow(10.0, decade(rng));
+      double* v = p.append_block(r, c, nvals);
+      for (int i = 0; i < nvals; ++i) v[i] = scale * val(rng);
+    }
+  }
+  return p;
+}
+
+/// Dense column-major copy (global rows x global cols of the layout) of a panel.
+std::vector<double> to_dense(const plexus::PanelView& p, const BlockLayout& layout) {
+  const std::int64_t nr = layout.rows.total(), nc = layout.cols.total();
+  std::vector<double> d(std::size_t(nr * nc), 0.0);
+  for (int r = 0; r < p.nrows; ++r) {
+    const int gr = static_cast<int>(p.row_ids[r]);
+    const int m = layout.rows.size(gr);
+    const std::int64_t r0 = layout.rows.offset(gr);
+    for (std::int64_t blk = p.row_ptr[r]; blk < p.row_ptr[r + 1]; ++blk) {
+      const int gc = static_cast<int>(p.cols[blk]);
+      const int n = layout.cols.size(gc);
+      const std::int64_t c0 = layout.cols.offset(gc);
+      const double* v = p.data + p.offsets[blk];
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) d[std::size_t((c0 + j) * nr + r0 + i)] = v[i + std::int64_t{j} * m];
+    }
+  }
+  return d;
+}
+
+/// CSR row of a global block row in a view, or -1.
+int row_of(const plexus::PanelView& v, int global_row) {
+  const std::int64_t* end = v.row_ids + v.nrows;
+  const std::int64_t* it = std::lower_bound(v.row_ids, end, std::int64_t{global_row});
+  return it != end && *it == global_row ? static_cast<int>(it - v.row_ids) : -1;
+}
+
+double frob(const double* v, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += v[i] * v[i];
+  return std::sqrt(s);
+}
+
+struct Expected {
+  std::vector<double> c;  // dense
+  std::int64_t products = 0, skipped = 0;
+};
+
+/// C += A * B with a dense triple loop over the present blocks, skipping a product when
+/// |A(i,k)| * |B(k,j)| < eps of C's CSR row of i.
+void dense_accumulate(Expected& ex, const Panel& a_panel, const BlockLayout& al, const Panel& b_panel,
+                      const BlockLayout& bl, const std::vector<int>& c_rows, const BlockLayout& cl,
+                      const std::vector<double>& row_eps) {
+  const plexus::PanelView a = a_panel.view(), b = b_panel.view();
+  const std::int64_t nr = cl.rows.total();
+  for (int ra = 0; ra < a.nrows; ++ra) {
+    const int gi = static_cast<int>(a.row_ids[ra]);
+    const int crow = static_cast<int>(std::lower_bound(c_rows.begin(), c_rows.end(), gi) - c_rows.begin());
+    const double eps = row_eps.empty() ? 0.0 : row_eps[crow];
+    const int m = al.rows.size(gi);
+    for (std::int64_t ab = a.row_ptr[ra]; ab < a.row_ptr[ra + 1]; ++ab) {
+      const int gk = static_cast<int>(a.cols[ab]);
+      const int kk = al.cols.size(gk);
+      const double* av = a.data + a.offsets[ab];
+      const double an = frob(av, m * kk);
+      const int rb = row_of(b, gk);
+      if (rb < 0) continue;
+      for (std::int64_t bb = b.row_ptr[rb]; bb < b.row_ptr[rb + 1]; ++bb) {
+        const int gj = static_cast<int>(b.cols[bb]);
+        const int n = bl.cols.size(gj);
+        const double* bv = b.data + b.offsets[bb];
+        if (an * frob(bv, kk * n) < eps) {
+          ++ex.skipped;
+          continue;
+        }
+        ++ex.products;
+        const std::int64_t r0 = cl.rows.offset(gi), c0 = cl.cols.offset(gj);
+        for (int j = 0; j < n; ++j)
+          for (int l = 0; l < kk; ++l)
+            for (int i = 0; i < m; ++i)
+              ex.c[std::size_t((c0 + j) * nr + r0 + i)] += av[i + std::int64_t{l} * m] * bv[l + std::int64_t{j} * kk];
+      }
+    }
+  }
+}
+
+/// Per-C-row thresholds chosen in the gaps between product norms, so that no product lies so
+/// close to its threshold that rounding in the norm computation could decide it. Some rows get
+/// 0 (no filtering), the others a threshold near the median of their product norms.
+std::vector<double> choose_eps(const Panel& a_panel, const BlockLayout& al, const Panel& b_panel, const BlockLayout& bl,
+                               const std::vector<int>& c_rows) {
+  const plexus::PanelView a = a_panel.view(), b = b_panel.view();
+  std::vector<double> eps(c_rows.size(), 0.0);
+  for (int ra = 0; ra < a.nrows; ++ra) {
+    const int gi = static_cast<int>(a.row_ids[ra]);
+    const int crow = static_cast<int>(std::lower_bound(c_rows.begin(), c_rows.end(), gi) - c_rows.begin());
+    if (crow % 3 == 2) continue;  // unfiltered row
+    std::vector<double> norms;
+    for (std::int64_t ab = a.row_ptr[ra]; ab < a.row_ptr[ra + 1]; ++ab) {
+      const int gk = static_cast<int>(a.cols[ab]);
+      const int kk = al.cols.size(gk);
+      const double an = frob(a.data + a.offsets[ab], al.rows.size(gi) * kk);
+      const int rb = row_of(b, gk);
+      if (rb < 0) continue;
+      for (std::int64_t bb = b.row_ptr[rb]; bb < b.row_ptr[rb + 1]; ++bb)
+        norms.push_back(an * frob(b.data + b.offsets[bb], kk * bl.cols.size(static_cast<int>(b.cols[bb]))));
+    }
+    std::sort(norms.begin(), norms.end());
+    if (norms.size() < 2) continue;
+    // The widest relative gap around the median.
+    std::size_t best = norms.size() / 2;
+    double best_gap = 0;
+    for (std::size_t i = norms.size() / 4; i + 1 < norms.size() && i <= 3 * norms.size() / 4; ++i) {
+      const double gap = (norms[i + 1] - norms[i]) / norms[i + 1];
+      if (gap > best_gap) {
+        best_gap = gap;
+        best = i;
+      }
+    }
+    if (best_gap < 1e-9) continue;
+    eps[crow] = 0.5 * (norms[best] + norms[best + 1]);
+  }
+  return eps;
+}
+
+struct Tick {
+  Panel a, b;
+};
+
+struct LocalCase {
+  std::string name;
+  BlockLayout cl, al, bl;  // global layouts of C, A, B
+  std::vector<int> c_rows;
+  Panel c_start;
+  std::vector<Tick> ticks;
+};
+
+LocalCase make_case(const std::string& name, int nrow_blocks, int nk_blocks, int ncol_blocks, double density_a,
+                    double density_b, double density_c, int nticks, std::uint64_t seed, bool a_subset_rows) {
+  std::mt19937_64 rng(seed);
+  LocalCase lc;
+  lc.name = name;
+  const BlockSizes rows = BlockSizes::cyclic(nrow_blocks, kOddSizes);
+  const BlockSizes ks = BlockSizes::cyclic(nk_blocks, {13, 1, 32, 5, 23});
+  const BlockSizes cols = BlockSizes::cyclic(ncol_blocks, {23, 32, 1, 13, 5});
+  lc.cl = {rows, cols};
+  lc.al = {rows, ks};
+  lc.bl = {ks, cols};
+  // C holds every other global row plus a few more (a process row of a 2D distribution).
+  for (int r = 0; r < nrow_blocks; ++r)
+    if (r % 2 == 0 || r % 7 == 3) lc.c_rows.push_back(r);
+  std::vector<int> a_rows;
+  for (std::size_t i = 0; i < lc.c_rows.size(); ++i)
+    if (!a_subset_rows || i % 4 != 1) a_rows.push_back(lc.c_rows[i]);
+  std::vector<int> k_rows(nk_blocks);
+  for (int i = 0; i < nk_blocks; ++i) k_rows[i] = i;
+  lc.c_start = random_panel(lc.c_rows, lc.cl, density_c, rng);
+  for (int t = 0; t < nticks; ++t) {
+    Tick tick{random_panel(a_rows, lc.al, density_a, rng), random_panel(k_rows, lc.bl, density_b, rng)};
+    lc.ticks.push_back(std::move(tick));
+  }
+  return lc;
+}
+
+/// Runs the case on a backend through LocalProduct; returns the dense result and the stats.
+std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const LocalCase& lc, Kernel& k,
+                                                                     const std::vector<double>& row_eps, int threads,
+                                                                     double c_scale = 1.0) {
+  plexus::LocalProduct lp(lc.c_start.view(), lc.cl, k, threads, row_eps, {}, c_scale);
+  EXPECT_EQ(lp.threads(), threads);
+  for (const Tick& t : lc.ticks) lp.multiply(t.a.view(), lc.al, t.b.view(), lc.bl);
+  plexus::LocalMultiplyStats stats = lp.stats();
+  Panel c = lp.finish();
+  const PanelView v = c.view();
+  EXPECT_EQ(v.nrows, static_cast<int>(lc.c_rows.size()));
+  for (int r = 0; r < v.nrows; ++r) {
+    EXPECT_EQ(v.row_ids[r], lc.c_rows[r]);
+    for (std::int64_t blk = v.row_ptr[r]; blk + 1 < v.row_ptr[r + 1]; ++blk) EXPECT_LT(v.cols[blk], v.cols[blk + 1]);
+  }
+  return {to_dense(v, lc.cl), stats};
+}
+
+void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_scale = 1.0) {
+  SCOPED_TRACE(lc.name + (filter ? " (filtered)" : " (unfiltered)") + ", c_scale " + std::to_string(c_scale));
+  // Thresholds come from the first tick's products (later ticks are cut wherever they fall,
+  // away from ties by the random scaling).
+  std::vector<double> row_eps;
+  if (filter) {
+    row_eps = lc.ticks.empty() ? std::vector<double>(lc.c_rows.size(), 0.5)
+                               : choose_eps(lc.ticks[0].a, lc.al, lc.ticks[0].b, lc.bl, lc.c_rows);
+  }
+  Expected ex;
+  ex.c = to_dense(lc.c_start.view(), lc.cl);
+  for (double& x : ex.c) x *= c_scale;
+  for (const Tick& t : lc.ticks) dense_accumulate(ex, t.a, lc.al, t.b, lc.bl, lc.c_rows, lc.cl, row_eps);
+  if (filter && !lc.ticks.empty() && lc.ticks[0].a.nblocks() > 0 && lc.ticks[0].b.nblocks() > 0) {
+    EXPECT_GT(ex.skipped, 0) << "the thresholds should skip something";
+    EXPECT_GT(ex.products, 0);
+  }
+  plexus::ReferenceKernel ref;
+  const auto [ref_c, ref_stats] = run_local(lc, ref, row_eps, 1, c_scale);
+  EXPECT_LE(rel_error(ref_c, ex.c), kTol) << "reference kernel vs dense loop";
+  auto k = make(spec);
+  for (int threads : {1, k->threads(), 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const auto [c, stats] = run_local(lc, *k, row_eps, threads, c_scale);
+    EXPECT_LE(rel_error(c, ref_c), kTol) << "vs reference kernel";
+    EXPECT_LE(rel_error(c, ex.c), kTol) << "vs dense loop";
+    EXPECT_EQ(stats.products, ex.products);
+    EXPECT_EQ(stats.skipped, ex.skipped);
+  }
+}
+
+TEST_P(BackendConformance, LocalProductMixedSizesOneTick) {
+  const LocalCase lc = make_case("mixed", 23, 17, 19, 0.4, 0.4, 0.3, 1, 21, true);
+  check_case(lc, false, GetParam());
+  check_case(lc, true, GetParam());
+  check_case(lc, false, GetParam(), -0.5);
+}
+
+TEST_P(BackendConformance, LocalProductSeveralTicks) {
+  const LocalCase lc = make_case("ticks", 20, 15, 21, 0.3, 0.35, 0.2, 3, 22, true);
+  check_case(lc, false, GetParam());
+  check_case(lc, true, GetParam());
+  check_case(lc, true, GetParam(), 2.0);
+}
+
+TEST_P(BackendConformance, LocalProductDenseBlocks) {
+  const LocalCase lc = make_case("dense", 11, 10, 9, 1.0, 1.0, 1.0, 1, 23, false);
+  check_case(lc, false, GetParam());
+  check_case(lc, true, GetParam());
+}
+
+TEST_P(BackendConformance, LocalProductManyStacks) {
+  // More products per thread than one stack holds (core flushes full stacks mid-row).
+  const LocalCase lc = make_case("many stacks", 40, 40, 40, 0.6, 0.6, 0.1, 2, 24, false);
+  check_case(lc, false, GetParam());
+}
+
+TEST_P(BackendConformance, LocalProductEmptyPanels) {
+  const Spec& s = GetParam();
+  for (auto [name, da, db, dc, seed] : {std::make_tuple("empty A", 0.0, 0.5, 0.4, 31),
+                                        std::make_tuple("empty B", 0.5, 0.0, 0.4, 32),
+                                        std::make_tuple("empty C start", 0.5, 0.5, 0.0, 33),
+                                        std::make_tuple("all empty", 0.0, 0.0, 0.0, 34)}) {
+    const LocalCase lc = make_case(name, 12, 9, 10, da, db, dc, name == std::string("empty C start") ? 2 : 1,
+                                   static_cast<std::uint64_t>(seed), true);
+    check_case(lc, false, s);
+    check_case(lc, true, s);
+  }
+  // A over no rows at all, and a multiply with no ticks.
+  LocalCase lc = make_case("A without rows", 12, 9, 10, 0.5, 0.5, 0.4, 1, 35, true);
+  lc.ticks[0].a = Panel(std::vector<int>{});
+  check_case(lc, false, s);
+  lc.ticks.clear();
+  lc.name = "no ticks";
+  check_case(lc, false, s);
+}
+
+std::string spec_name(const testing::TestParamInfo<Spec>& info) {
+  std::string n;
+  for (char ch : info.param.text) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n + "_" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackend, BackendConformance, testing::ValuesIn(backends()), spec_name);
+
+}  // namespace

@@ -470,6 +470,10 @@ Components make_components(ParameterList& params) {
   return c;
 }
 
+/// The solver's own requirements on the components (Solver::check), at set-up. Called once the
+/// components are stored where a failed set-up releases them.
+void check_solver(const Components& c) { c.solver->check(*c.context); }
+
 /// Every rank together: the context's communicators are freed, then the components. Never in a
 /// destructor (an error on any rank ends the job with MPI_Abort before this could hang).
 void free_components(Components& c) {
@@ -479,11 +483,8 @@ void free_components(Components& c) {
 
 SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
   SolverContext ctx;
-  ctx.comm = MPI_COMM_WORLD;
-  ctx.problem = &params.sublist("Problem");
-  ctx.strategy = c.strategy.get();
-  ctx.kernel = c.kernel.get();
   ctx.context = c.context.get();
+  ctx.problem = &params.sublist("Problem");
   ctx.quiet = quiet;
   ctx.parameters = &params;
   return ctx;
@@ -533,6 +534,7 @@ int command_run(const Options& o, int rank, int size) {
         validate_top_level(*params);
         configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
         c = make_components(*params);
+        check_solver(c);
         if (!o.write_params.empty() && rank == 0) write_parameter_file(*params, o.write_params);
       },
       rank, size, exit_code);
@@ -822,6 +824,7 @@ int command_compare(const Options& o, int rank, int size) {
             validate_top_level(*c.params);
             c.components = make_components(*c.params);
             combos.push_back(std::move(c));
+            check_solver(combos.back().components);
           }
         }
         if (!o.write_params.empty() && rank == 0) write_parameter_file(*checked, o.write_params);

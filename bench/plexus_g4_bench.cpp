@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "plexus/comm_strategy.hpp"
+#include "plexus/context.hpp"
+#include "plexus/kernel.hpp"
 #include "plexus/error.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/parameters.hpp"
@@ -138,12 +140,14 @@ Row run_one(const Options& o, const std::string& config, int subring, MPI_Comm c
   g.set("Mode", row.mode);
   g.set("ResultMatrix", false);
   auto solver = reg.make_solver("g4", g, "g4");
+  plexus::Context context(comm, std::move(strategy), std::make_shared<plexus::ReferenceKernel>());
   plexus::SolverContext ctx;
-  ctx.comm = comm;
-  ctx.strategy = strategy.get();
+  ctx.context = &context;
   ctx.quiet = true;
   MPI_Barrier(comm);
-  const plexus::SolverResult r = solver->run(ctx);
+  plexus::SolverResult r = solver->run(ctx);
+  r.result.reset();
+  context.release();
   const auto& f = r.figures;
   row.threads = static_cast<int>(f.at("threads"));
   row.subring = static_cast<int>(f.at("sub_ring_size"));

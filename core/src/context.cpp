@@ -1,5 +1,6 @@
 #include "plexus/context.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <utility>
 
@@ -9,6 +10,15 @@
 namespace plexus {
 
 // ---- the pool -------------------------------------------------------------------------------
+
+namespace {
+std::uint64_t next_epoch() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+}  // namespace
+
+CommPool::CommPool() : epoch_(next_epoch()) {}
 
 CommPool::~CommPool() {
   // No MPI here: a destructor may run while unwinding after an error on another rank, or after
@@ -43,6 +53,7 @@ void CommPool::release() {
     if (*it != MPI_COMM_NULL) mpi::check(MPI_Comm_free(&*it), "MPI_Comm_free");
   comms_.clear();
   index_.clear();
+  epoch_ = next_epoch();
 }
 
 // ---- reports --------------------------------------------------------------------------------
@@ -91,6 +102,12 @@ int Context::size() const { return mpi::size(comm_); }
 CommStrategy* Context::strategy() const { return dynamic_cast<CommStrategy*>(multiply_.get()); }
 
 Collectives& Context::collectives() {
+  if (collectives_) return *collectives_;
+  if (CommStrategy* s = strategy()) return s->collectives();
+  return mpi_collectives_;
+}
+
+const Collectives& Context::collectives() const {
   if (collectives_) return *collectives_;
   if (CommStrategy* s = strategy()) return s->collectives();
   return mpi_collectives_;

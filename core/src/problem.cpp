@@ -34,10 +34,10 @@ BlockSizes covering_sizes(std::int64_t n, const std::vector<int>& pattern, const
   return BlockSizes(std::move(sizes));
 }
 
-std::shared_ptr<const Distribution> strategy_distribution(const CommStrategy& strategy,
+std::shared_ptr<const Distribution> strategy_distribution(const MultiplyAlgorithm& strategy,
                                                           std::shared_ptr<const Distribution> proposal) {
   auto d = strategy.distribution_for(std::move(proposal));
-  PLEXUS_CHECK(d != nullptr, "communication strategy '" + strategy.name() + "' returned no distribution");
+  PLEXUS_CHECK(d != nullptr, "multiply algorithm '" + strategy.name() + "' returned no distribution");
   return d;
 }
 
@@ -102,7 +102,9 @@ ParameterListPtr problem_valid_parameters() {
   return v;
 }
 
-ProblemMatrices build_problem(const ParameterList& given, MPI_Comm comm, const CommStrategy& strategy, bool with_c) {
+ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool with_c) {
+  const MPI_Comm comm = ctx.comm();
+  const MultiplyAlgorithm& strategy = ctx.multiply_algorithm();
   // Work on a validated, default-filled copy: callers may pass a partial list.
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
@@ -133,7 +135,7 @@ ProblemMatrices build_problem(const ParameterList& given, MPI_Comm comm, const C
                        "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) + "x" +
                            std::to_string(grid_cols) + " does not have " + std::to_string(size) + " ranks");
   }
-  auto grid = Grid::create(comm, grid_rows, grid_cols);
+  auto grid = ctx.grid(grid_rows, grid_cols);
 
   ProblemMatrices out;
   if (generator == "random") {

@@ -36,6 +36,7 @@ const char* kind_name(ComponentKind k) {
 }
 
 Solver::~Solver() = default;
+void Solver::check(const Context&) const {}
 
 namespace {
 

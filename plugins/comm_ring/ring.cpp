@@ -14,6 +14,7 @@
 //   row panels of B travel around the ring through the same engine, and each rank multiplies the
 //   columns of its A rows that match the arriving panel into its C rows.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -154,10 +155,15 @@ class RingCollectives final : public plexus::MpiCollectives {
   }
 
  private:
-  // The sub-rings of comm, made once (collective the first time; one thread of a rank makes them).
-  // Keyed by the handle: comm must outlive the component (the solvers pass the run's communicator).
+  // The sub-rings of comm, made once per pool epoch (collective the first time; one thread of a
+  // rank makes them). Keyed by the handle, which cannot be reused while the pool that holds the
+  // sub-rings holds them (comm is the run's communicator or one of the pool's).
   const SubRings& subrings(MPI_Comm comm) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (pool().epoch() != epoch_) {  // another pool, or this one released: the rings are gone
+      rings_.clear();
+      epoch_ = pool().epoch();
+    }
     auto it = rings_.find(comm);
     if (it != rings_.end()) return it->second;
     const int p = plexus::mpi::size(comm), rank = plexus::mpi::rank(comm);
@@ -180,19 +186,14 @@ class RingCollectives final : public plexus::MpiCollectives {
   bool bidirectional_;
   std::mutex mutex_;
   std::map<MPI_Comm, SubRings> rings_;
+  std::uint64_t epoch_ = 0;  // the pool epoch rings_ belongs to
 };
 
 class Ring final : public plexus::CommStrategy {
  public:
-  Ring(int subring, int threads, bool bidirectional) : collectives_(subring, threads, bidirectional) {
-    collectives_.bind(pool_);
-  }
-  ~Ring() override {
-    // Transitional: the strategy keeps its own pool until the program hands it the context's.
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) pool_.release();
-  }
+  // Its collectives make their sub-rings in the pool they are bound to: the context binds its
+  // own; used without a context, bind one (collectives().bind(pool)) before circulating.
+  Ring(int subring, int threads, bool bidirectional) : collectives_(subring, threads, bidirectional) {}
 
   std::string name() const override { return "ring"; }
   plexus::Collectives& collectives() override { return collectives_; }
@@ -316,7 +317,6 @@ class Ring final : public plexus::CommStrategy {
     return out;
   }
 
-  plexus::CommPool pool_;
   RingCollectives collectives_;
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<std::weak_ptr<const plexus::Grid>, std::shared_ptr<const plexus::Grid>>> lines_;

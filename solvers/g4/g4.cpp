@@ -106,10 +106,28 @@ class G4Solver final : public plexus::Solver {
 
   std::string name() const override { return "g4"; }
 
+  // The collectives must circulate on at least one thread, and several threads need
+  // MPI_THREAD_MULTIPLE: known before any work.
+  void check(const plexus::Context& ctx) const override {
+    const plexus::Collectives& coll = ctx.collectives();
+    const int threads = coll.circulate_threads();
+    if (threads < 1)
+      throw InputError("Communication/Collectives", "g4: collectives '" + coll.name() + "' report " +
+                                                        std::to_string(threads) + " circulating threads");
+    if (threads > 1) {
+      int provided = MPI_THREAD_SINGLE;
+      MPI_Query_thread(&provided);
+      if (provided < MPI_THREAD_MULTIPLE)
+        throw InputError("Communication/Collectives",
+                         "g4: " + std::to_string(threads) + " circulating threads of collectives '" + coll.name() +
+                             "' need MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread)");
+    }
+  }
+
   plexus::SolverResult run(plexus::SolverContext& ctx) override;
 
  private:
-  std::shared_ptr<plexus::DistMatrix> build_result(MPI_Comm comm, const double* held, Slice held_range,
+  std::shared_ptr<plexus::DistMatrix> build_result(plexus::Context& ctx, const double* held, Slice held_range,
                                                    const std::vector<int>& writer_of, int S) const;
 
   plexus::ParameterList sublist_;
@@ -124,11 +142,11 @@ class G4Solver final : public plexus::Solver {
 };
 
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
-  PLEXUS_CHECK(ctx.strategy, "g4: the solver context has no communication strategy");
-  plexus::CommStrategy& strategy = *ctx.strategy;
-  // The run's collectives (the context's selection; without a context, the strategy's own).
-  plexus::Collectives& coll = ctx.context ? ctx.context->collectives() : strategy.collectives();
-  const MPI_Comm comm = ctx.comm;
+  PLEXUS_CHECK(ctx.context, "g4: the solver context has no context");
+  check(*ctx.context);  // callers other than the program may not have checked
+  const plexus::MultiplyAlgorithm& strategy = ctx.context->multiply_algorithm();
+  plexus::Collectives& coll = ctx.context->collectives();
+  const MPI_Comm comm = ctx.context->comm();
   const int rank = mpi::rank(comm), P = mpi::size(comm);
   const Model& m = model_;
   const std::int64_t total = m.elements();
@@ -136,15 +154,6 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
 
   // ---- threads and rings ------------------------------------------------------------------
   const int threads = coll.circulate_threads();
-  if (threads < 1)
-    throw Error("g4", "collectives '" + coll.name() + "' reports " + std::to_string(threads) + " threads");
-  if (threads > 1) {
-    int provided = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&provided);
-    if (provided < MPI_THREAD_MULTIPLE)
-      throw InputError("g4", "g4: " + std::to_string(threads) +
-                                 " circulating threads need MPI_THREAD_MULTIPLE (initialise MPI with MPI_Init_thread)");
-  }
   // Made here, by one thread, before any thread circulates (a strategy may split comm on first use).
   const plexus::Collectives::RingPosition ring = coll.ring_position(comm);
   int sizes[2] = {ring.size, -ring.size};
@@ -384,7 +393,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   for (int i = 0; i < M; ++i) {
     plexus::MultiplyReport r;
     r.strategy = strategy.name();
-    r.kernel = ctx.kernel ? ctx.kernel->name() : "";
+    r.kernel = ctx.context->kernel().name();
     r.ticks = distributed_ ? S : 1;
     for (int t = 0; t < threads; ++t) {
       const PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
@@ -403,19 +412,22 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
         "|G4|_2 = {:.10g}",
         f["seconds_per_measurement"], bytes_text(maxes[0]), bytes_text(maxes[2]), f["g4_l1_norm"], f["g4_l2_norm"]);
 
-  if (result_matrix_) result.result = build_result(comm, held, distributed_ ? slice : Slice{0, total}, writer_of, S);
+  if (result_matrix_)
+    result.result = build_result(*ctx.context, held, distributed_ ? slice : Slice{0, total}, writer_of, S);
   return result;
 }
 
 // G4 as a distributed matrix for `plexus compare`: N block rows (one per K1) of 2*N^2 doubles
 // (K2, K3, re/im) and one column, distributed by contiguous block rows over a P x 1 grid. The same
 // layout and distribution in both modes and for every ring size, so results compare directly.
-std::shared_ptr<plexus::DistMatrix> G4Solver::build_result(MPI_Comm comm, const double* held, Slice held_range,
-                                                           const std::vector<int>& writer_of, int S) const {
+std::shared_ptr<plexus::DistMatrix> G4Solver::build_result(plexus::Context& ctx, const double* held,
+                                                           Slice held_range, const std::vector<int>& writer_of,
+                                                           int S) const {
+  const MPI_Comm comm = ctx.comm();
   const int P = mpi::size(comm), rank = mpi::rank(comm);
   const int N = model_.n();
   const std::int64_t total = model_.elements(), row = std::int64_t{N} * N;  // complex elements per K1
-  auto grid = plexus::Grid::create(comm, P, 1);
+  auto grid = ctx.grid(P, 1);  // its communicators from the context's pool
   auto dist = plexus::Distribution::rows_1d(grid, N, 1);
   plexus::BlockLayout layout{plexus::BlockSizes::uniform(N, static_cast<int>(2 * row)),
                              plexus::BlockSizes::uniform(1, 1)};

@@ -29,20 +29,21 @@ class MultiplySolver final : public plexus::Solver {
   std::string name() const override { return "multiply"; }
 
   plexus::SolverResult run(plexus::SolverContext& ctx) override {
-    PLEXUS_CHECK(ctx.problem && ctx.strategy && ctx.kernel && ctx.context, "multiply: incomplete solver context");
-    int rank = 0;
-    MPI_Comm_rank(ctx.comm, &rank);
-    auto m = plexus::build_problem(*ctx.problem, ctx.comm, *ctx.strategy, beta_ != 0.0);
+    PLEXUS_CHECK(ctx.problem && ctx.context, "multiply: incomplete solver context");
+    plexus::Context& context = *ctx.context;
+    const MPI_Comm comm = context.comm();
+    const int rank = context.rank();
+    auto m = plexus::build_problem(*ctx.problem, context, beta_ != 0.0);
     plexus::SolverResult result;
     plexus::MultiplyOptions options;
     options.filter_eps = filter_eps_;
     for (int rep = 0; rep < repetitions_; ++rep) {
       auto report =
-          plexus::multiply(*ctx.context, plexus::Trans::N, plexus::Trans::N, alpha_, *m.a, *m.b, beta_, *m.c, options);
+          plexus::multiply(context, plexus::Trans::N, plexus::Trans::N, alpha_, *m.a, *m.b, beta_, *m.c, options);
       // Global figures for the progress line (collective, so every rank takes part).
       double flops = 0, secs = 0;
-      MPI_Allreduce(&report.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);
-      MPI_Allreduce(&report.seconds, &secs, 1, MPI_DOUBLE, MPI_MAX, ctx.comm);
+      MPI_Allreduce(&report.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+      MPI_Allreduce(&report.seconds, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
       if (rank == 0 && !ctx.quiet)
         plexus::log().info("multiply {}/{}: {:.4f} s, {:.3f} GFLOP/s ({} x {} on {}, {}/{})", rep + 1, repetitions_,
                            secs, secs > 0 ? flops / secs * 1e-9 : 0.0, m.a->nrows(), m.b->ncols(),

@@ -17,7 +17,9 @@
 
 #include "g4_hdf5.hpp"
 #include "g4_model.hpp"
+#include "plexus/context.hpp"
 #include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/registry.hpp"
 #include "plexus/solver.hpp"
@@ -66,14 +68,13 @@ struct G4Run {
 /// Runs the g4 solver through the registry with "Key=Value" parameters of its sublist.
 G4Run run_g4(const StrategySpec& s, const std::vector<std::string>& params, bool gather = true) {
   load_plugins();
-  auto strategy = make_strategy(s);
   ParameterList sub("g4");
   for (const auto& kv : params) apply_override(sub, kv);
   if (!gather) apply_override(sub, "ResultMatrix=false");
   auto solver = Registry::global().make_solver("g4", sub, "g4");
+  Context context(MPI_COMM_WORLD, make_strategy(s), std::make_shared<ReferenceKernel>());
   SolverContext ctx;
-  ctx.comm = MPI_COMM_WORLD;
-  ctx.strategy = strategy.get();
+  ctx.context = &context;
   ctx.quiet = true;
   G4Run r;
   r.result = solver->run(ctx);
@@ -81,6 +82,8 @@ G4Run run_g4(const StrategySpec& s, const std::vector<std::string>& params, bool
     EXPECT_TRUE(r.result.result != nullptr);
     if (r.result.result) r.g4 = r.result.result->to_dense();
   }
+  r.result.result.reset();  // it lives on the context's grid, released here
+  context.release();
   return r;
 }
 

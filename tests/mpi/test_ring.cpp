@@ -70,30 +70,41 @@ void check_circulation(Collectives& strategy, int threads, bool bidirectional) {
   }
 }
 
+// A strategy whose collectives make their sub-rings in `pool` (a run's context binds its own).
+std::unique_ptr<CommStrategy> bound(CommPool& pool, const std::string& name, const std::vector<std::string>& params) {
+  auto s = strategy(name, params);
+  s->collectives().bind(pool);
+  return s;
+}
+
 }  // namespace
 
 TEST(Ring, CirculateOnRingsAndSubRings) {
+  CommPool pool;
   for (int S : subring_sizes()) {
     SCOPED_TRACE("SubRingSize=" + std::to_string(S));
-    auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
+    auto r = bound(pool, "ring", {"SubRingSize=" + std::to_string(S)});
     const auto pos = r->ring_position(MPI_COMM_WORLD);
     EXPECT_EQ(pos.size, S == 0 ? plexus::mpi::size(MPI_COMM_WORLD) : S);
     check_circulation(r->collectives(), 1, false);
   }
+  pool.release();
 }
 
 TEST(Ring, ThreadedAndBidirectionalRings) {
   int provided = 0;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "the MPI library gives no MPI_THREAD_MULTIPLE";
+  CommPool pool;
   for (int S : subring_sizes())
     for (bool bidi : {false, true}) {
       SCOPED_TRACE("SubRingSize=" + std::to_string(S) + (bidi ? " bidirectional" : ""));
-      auto r = strategy("ring", {"SubRingSize=" + std::to_string(S), "Threads=2",
+      auto r = bound(pool, "ring", {"SubRingSize=" + std::to_string(S), "Threads=2",
                                  std::string("Bidirectional=") + (bidi ? "true" : "false")});
       EXPECT_EQ(r->circulate_threads(), 2);
       check_circulation(r->collectives(), 2, bidi);
     }
+  pool.release();
 }
 
 TEST(Ring, CoreDefaultCirculateVisitsEveryRank) {
@@ -127,16 +138,43 @@ TEST(Ring, CollectivesComponentTakesItsSubRingsFromThePool) {
 
 TEST(Ring, SubRingSizeMustDivideTheRanks) {
   if (plexus::mpi::size(MPI_COMM_WORLD) < 2) GTEST_SKIP() << "every size divides 1";
-  auto r = strategy("ring", {"SubRingSize=" + std::to_string(plexus::mpi::size(MPI_COMM_WORLD) + 1)});
+  CommPool pool;
+  auto r = bound(pool, "ring", {"SubRingSize=" + std::to_string(plexus::mpi::size(MPI_COMM_WORLD) + 1)});
   std::vector<double> buf(4, 0.0);
   Traffic t;
   EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](std::span<const double>, int) {}, t, 0), InputError);
+  EXPECT_EQ(pool.size(), 0u) << "refused before any communicator was made";
+}
+
+TEST(Ring, SubRingsAreRemadeAfterThePoolIsReleased) {
+  // A strategy outlives runs: after its pool is released (or it is bound to another), its
+  // sub-rings must be made again, not taken from a cache of freed handles.
+  CommPool first, second;
+  auto r = bound(first, "ring", {});
+  check_circulation(r->collectives(), 1, false);
+  EXPECT_EQ(first.size(), 2u);
+  first.release();
+  check_circulation(r->collectives(), 1, false);
+  EXPECT_EQ(first.size(), 2u) << "made again in the released pool";
+  r->collectives().bind(second);
+  check_circulation(r->collectives(), 1, false);
+  EXPECT_EQ(second.size(), 2u) << "made again in the newly bound pool";
+  first.release();
+  second.release();
+}
+
+TEST(Ring, UnboundCollectivesRefuseToCirculate) {
+  auto r = strategy("ring", {});
+  std::vector<double> buf(4, 0.0);
+  Traffic t;
+  EXPECT_THROW(r->circulate(MPI_COMM_WORLD, buf, [](std::span<const double>, int) {}, t, 0), Error);
 }
 
 TEST(Ring, ReduceAcrossSubRingsSumsEqualPositions) {
+  CommPool pool;
   for (int S : subring_sizes()) {
     SCOPED_TRACE("SubRingSize=" + std::to_string(S));
-    auto r = strategy("ring", {"SubRingSize=" + std::to_string(S)});
+    auto r = bound(pool, "ring", {"SubRingSize=" + std::to_string(S)});
     const auto pos = r->ring_position(MPI_COMM_WORLD);
     std::vector<double> v{double(plexus::mpi::rank(MPI_COMM_WORLD)), 1.0};
     Traffic t;
@@ -148,6 +186,7 @@ TEST(Ring, ReduceAcrossSubRingsSumsEqualPositions) {
     EXPECT_EQ(v[0], expect);
     EXPECT_EQ(v[1], double(rings));
   }
+  pool.release();
 }
 
 TEST(Ring, MultiplyMatchesDenseCannonAndItsVolumeModel) {

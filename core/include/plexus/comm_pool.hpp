@@ -2,6 +2,7 @@
 // The communicators of a run, in one pool (part of plexus::Context).
 #include <mpi.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -14,7 +15,7 @@ namespace plexus {
 /// communicator, or a communicator of the pool itself).
 class CommPool {
  public:
-  CommPool() = default;
+  CommPool();
   ~CommPool();  ///< calls no MPI function; communicators not released are reported to stderr
   CommPool(const CommPool&) = delete;
   CommPool& operator=(const CommPool&) = delete;
@@ -27,11 +28,15 @@ class CommPool {
   /// call it before MPI_Finalize. The pool is empty and usable again afterwards.
   void release();
   std::size_t size() const { return comms_.size(); }
+  /// Changes at every release() and differs between pools: a cache of communicators made from
+  /// this pool (keyed by handle) is valid while the epoch it was filled in is current.
+  std::uint64_t epoch() const { return epoch_; }
 
  private:
   using Key = std::tuple<MPI_Comm, std::string, int, int>;
   std::map<Key, MPI_Comm> index_;
   std::vector<MPI_Comm> comms_;  // in creation order
+  std::uint64_t epoch_;
 };
 
 }  // namespace plexus

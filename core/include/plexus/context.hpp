@@ -62,6 +62,7 @@ class Context {
   /// The run's collectives: those selected with set_collectives(), else the strategy's own
   /// (CommStrategy::collectives()), else core's plain MPI ones. Bound to the context's pool.
   Collectives& collectives();
+  const Collectives& collectives() const;
   /// Selects another collectives component (bound to the context's pool here).
   void set_collectives(std::shared_ptr<Collectives> c);
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "plexus/comm_strategy.hpp"
+#include "plexus/context.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/parameters.hpp"
 
@@ -19,9 +19,10 @@ struct ProblemMatrices {
   std::shared_ptr<DistMatrix> a, b, c;
 };
 
-/// Builds A, B and (when with_c) C of the problem on a grid over comm, in the distribution the
-/// strategy asks for. Collective.
-ProblemMatrices build_problem(const ParameterList& problem, MPI_Comm comm, const CommStrategy& strategy, bool with_c);
+/// Builds A, B and (when with_c) C of the problem on a grid of the context (its communicators
+/// from the context's pool), in the distribution the context's multiply algorithm asks for.
+/// Collective over ctx.comm().
+ProblemMatrices build_problem(const ParameterList& problem, Context& ctx, bool with_c);
 
 /// "23" -> {23}; "1,5,13" -> {1,5,13}. Throws InputError naming `where` on bad input.
 std::vector<int> parse_int_list(const std::string& text, const std::string& where);

@@ -1,5 +1,6 @@
 #pragma once
-// Solvers: programs that use a communication strategy and a kernel (multiply, sign, ...).
+// Solvers: programs that run on a Context (its multiply algorithm, kernel, collectives and
+// communicators) through the matrix API: multiply, sign, g4, ...
 #include <mpi.h>
 
 #include <map>
@@ -15,15 +16,12 @@
 
 namespace plexus {
 
+/// What a solver run gets: the run's context and its problem.
 struct SolverContext {
-  MPI_Comm comm = MPI_COMM_WORLD;
-  const ParameterList* problem = nullptr;  ///< the validated "Problem" sublist
-  CommStrategy* strategy = nullptr;
-  Kernel* kernel = nullptr;
-  /// The run's context (context.hpp): the same strategy and kernel, the communicator pool, the
-  /// operation log. Solvers that use the matrix API (algebra.hpp) need it; the plexus program
-  /// always sets it. May be null for callers that run a solver without one (g4's tests).
+  /// The run's context (context.hpp): the multiply algorithm, kernel and collectives selected,
+  /// the communicator (context->comm()) and its pool, the operation log. Required.
   Context* context = nullptr;
+  const ParameterList* problem = nullptr;  ///< the validated "Problem" sublist (may be null)
   bool quiet = false;  ///< no progress output (compare prints its own)
   /// The whole validated parameter list of the run, when the caller has one (the plexus program
   /// sets it; solvers record it with their outputs). May be null.
@@ -40,6 +38,11 @@ class Solver {
  public:
   virtual ~Solver();  // key function, defined in libplexus_core
   virtual std::string name() const = 0;
+  /// What the solver needs from the run, checked when the run is set up, before any solver
+  /// runs: throw plexus::InputError naming the parameter to change when the context's
+  /// components (or its rank count) cannot serve this solver. Called on every rank with the same
+  /// context; it must give the same answer everywhere and must not communicate. Default: any.
+  virtual void check(const Context& ctx) const;
   virtual SolverResult run(SolverContext& ctx) = 0;
 };
 

@@ -20,7 +20,8 @@ std::string dims_text(int nprows, int npcols, int nlayers) {
 // PR x PC for the ranks of one layer: given, or completed by MPI_Dims_create (local, no messages).
 void plane_dims(int p, int nlayers, int dims[2]) {
   if (p % nlayers != 0)
-    throw InputError("Grid", std::to_string(nlayers) + " layers do not divide the number of ranks " + std::to_string(p));
+    throw InputError("Grid",
+                     std::to_string(nlayers) + " layers do not divide the number of ranks " + std::to_string(p));
   const int q = p / nlayers;
   const std::string of = nlayers == 1 ? "" : " per layer";
   for (int d : {dims[0], dims[1]})
@@ -131,7 +132,8 @@ Grid::~Grid() {
 std::string Grid::describe() const {
   std::string s = dims_text(nprows_, npcols_, nlayers_);
   if (parent_)
-    s += " (" + std::to_string(group_rows_) + "x" + std::to_string(group_cols_) + " groups of " + parent_->describe() + ")";
+    s += " (" + std::to_string(group_rows_) + "x" + std::to_string(group_cols_) + " groups of " + parent_->describe() +
+         ")";
   return s;
 }
 

@@ -73,17 +73,17 @@ void check_communicators(const Grid& g) {
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), g.size()) << "every coordinate exactly once";
   const Coord me = coords[static_cast<std::size_t>(g.rank())];
   auto in_plane = [PC](const Coord& c) { return c.prow * PC + c.pcol; };
-  EXPECT_EQ(members(g.plane_comm(), g.comm()),
-            expected(coords, [&](const Coord& c) { return c.layer == me.layer; }, in_plane));
-  EXPECT_EQ(members(g.fibre_comm(), g.comm()),
-            expected(coords, [&](const Coord& c) { return in_plane(c) == in_plane(me); },
-                     [](const Coord& c) { return c.layer; }));
-  EXPECT_EQ(members(g.row_comm(), g.comm()),
-            expected(coords, [&](const Coord& c) { return c.layer == me.layer && c.prow == me.prow; },
-                     [](const Coord& c) { return c.pcol; }));
-  EXPECT_EQ(members(g.col_comm(), g.comm()),
-            expected(coords, [&](const Coord& c) { return c.layer == me.layer && c.pcol == me.pcol; },
-                     [](const Coord& c) { return c.prow; }));
+  auto layer = [](const Coord& c) { return c.layer; };
+  auto prow = [](const Coord& c) { return c.prow; };
+  auto pcol = [](const Coord& c) { return c.pcol; };
+  auto same_layer = [&](const Coord& c) { return c.layer == me.layer; };
+  auto same_place = [&](const Coord& c) { return in_plane(c) == in_plane(me); };
+  auto same_row = [&](const Coord& c) { return same_layer(c) && c.prow == me.prow; };
+  auto same_col = [&](const Coord& c) { return same_layer(c) && c.pcol == me.pcol; };
+  EXPECT_EQ(members(g.plane_comm(), g.comm()), expected(coords, same_layer, in_plane));
+  EXPECT_EQ(members(g.fibre_comm(), g.comm()), expected(coords, same_place, layer));
+  EXPECT_EQ(members(g.row_comm(), g.comm()), expected(coords, same_row, pcol));
+  EXPECT_EQ(members(g.col_comm(), g.comm()), expected(coords, same_col, prow));
   if (L == 1) {
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(g.plane_comm(), g.comm(), &same);
@@ -219,10 +219,10 @@ void check_view(const Grid& g2, const Grid& v, int sr, int sc) {
   EXPECT_EQ(v.myprow(), me.prow / sr);
   EXPECT_EQ(v.mypcol(), me.pcol / sc);
   EXPECT_EQ(v.mylayer(), member(me));
-  EXPECT_EQ(members(v.fibre_comm(), g2.comm()),
-            expected(c2, [&](const Coord& c) { return color(c) == color(me); }, member));
-  EXPECT_EQ(members(v.plane_comm(), g2.comm()),
-            expected(c2, [&](const Coord& c) { return member(c) == member(me); }, color));
+  auto same_group = [&](const Coord& c) { return color(c) == color(me); };
+  auto same_member = [&](const Coord& c) { return member(c) == member(me); };
+  EXPECT_EQ(members(v.fibre_comm(), g2.comm()), expected(c2, same_group, member));
+  EXPECT_EQ(members(v.plane_comm(), g2.comm()), expected(c2, same_member, color));
   check_communicators(v);
 }
 

@@ -56,9 +56,9 @@ class Grid : public std::enable_shared_from_this<Grid> {
   /// not a positive divisor of PR (PC).
   std::shared_ptr<const Grid> layered(int sr, int sc) const;
 
-  MPI_Comm comm() const { return comm_; }          ///< all ranks of the grid
-  MPI_Comm row_comm() const { return row_comm_; }  ///< my process row in my plane, ordered by pcol
-  MPI_Comm col_comm() const { return col_comm_; }  ///< my process column in my plane, ordered by prow
+  MPI_Comm comm() const { return comm_; }              ///< all ranks of the grid
+  MPI_Comm row_comm() const { return row_comm_; }      ///< my process row in my plane, ordered by pcol
+  MPI_Comm col_comm() const { return col_comm_; }      ///< my process column in my plane, ordered by prow
   MPI_Comm plane_comm() const { return plane_comm_; }  ///< my layer, ordered by prow * PC + pcol
   MPI_Comm fibre_comm() const { return fibre_comm_; }  ///< my (prow, pcol) on every layer, ordered by layer
   int nprows() const { return nprows_; }

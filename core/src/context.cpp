@@ -56,6 +56,11 @@ void CommPool::release() {
   epoch_ = next_epoch();
 }
 
+void CommPool::forget() noexcept {
+  comms_.clear();
+  index_.clear();
+}
+
 // ---- reports --------------------------------------------------------------------------------
 
 OperationReport OperationReport::of(const MultiplyReport& r) {
@@ -119,10 +124,10 @@ void Context::set_collectives(std::shared_ptr<Collectives> c) {
   collectives_ = std::move(c);
 }
 
-std::shared_ptr<const Grid> Context::grid(int nprows, int npcols) {
+std::shared_ptr<const Grid> Context::grid(int nprows, int npcols, int nlayers) {
   if (comm_ == MPI_COMM_NULL) throw Error("Context::grid", "the context was released");
-  auto& g = grids_[{nprows, npcols}];
-  if (!g) g = Grid::create(pool_, comm_, nprows, npcols);
+  auto& g = grids_[{nprows, npcols, nlayers}];
+  if (!g) g = Grid::create(pool_, comm_, nprows, npcols, nlayers);
   return g;
 }
 

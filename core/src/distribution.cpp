@@ -1,5 +1,6 @@
 #include "plexus/distribution.hpp"
 
+#include <cstdint>
 #include <numeric>
 #include <string>
 
@@ -9,58 +10,132 @@
 
 namespace plexus {
 
-// The dimensions and my coordinates, without communicators.
-std::shared_ptr<Grid> Grid::shape(MPI_Comm comm, int nprows, int npcols) {
+namespace {
+std::string dims_text(int nprows, int npcols, int nlayers) {
+  std::string s = std::to_string(nprows) + "x" + std::to_string(npcols);
+  if (nlayers != 1) s.append("x").append(std::to_string(nlayers));
+  return s;
+}
+
+// PR x PC for the ranks of one layer: given, or completed by MPI_Dims_create (local, no messages).
+void plane_dims(int p, int nlayers, int dims[2]) {
+  if (p % nlayers != 0)
+    throw InputError("Grid",
+                     std::to_string(nlayers) + " layers do not divide the number of ranks " + std::to_string(p));
+  const int q = p / nlayers;
+  const std::string of = nlayers == 1 ? "" : " per layer";
+  for (int d : {dims[0], dims[1]})
+    if (d > 0 && q % d != 0)
+      throw InputError("Grid", "grid dimension " + std::to_string(d) + " does not divide the number of ranks" + of +
+                                   " " + std::to_string(q));
+  mpi::check(MPI_Dims_create(q, 2, dims), "MPI_Dims_create");
+}
+}  // namespace
+
+// The dimensions and my coordinates, without communicators. Checks only what every rank knows
+// alike, so a bad shape throws on every rank before any communication.
+std::shared_ptr<Grid> Grid::shape(MPI_Comm comm, int nprows, int npcols, int nlayers) {
   const int p = mpi::size(comm);
   if (nprows < 0 || npcols < 0) throw InputError("Grid", "grid dimensions must be >= 0 (0 = automatic)");
+  if (nlayers < 1) throw InputError("Grid", "the number of layers must be >= 1, got " + std::to_string(nlayers));
   int dims[2] = {nprows, npcols};
   if (nprows > 0 && npcols > 0) {
-    if (nprows * npcols != p)
-      throw InputError("Grid", "grid " + std::to_string(nprows) + "x" + std::to_string(npcols) + " needs " +
-                                   std::to_string(nprows * npcols) + " ranks, but the job has " + std::to_string(p));
+    const std::int64_t need = std::int64_t{nprows} * npcols * nlayers;
+    if (need != p)
+      throw InputError("Grid", "grid " + dims_text(nprows, npcols, nlayers) + " needs " + std::to_string(need) +
+                                   " ranks, but the job has " + std::to_string(p));
   } else {
-    if ((nprows > 0 && p % nprows != 0) || (npcols > 0 && p % npcols != 0))
-      throw InputError("Grid", "grid dimension " + std::to_string(nprows > 0 ? nprows : npcols) +
-                                   " does not divide the number of ranks " + std::to_string(p));
-    mpi::check(MPI_Dims_create(p, 2, dims), "MPI_Dims_create");
+    plane_dims(p, nlayers, dims);
   }
   auto g = std::shared_ptr<Grid>(new Grid());
   g->nprows_ = dims[0];
   g->npcols_ = dims[1];
+  g->nlayers_ = nlayers;
   g->rank_ = mpi::rank(comm);
-  g->myprow_ = g->rank_ / g->npcols_;
-  g->mypcol_ = g->rank_ % g->npcols_;
+  const int plane = g->nprows_ * g->npcols_, in_plane = g->rank_ % plane;
+  g->mylayer_ = g->rank_ / plane;  // rank = (layer * PR + prow) * PC + pcol
+  g->myprow_ = in_plane / g->npcols_;
+  g->mypcol_ = in_plane % g->npcols_;
   return g;
 }
 
-std::shared_ptr<const Grid> Grid::create(MPI_Comm comm, int nprows, int npcols) {
-  auto g = shape(comm, nprows, npcols);
-  mpi::check(MPI_Comm_dup(comm, &g->comm_), "MPI_Comm_dup");
-  mpi::check(MPI_Comm_split(g->comm_, g->myprow_, g->mypcol_, &g->row_comm_), "MPI_Comm_split");
-  mpi::check(MPI_Comm_split(g->comm_, g->mypcol_, g->myprow_, &g->col_comm_), "MPI_Comm_split");
+// The plane, fibre, row and column communicators of my coordinates, split from comm_. A 2D grid
+// makes only rows and columns (its plane is comm_, its fibre MPI_COMM_SELF).
+void Grid::make_comms(CommPool& pool, const std::string& name) {
+  pool_ = &pool;
+  const int in_plane = myprow_ * npcols_ + mypcol_;
+  if (nlayers_ > 1) {
+    plane_comm_ = pool.split(comm_, mylayer_, in_plane, name + " planes");
+    fibre_comm_ = pool.split(comm_, in_plane, mylayer_, name + " fibres");
+  } else {
+    plane_comm_ = comm_;
+    fibre_comm_ = MPI_COMM_SELF;
+  }
+  row_comm_ = pool.split(plane_comm_, myprow_, mypcol_, name + " rows");
+  col_comm_ = pool.split(plane_comm_, mypcol_, myprow_, name + " columns");
+}
+
+std::shared_ptr<const Grid> Grid::create(MPI_Comm comm, int nprows, int npcols, int nlayers) {
+  auto g = shape(comm, nprows, npcols, nlayers);
+  g->own_pool_ = std::make_unique<CommPool>();
+  g->comm_ = g->own_pool_->dup(comm, "grid");
+  g->make_comms(*g->own_pool_, "grid");
   return g;
 }
 
-std::shared_ptr<const Grid> Grid::create(CommPool& pool, MPI_Comm comm, int nprows, int npcols) {
-  auto g = shape(comm, nprows, npcols);
-  g->owns_comms_ = false;
+std::shared_ptr<const Grid> Grid::create(CommPool& pool, MPI_Comm comm, int nprows, int npcols, int nlayers) {
+  auto g = shape(comm, nprows, npcols, nlayers);
   const std::string name = "grid " + g->describe();
   g->comm_ = pool.dup(comm, name);
-  g->row_comm_ = pool.split(g->comm_, g->myprow_, g->mypcol_, name + " rows");
-  g->col_comm_ = pool.split(g->comm_, g->mypcol_, g->myprow_, name + " columns");
+  g->make_comms(pool, name);
   return g;
+}
+
+std::shared_ptr<const Grid> Grid::layered(int sr, int sc) const {
+  const std::string what = "layered view " + std::to_string(sr) + "x" + std::to_string(sc) + " of grid " + describe();
+  if (nlayers_ != 1) throw InputError("Grid", what + ": the grid has layers already");
+  if (sr < 1 || sc < 1 || nprows_ % sr != 0 || npcols_ % sc != 0)
+    throw InputError("Grid", what + ": the group's rows and columns must divide the grid's (" +
+                                 std::to_string(nprows_) + " and " + std::to_string(npcols_) + ")");
+  if (sr == 1 && sc == 1) return shared_from_this();
+  auto v = std::shared_ptr<Grid>(new Grid());
+  v->parent_ = shared_from_this();
+  v->comm_ = comm_;
+  v->rank_ = rank_;
+  v->nprows_ = nprows_ / sr;
+  v->npcols_ = npcols_ / sc;
+  v->nlayers_ = sr * sc;
+  v->group_rows_ = sr;
+  v->group_cols_ = sc;
+  v->myprow_ = myprow_ / sr;  // my group
+  v->mypcol_ = mypcol_ / sc;
+  v->mylayer_ = (myprow_ % sr) * sc + mypcol_ % sc;  // my place in it, row-major
+  v->make_comms(*pool_, "layers " + std::to_string(sr) + "x" + std::to_string(sc) + " of grid " + describe());
+  return v;
 }
 
 Grid::~Grid() {
-  if (!owns_comms_) return;  // the pool frees them
+  if (!own_pool_) return;  // communicators of a pool the grid does not own: its release() frees them
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;
-  for (MPI_Comm* c : {&row_comm_, &col_comm_, &comm_})
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  if (finalized) {
+    own_pool_->forget();  // too late to free them
+    return;
+  }
+  try {
+    own_pool_->release();
+  } catch (...) {
+    own_pool_->forget();  // a destructor does not throw; MPI reports its own errors
+  }
 }
 
-std::string Grid::describe() const { return std::to_string(nprows_) + "x" + std::to_string(npcols_); }
+std::string Grid::describe() const {
+  std::string s = dims_text(nprows_, npcols_, nlayers_);
+  if (parent_)
+    s += " (" + std::to_string(group_rows_) + "x" + std::to_string(group_cols_) + " groups of " + parent_->describe() +
+         ")";
+  return s;
+}
 
 Distribution::Distribution(std::shared_ptr<const Grid> grid, std::vector<int> row_dist, std::vector<int> col_dist,
                            std::string kind)
@@ -69,13 +144,13 @@ Distribution::Distribution(std::shared_ptr<const Grid> grid, std::vector<int> ro
     if (row_dist_[i] < 0 || row_dist_[i] >= grid_->nprows())
       throw Error("Distribution", "block row " + std::to_string(i) + " mapped to process row " +
                                       std::to_string(row_dist_[i]) + " outside the grid " + grid_->describe());
-    if (row_dist_[i] == grid_->myprow()) local_rows_.push_back(static_cast<int>(i));
+    if (row_dist_[i] == grid_->myprow() && grid_->mylayer() == 0) local_rows_.push_back(static_cast<int>(i));
   }
   for (std::size_t j = 0; j < col_dist_.size(); ++j) {
     if (col_dist_[j] < 0 || col_dist_[j] >= grid_->npcols())
       throw Error("Distribution", "block column " + std::to_string(j) + " mapped to process column " +
                                       std::to_string(col_dist_[j]) + " outside the grid " + grid_->describe());
-    if (col_dist_[j] == grid_->mypcol()) local_cols_.push_back(static_cast<int>(j));
+    if (col_dist_[j] == grid_->mypcol() && grid_->mylayer() == 0) local_cols_.push_back(static_cast<int>(j));
   }
 }
 

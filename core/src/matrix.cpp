@@ -33,8 +33,7 @@ DistMatrix::DistMatrix(std::string name, std::shared_ptr<const Distribution> dis
 }
 
 bool DistMatrix::is_local(int i, int j) const {
-  return i >= 0 && j >= 0 && i < dist_->nblkrows() && j < dist_->nblkcols() &&
-         dist_->row_dist()[i] == grid().myprow() && dist_->col_dist()[j] == grid().mypcol();
+  return i >= 0 && j >= 0 && i < dist_->nblkrows() && j < dist_->nblkcols() && dist_->owner(i, j) == grid().rank();
 }
 
 void DistMatrix::put_block(int i, int j, const double* values) {

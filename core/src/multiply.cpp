@@ -201,6 +201,10 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
   if (!same_grid(A.grid(), B.grid()) || !same_grid(A.grid(), C.grid()))
     throw Error(where, "A, B and C must be distributed over the same process grid (A: " + A.grid().describe() +
                            ", B: " + B.grid().describe() + ", C: " + C.grid().describe() + ")");
+  if (A.grid().nlayers() > 1)
+    throw Error(where, "the operands are on a grid with layers (" + A.grid().describe() +
+                           "); the multiply algorithms take operands on a PR x PC grid (layers are theirs to make: "
+                           "Grid::layered)");
   const BlockSizes& a_rows = ta == Trans::N ? A.layout().rows : A.layout().cols;
   const BlockSizes& a_cols = ta == Trans::N ? A.layout().cols : A.layout().rows;
   const BlockSizes& b_rows = tb == Trans::N ? B.layout().rows : B.layout().cols;

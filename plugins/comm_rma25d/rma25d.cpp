@@ -8,7 +8,9 @@
 // the groups g = ell (mod L): T = G/L ticks. In a tick the member fetches with MPI_Rget the sr
 // A panels A(r0+i, g) and the sc B panels B(g, c0+j) and multiplies every pair into its L partial
 // C panels. At the end the L-1 partial panels that belong to other members go to them
-// (Isend/Irecv), and each member adds the partial panels it receives to its own.
+// (Isend/Irecv), and each member adds the partial panels it receives to its own. The group is
+// the fibre of the grid's layered view (Grid::layered(sr, sc)): its communicator comes from the
+// grid's pool; the strategy owns no communicator.
 //
 // Volume per process (data): sum over its ticks of sr*|A(., g)| + sc*|B(g, .)|, plus (L-1)
 // partial C panels. For dense matrices on a square grid this is Equation (7) of the paper,
@@ -330,9 +332,6 @@ class Rma25d final : public plexus::CommStrategy {
   ~Rma25d() override {
     a_win_.free_windows();
     b_win_.free_windows();
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
   }
   std::string name() const override { return "rma25d"; }
 
@@ -342,23 +341,24 @@ class Rma25d final : public plexus::CommStrategy {
     const Geometry geo = make_geometry(grid.nprows(), grid.npcols(), grid.myprow(), grid.mypcol(),
                                        layers_for(grid.nprows(), grid.npcols(), grid.rank()), A.distribution().col_dist());
     MPI_Comm comm = grid.comm();
+    // My group is the fibre of the grid's layered view (member q has rank q); its communicators
+    // come from the grid's pool, made once per shape and freed with the pool, never here.
+    const auto view = grid.layered(geo.sr, geo.sc);
 
     // Set-up: stage the pieces of A and B, and decide with a non-blocking reduction, overlapped
     // with the rest of the set-up, whether windows must grow.
     Staged sa = stage(A, geo, true), sb = stage(B, geo, false);
     const bool new_comm = window_comm_ != comm;
-    // Decided together, because what a rank remembers is keyed by a communicator handle that MPI
-    // may hand out again for another communicator on some ranks only: [windows must grow, the
-    // group communicator must be made anew].
-    int renew[2] = {(new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
-                     sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
-                     sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
-                     sb.values > static_cast<std::int64_t>(b_win_.data.size()))
-                        ? 1
-                        : 0,
-                    group_is_current(comm, geo) ? 0 : 1};
+    // Decided together, because the windows are keyed by a communicator handle that MPI may hand
+    // out again for another communicator on some ranks only.
+    int renew = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
+                 sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
+                 sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
+                 sb.values > static_cast<std::int64_t>(b_win_.data.size()))
+                    ? 1
+                    : 0;
     MPI_Request grow_req = MPI_REQUEST_NULL;
-    plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, renew, 2, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
+    plexus::mpi::check(MPI_Iallreduce(MPI_IN_PLACE, &renew, 1, MPI_INT, MPI_MAX, comm, &grow_req), "MPI_Iallreduce");
 
     // Rows of the C panels of my group, per process row r0 + i.
     std::vector<std::vector<int>> rows_of(static_cast<std::size_t>(geo.sr));
@@ -368,7 +368,7 @@ class Rma25d final : public plexus::CommStrategy {
     }
 
     plexus::mpi::check(MPI_Wait(&grow_req, MPI_STATUS_IGNORE), "MPI_Wait");
-    if (renew[0]) {
+    if (renew) {
       a_win_.create(comm, sa.words, sa.values);
       b_win_.create(comm, sb.words, sb.values);
       window_comm_ = comm;
@@ -400,7 +400,7 @@ class Rma25d final : public plexus::CommStrategy {
     Traffic traffic;
     const Capacities cap = capacities(geo, dir);
     // Ticks; each partial panel of another member is sent as soon as it is final.
-    Reducer reducer(geo, C.layout(), me, group_comm(comm, geo, renew[1] != 0));
+    Reducer reducer(geo, C.layout(), me, view->fibre_comm());
     run_ticks(geo, dir, cap, A, B, products, traffic, [&](int q) {
       if (q != me) reducer.send(q, products[static_cast<std::size_t>(q)]->finish());
     });
@@ -434,24 +434,6 @@ class Rma25d final : public plexus::CommStrategy {
   }
 
  private:
-  // Whether the group communicator made last is this grid's, as far as this rank can tell.
-  bool group_is_current(MPI_Comm comm, const Geometry& geo) const {
-    return group_comm_ != MPI_COMM_NULL && group_parent_ == comm && group_layers_ == geo.L &&
-           group_dims_ == std::make_pair(geo.PR, geo.PC);
-  }
-  // The communicator of my group (member q has rank q), made once per grid and layer count;
-  // `renew` is decided by every rank together.
-  MPI_Comm group_comm(MPI_Comm comm, const Geometry& geo, bool renew) {
-    if (!renew) return group_comm_;
-    if (group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
-    group_dims_ = {geo.PR, geo.PC};
-    const int color = (geo.r0 / geo.sr) * (geo.PC / geo.sc) + geo.c0 / geo.sc;
-    plexus::mpi::check(MPI_Comm_split(comm, color, geo.ell, &group_comm_), "MPI_Comm_split");
-    group_parent_ = comm;
-    group_layers_ = geo.L;
-    return group_comm_;
-  }
-
   // Layers for this grid: the requested L if the paper allows it, else 1 (with a warning) or an
   // error with StrictLayers.
   int layers_for(int PR, int PC, int rank) {
@@ -744,9 +726,6 @@ class Rma25d final : public plexus::CommStrategy {
   bool strict_;
   bool warned_ = false;
   MPI_Comm window_comm_ = MPI_COMM_NULL;
-  MPI_Comm group_comm_ = MPI_COMM_NULL, group_parent_ = MPI_COMM_NULL;
-  int group_layers_ = 0;
-  std::pair<int, int> group_dims_{0, 0};
   int window_creations_ = 0;
   Exposed a_win_, b_win_;
 };

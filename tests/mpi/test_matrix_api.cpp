@@ -79,6 +79,25 @@ TEST(Context, PoolsGridsAndReleasesEveryCommunicator) {
   EXPECT_THROW(ctx->grid(), Error);
 }
 
+TEST(Context, MeshesAndLayeredViewsComeFromThePool) {
+  auto ctx = make_context();
+  const int p = ctx->size();
+  const std::size_t base = ctx->comms().size();
+  auto mesh = ctx->grid(0, 0, p);  // 1 x 1 x p
+  EXPECT_EQ(mesh->nlayers(), p);
+  EXPECT_EQ(mesh->mylayer(), ctx->rank());
+  EXPECT_EQ(ctx->grid(0, 0, p).get(), mesh.get()) << "one grid per shape";
+  EXPECT_EQ(ctx->comms().size(), base + (p > 1 ? 5 : 3)) << "a dup, planes, fibres, rows and columns";
+  auto g = ctx->grid();
+  const std::size_t with_2d = ctx->comms().size();
+  auto view = g->layered(g->nprows(), g->npcols());  // one group of every rank
+  EXPECT_EQ(view->nlayers(), p);
+  EXPECT_EQ(mpi::size(view->fibre_comm()), p);
+  EXPECT_EQ(ctx->comms().size(), with_2d + (p > 1 ? 4 : 0)) << "the view's communicators, in the context's pool";
+  ctx->release();
+  EXPECT_EQ(ctx->comms().size(), 0u);
+}
+
 TEST(MatrixApi, AddScaleDiagCopyCreateLike) {
   auto ctx = make_context();
   for (const auto& grid : grids(*ctx)) {

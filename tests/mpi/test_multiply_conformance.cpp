@@ -279,6 +279,22 @@ TEST(MultiplyDriver, BadOperandsAreRefusedBeforeAnyWork) {
   EXPECT_THROW(plexus::multiply(*algo, *kern, Trans::N, Trans::N, std::nan(""), a, b, 0.0, c), InputError);
   // Nothing above touched C.
   EXPECT_EQ(c.to_dense(), generated("C", k, *algo, grid, 6, 4, 3).to_dense());
+  // Operands on a grid with layers (a 1 x 1 x P mesh): refused, not multiplied on layer 0 only.
+  const int P = plexus::mpi::size(MPI_COMM_WORLD);
+  if (P > 1) {
+    auto mesh = Grid::create(MPI_COMM_WORLD, 1, 1, P);
+    const BlockLayout l{BlockSizes::uniform(4, 3), BlockSizes::uniform(4, 3)};
+    GeneratorSpec g;
+    g.occupancy = 0.5;
+    DistMatrix x = generate_random("X", Distribution::block_cyclic(mesh, 4, 4), l, g);
+    DistMatrix y = generate_random("Y", Distribution::block_cyclic(mesh, 4, 4), l, g);
+    try {
+      plexus::multiply(*algo, *kern, Trans::N, Trans::N, 1.0, x, x, 0.0, y);
+      ADD_FAILURE() << "operands on a grid with layers were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("layers"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

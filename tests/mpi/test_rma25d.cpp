@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -249,4 +250,35 @@ TEST(Rma25d, WindowsAreCreatedOnceFor20Multiplies) {
   for (int q = 0; q < 3; ++q) rep = r->multiply(1.0, ob.a, ob.b, 0.0, ob.c, *kern, MultiplyOptions{});
   EXPECT_LE(rel(ob.c.to_dense(), refb), 1e-12);
   EXPECT_EQ(rep.extra.at("window_creations"), 2);
+}
+
+// The groups are the fibres of the grid's layered view: their communicators come from the pool
+// the grid was made from (four per layer count, none for L = 1), made once however many
+// multiplies run, and freed by the pool's release(); the strategy frees nothing. After a release
+// MPI may hand out the same handles again: a new grid from the same pool still multiplies right.
+TEST(Rma25d, GroupCommunicatorsComeFromTheGridsPool) {
+  CommPool pool;
+  auto kern = kernel("cpu");
+  Case k{"pooled", 9, 10, 8, {2, 3}, 0.5, 1.0, 0.5, "random", "cpu"};
+  std::map<int, std::unique_ptr<CommStrategy>> strategies;  // kept across rounds, with their windows
+  for (int round = 0; round < 2; ++round) {
+    auto grid = Grid::create(pool, MPI_COMM_WORLD);
+    ASSERT_EQ(pool.size(), 3u) << "the grid's communicator, rows and columns";
+    std::size_t expect = pool.size();
+    for (int L : valid_layers(grid->nprows(), grid->npcols())) {
+      SCOPED_TRACE("round " + std::to_string(round) + " grid " + grid->describe() + " L=" + std::to_string(L));
+      Operands o = make_operands(k, grid);
+      const auto ref = expected_c(k, o);
+      auto& r = strategies[L];
+      if (!r) r = rma(L);
+      for (int q = 0; q < 3; ++q) r->multiply(1.0, o.a, o.b, 0.5, o.c, *kern, MultiplyOptions{});
+      expect += L > 1 ? 4 : 0;  // the view's planes, fibres, rows and columns
+      EXPECT_EQ(pool.size(), expect);
+      Operands once = make_operands(k, grid);
+      r->multiply(1.0, once.a, once.b, 0.5, once.c, *kern, MultiplyOptions{});
+      EXPECT_LE(rel(once.c.to_dense(), ref), 1e-12);
+    }
+    pool.release();
+    EXPECT_EQ(pool.size(), 0u);
+  }
 }

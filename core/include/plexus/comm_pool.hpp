@@ -12,7 +12,9 @@ namespace plexus {
 
 /// Communicators made once and kept until release(): asking twice for the same (parent, purpose,
 /// color, key) returns the same communicator. A parent must outlive the pool (the run's
-/// communicator, or a communicator of the pool itself).
+/// communicator, or a communicator of the pool itself). Finding a communicator is a local
+/// look-up, so the purpose must name the whole split (its shape, not only this rank's colour):
+/// then every rank of the parent finds it, or none does and all make it together.
 class CommPool {
  public:
   CommPool();
@@ -27,6 +29,9 @@ class CommPool {
   /// Frees every communicator (in reverse order of creation). Collective over the pool's ranks;
   /// call it before MPI_Finalize. The pool is empty and usable again afterwards.
   void release();
+  /// Forgets every communicator without freeing it: only for after MPI_Finalize, when freeing is no
+  /// longer allowed. No MPI call.
+  void forget() noexcept;
   std::size_t size() const { return comms_.size(); }
   /// Changes at every release() and differs between pools: a cache of communicators made from
   /// this pool (keyed by handle) is valid while the epoch it was filled in is current.

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "plexus/collectives.hpp"
@@ -69,9 +70,10 @@ class Context {
   /// Options multiply(ctx, ...) uses when given none.
   MultiplyOptions& multiply_defaults() { return multiply_defaults_; }
 
-  /// A PR x PC grid over comm() (0: MPI_Dims_create chooses), its communicators from the pool;
-  /// made once per shape. Collective the first time.
-  std::shared_ptr<const Grid> grid(int nprows = 0, int npcols = 0);
+  /// A PR x PC x L grid over comm() (0: MPI_Dims_create chooses PR x PC; L = 1: a 2D grid), its
+  /// communicators from the pool; made once per shape. Collective the first time. Its layered
+  /// views (Grid::layered) take their communicators from the same pool.
+  std::shared_ptr<const Grid> grid(int nprows = 0, int npcols = 0, int nlayers = 1);
 
   void record(OperationReport r) { log_.push_back(std::move(r)); }
   const std::vector<OperationReport>& log() const { return log_; }
@@ -89,7 +91,7 @@ class Context {
   std::shared_ptr<Collectives> collectives_;  // selected, or null: the strategy's
   MpiCollectives mpi_collectives_;             // when there is neither
   MultiplyOptions multiply_defaults_;
-  std::map<std::pair<int, int>, std::shared_ptr<const Grid>> grids_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<const Grid>> grids_;
   std::vector<OperationReport> log_;
 };
 

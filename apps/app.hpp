@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plexus/comm_strategy.hpp"
+#include "plexus/context.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
 
@@ -95,6 +96,19 @@ struct Summary {
 };
 /// Collective over comm; every rank must pass the same number of reports.
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);
+
+/// One kind of operation ("operation/component", e.g. "multiply/cannon", "circulate/ring") over
+/// the counted solver runs: per run, max over ranks.
+struct OperationSummary {
+  double count = 0;                      ///< operations per run
+  double seconds = 0;                    ///< their seconds summed, per run
+  double bytes_received = 0;             ///< data bytes received, per run
+  double predicted_bytes_received = -1;  ///< the operations' models, per run; -1: no model
+};
+/// The operations of `runs` solver runs (SolverResult::operations, concatenated), named as rank 0
+/// names them. Collective over comm.
+std::map<std::string, OperationSummary> summarize_operations(const std::vector<OperationReport>& ops, int runs,
+                                                             MPI_Comm comm);
 
 /// A text table: the first two columns left-aligned, the others right-aligned; `rule` draws a
 /// line under the head.

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,26 @@ TimeStats time_stats(std::vector<double> seconds) {
   t.mean = sum / static_cast<double>(n);
   return t;
 }
+
+namespace {
+// The keys of rank 0's map, on every rank (ranks may name figures the others do not have).
+template <class Map>
+std::vector<std::string> names_of_rank0(const Map& map, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string names;
+  if (rank == 0)
+    for (const auto& entry : map) names += entry.first + "\n";
+  int len = static_cast<int>(names.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  names.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(names.data(), len, MPI_CHAR, 0, comm);
+  std::vector<std::string> keys;
+  for (std::size_t start = 0, nl; (nl = names.find('\n', start)) != std::string::npos; start = nl + 1)
+    keys.push_back(names.substr(start, nl - start));
+  return keys;
+}
+}  // namespace
 
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   Summary s;
@@ -84,18 +105,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   std::map<std::string, double> local_extra;
   for (const auto& r : reports)
     for (const auto& [k, v] : r.extra) local_extra[k] += v / n;
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::string names;
-  if (rank == 0)
-    for (const auto& [k, v] : local_extra) names += k + "\n";
-  int len = static_cast<int>(names.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-  names.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(names.data(), len, MPI_CHAR, 0, comm);
-  std::vector<std::string> keys;
-  for (std::size_t start = 0, nl; (nl = names.find('\n', start)) != std::string::npos; start = nl + 1)
-    keys.push_back(names.substr(start, nl - start));
+  const std::vector<std::string> keys = names_of_rank0(local_extra, comm);
   if (!keys.empty()) {
     std::vector<double> mine(keys.size(), 0.0), all(keys.size(), 0.0);
     for (std::size_t i = 0; i < keys.size(); ++i)
@@ -104,6 +114,33 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     for (std::size_t i = 0; i < keys.size(); ++i) s.extra[keys[i]] = all[i];
   }
   return s;
+}
+
+std::map<std::string, OperationSummary> summarize_operations(const std::vector<OperationReport>& ops, int runs,
+                                                             MPI_Comm comm) {
+  const double per_run = 1.0 / std::max(1, runs);
+  std::map<std::string, OperationSummary> local;
+  for (const auto& op : ops) {
+    OperationSummary& o = local[op.operation + "/" + op.component];
+    o.count += per_run;
+    o.seconds += op.seconds * per_run;
+    for (const auto& t : op.traffic) o.bytes_received += static_cast<double>(t.bytes_received) * per_run;
+    if (auto it = op.predicted.find("bytes_received"); it != op.predicted.end())
+      o.predicted_bytes_received = std::max(o.predicted_bytes_received, 0.0) + it->second * per_run;
+  }
+  const std::vector<std::string> keys = names_of_rank0(local, comm);
+  std::vector<double> mine(4 * keys.size(), -1.0), all(mine.size(), 0.0);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (auto it = local.find(keys[i]); it != local.end()) {
+      const OperationSummary& o = it->second;
+      std::copy_n(std::array<double, 4>{o.count, o.seconds, o.bytes_received, o.predicted_bytes_received}.begin(), 4,
+                  mine.begin() + static_cast<std::ptrdiff_t>(4 * i));
+    }
+  if (!keys.empty()) MPI_Allreduce(mine.data(), all.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, comm);
+  std::map<std::string, OperationSummary> out;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    out[keys[i]] = OperationSummary{all[4 * i], all[4 * i + 1], all[4 * i + 2], all[4 * i + 3]};
+  return out;
 }
 
 std::string format_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& cells,

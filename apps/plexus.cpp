@@ -522,6 +522,16 @@ void print_summary_lines(const Summary& s, const TimingPlan& plan) {
     l.info("  {:<21} {} (strategy figure, max over ranks)", name, format_number("%.6g", value));
 }
 
+// One line per kind of operation of a counted run: how many, their time, what a rank received
+// and what the operations' models predicted.
+void print_operation_lines(const std::map<std::string, OperationSummary>& ops) {
+  for (const auto& [name, o] : ops)
+    log().info("  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
+               format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
+               o.predicted_bytes_received < 0 ? std::string()
+                                              : " (model " + format_bytes(o.predicted_bytes_received) + ")");
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 int command_run(const Options& o, int rank, int size) {
@@ -553,6 +563,8 @@ int command_run(const Options& o, int rank, int size) {
 
   // Warm-up runs first (quiet, their reports dropped), then the counted runs.
   std::vector<MultiplyReport> counted;
+  std::vector<OperationReport> counted_operations;
+  std::map<std::string, OperationSummary> operations;
   SolverResult last;
   Summary s;
   run_or_abort(
@@ -571,15 +583,19 @@ int command_run(const Options& o, int rank, int size) {
           last = SolverResult{};  // the previous run's result is not held while the next one runs
           last = c.solver->run(ctx);
           for (auto& r : last.reports) counted.push_back(std::move(r));
+          for (auto& op : last.operations) counted_operations.push_back(std::move(op));
           last.reports.clear();
+          last.operations.clear();
         }
         s = summarize(counted, MPI_COMM_WORLD);
+        operations = summarize_operations(counted_operations, plan.rounds, MPI_COMM_WORLD);
       },
       rank);
   if (rank == 0) {
     log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
                size, size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
     print_summary_lines(s, plan);
+    print_operation_lines(operations);
     for (const auto& [name, value] : last.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
   }
   // Every rank frees the result and then the components here, together, before MPI_Finalize.
@@ -618,6 +634,7 @@ struct Row {
   double rel_diff = 0;
   bool compared = true;  ///< false when the solver returned no result matrix (rel_diff is NaN)
   std::map<std::string, double> figures;
+  std::map<std::string, OperationSummary> operations;  ///< of the counted runs
 };
 
 std::string table_text(const std::vector<Row>& rows) {
@@ -692,6 +709,18 @@ std::string json_array(const std::vector<double>& values) {
   return out + "]";
 }
 
+// {"multiply/cannon": {"count": ..., "seconds": ..., "bytes_received": ..., "predicted_bytes_received": ...}}
+std::string json_operations(const std::map<std::string, OperationSummary>& ops) {
+  std::string out = "{";
+  for (const auto& [name, o] : ops) {
+    out += (out.size() > 1 ? ", \"" : "\"") + json_escape(name) + "\": {\"count\": " + json_number(o.count) +
+           ", \"seconds\": " + json_number(o.seconds) + ", \"bytes_received\": " + json_number(o.bytes_received) +
+           ", \"predicted_bytes_received\": " +
+           (o.predicted_bytes_received < 0 ? std::string("null") : json_number(o.predicted_bytes_received)) + "}";
+  }
+  return out + "}";
+}
+
 std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver,
                       const TimingPlan& plan) {
   std::ostringstream os;
@@ -732,7 +761,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
       os << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << json_number(v);
       first = false;
     }
-    os << "}}";
+    os << "}, \"operations\": " << json_operations(r.operations) << "}";
   }
   os << "\n  ]\n}\n";
   return os.str();
@@ -743,6 +772,8 @@ struct Combination {
   ParameterListPtr params;
   Components components;
   std::vector<MultiplyReport> warm_up, counted;  ///< this rank's reports, in the order run
+  std::vector<OperationReport> counted_operations;  ///< this rank's operations of the counted runs
+  int counted_runs = 0;
   std::map<std::string, double> figures;         ///< of the last counted run
   double rel_diff = std::nan("");
   bool compared = false;
@@ -765,6 +796,10 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
     r.peak_memory_bytes = std::max<std::int64_t>(0, r.peak_memory_bytes - held_total);
     r.peak_buffer_bytes = std::max<std::int64_t>(0, r.peak_buffer_bytes - held_buffer);
     (warm_up ? c.warm_up : c.counted).push_back(std::move(r));
+  }
+  if (!warm_up) {
+    ++c.counted_runs;
+    for (auto& op : result.operations) c.counted_operations.push_back(std::move(op));
   }
   if (!last_round) {
     if (result.result) held = result.result;
@@ -877,6 +912,7 @@ int command_compare(const Options& o, int rank, int size) {
           row.summary = summarize(c.counted, MPI_COMM_WORLD);
           row.warm_up = summarize(c.warm_up, MPI_COMM_WORLD);
           row.figures = c.figures;
+          row.operations = summarize_operations(c.counted_operations, c.counted_runs, MPI_COMM_WORLD);
           row.rel_diff = c.rel_diff;
           row.compared = c.compared;
           rows.push_back(std::move(row));

@@ -10,36 +10,21 @@ namespace plexus {
 
 namespace {
 
-// Times one operation and records it with its traffic in the context's log.
+// A recorded operation of core's matrix API.
 class Recorder {
  public:
-  Recorder(Context& ctx, std::string operation) : ctx_(ctx) {
-    report_.operation = std::move(operation);
-    report_.component = "core";
-    memory::reset_peak(memory::Category::CommBuffer);
-    memory::reset_peak_total();
-    t0_ = mpi::now();
-  }
-  mpi::Traffic& traffic() { return traffic_; }
+  Recorder(Context& ctx, std::string operation) : rec_(ctx, std::move(operation)) {}
+  mpi::Traffic& traffic() { return rec_.traffic(); }
   // A reduction of `values` doubles over the grid of `m` (one message each way when not alone).
   void reduction(const DistMatrix& m, std::int64_t values) {
     if (m.grid().size() == 1) return;
-    traffic_.add_sent(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
-    traffic_.add_received(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
+    traffic().add_sent(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
+    traffic().add_received(mpi::Role::Other, mpi::Payload::Data, 8 * values, 1);
   }
-  void done() {
-    report_.seconds = mpi::now() - t0_;
-    report_.traffic = traffic_.all_counts();
-    report_.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
-    report_.peak_memory_bytes = memory::peak_total();
-    ctx_.record(std::move(report_));
-  }
+  void done() { rec_.done(); }
 
  private:
-  Context& ctx_;
-  OperationReport report_;
-  mpi::Traffic traffic_;
-  double t0_ = 0;
+  OperationRecorder rec_;
 };
 
 // `X` on `like`'s distribution: X itself, or a counted redistribution into `holder`.

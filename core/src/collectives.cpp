@@ -107,6 +107,37 @@ Collectives::RingPosition Collectives::ring_position(MPI_Comm comm) { return {mp
 
 void Collectives::reduce_across_rings(MPI_Comm, std::span<double>, mpi::Traffic&) {}
 
+std::map<std::string, double> Collectives::model(const CollectiveSpec& s) const {
+  if (s.ranks < 1 || s.rank < 0 || s.rank >= s.ranks || s.values < 0 || s.root < 0 || s.root >= s.ranks)
+    throw Error("collectives " + name() + ": model", "rank " + std::to_string(s.rank) + ", root " +
+                                                         std::to_string(s.root) + " and " + std::to_string(s.values) +
+                                                         " values do not describe an operation on " +
+                                                         std::to_string(s.ranks) + " ranks");
+  const double bytes = 8.0 * static_cast<double>(s.values), others = s.ranks - 1;
+  double sent = 0, received = 0, msgs_sent = 0, msgs_received = 0;
+  const bool alone = s.ranks == 1;
+  if (s.operation == "allreduce" || s.operation == "reduce_across_rings") {
+    if (!alone) sent = received = bytes, msgs_sent = msgs_received = 1;
+  } else if (s.operation == "bcast") {
+    if (!alone && s.rank == s.root) sent = bytes, msgs_sent = 1;
+    if (!alone && s.rank != s.root) received = bytes, msgs_received = 1;
+  } else if (s.operation == "reduce") {
+    if (s.rank == s.root) received = bytes * others, msgs_received = others;
+    if (s.rank != s.root) sent = bytes, msgs_sent = 1;
+  } else if (s.operation == "alltoall") {
+    const double block = bytes / s.ranks;
+    sent = received = block * others;
+    msgs_sent = msgs_received = others;
+  } else if (s.operation == "circulate") {
+    sent = received = bytes * others;  // every buffer of the ring the same size
+    msgs_sent = msgs_received = others;
+  } else {
+    throw Error("collectives " + name() + ": model", "no model of the operation '" + s.operation + "'");
+  }
+  return {{"bytes_sent", sent}, {"bytes_received", received}, {"messages_sent", msgs_sent},
+          {"messages_received", msgs_received}};
+}
+
 void Collectives::circulate(MPI_Comm comm, std::span<const double> my_buffer, const ArrivalFn& on_arrival,
                             mpi::Traffic& traffic, int thread) {
   if (thread != 0)

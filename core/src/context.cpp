@@ -6,6 +6,7 @@
 
 #include "plexus/comm_strategy.hpp"
 #include "plexus/error.hpp"
+#include "plexus/memory.hpp"
 
 namespace plexus {
 
@@ -88,6 +89,27 @@ std::int64_t OperationReport::bytes_received() const {
   return s;
 }
 
+// ---- one operation, recorded ---------------------------------------------------------------
+
+OperationRecorder::OperationRecorder(Context& ctx, std::string operation, std::string component) : ctx_(ctx) {
+  report_.operation = std::move(operation);
+  report_.component = std::move(component);
+  memory::reset_peak(memory::Category::CommBuffer);
+  memory::reset_peak_total();
+  memory::reset_peak_total(MemorySpace::Device);
+  t0_ = mpi::now();
+}
+
+const OperationReport& OperationRecorder::done() {
+  report_.seconds = mpi::now() - t0_;
+  for (int r = 0; r < mpi::kRoles; ++r) report_.traffic[r] += traffic_.all_counts()[r];
+  report_.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
+  report_.peak_memory_bytes = memory::peak_total();
+  report_.peak_device_bytes = memory::peak_total(MemorySpace::Device);
+  ctx_.record(report_);
+  return ctx_.log().back();
+}
+
 // ---- the context ----------------------------------------------------------------------------
 
 Context::Context(MPI_Comm comm, std::shared_ptr<MultiplyAlgorithm> multiply, std::shared_ptr<Kernel> kernel)
@@ -103,6 +125,11 @@ Context::~Context() = default;
 
 int Context::rank() const { return mpi::rank(comm_); }
 int Context::size() const { return mpi::size(comm_); }
+
+std::vector<OperationReport> Context::log_since(std::size_t mark) const {
+  if (mark > log_.size()) throw Error("Context::log_since", "a mark beyond the end of the log (was it cleared?)");
+  return std::vector<OperationReport>(log_.begin() + static_cast<std::ptrdiff_t>(mark), log_.end());
+}
 
 CommStrategy* Context::strategy() const { return dynamic_cast<CommStrategy*>(multiply_.get()); }
 

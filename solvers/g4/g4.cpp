@@ -79,6 +79,18 @@ void staged(double* data, std::int64_t mine, std::int64_t uniform,
   }
 }
 
+// The model's figures of `spec.operation` run over data staged as staged() does it, summed.
+std::map<std::string, double> staged_model(const plexus::Collectives& c, plexus::CollectiveSpec spec,
+                                           std::int64_t mine, std::int64_t uniform) {
+  std::map<std::string, double> sum;
+  const std::int64_t calls = (uniform + kStage - 1) / kStage;
+  for (std::int64_t k = 0; k < calls; ++k) {
+    spec.values = std::min(mine, (k + 1) * kStage) - std::min(mine, k * kStage);
+    for (const auto& [name, v] : c.model(spec)) sum[name] += v;
+  }
+  return sum;
+}
+
 struct PerMeasurement {
   double seconds = 0;
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};
@@ -127,6 +139,11 @@ class G4Solver final : public plexus::Solver {
   plexus::SolverResult run(plexus::SolverContext& ctx) override;
 
  private:
+  void record_operations(plexus::Context& ctx, const std::vector<std::vector<PerMeasurement>>& per,
+                         const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
+                         plexus::Collectives::RingPosition ring, int rings) const;
+
+ private:
   std::shared_ptr<plexus::DistMatrix> build_result(plexus::Context& ctx, const double* held, Slice held_range,
                                                    const std::vector<int>& writer_of, int S) const;
 
@@ -144,6 +161,7 @@ class G4Solver final : public plexus::Solver {
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   PLEXUS_CHECK(ctx.context, "g4: the solver context has no context");
   check(*ctx.context);  // callers other than the program may not have checked
+  const std::size_t mark = ctx.context->log_mark();
   const plexus::MultiplyAlgorithm& strategy = ctx.context->multiply_algorithm();
   plexus::Collectives& coll = ctx.context->collectives();
   const MPI_Comm comm = ctx.context->comm();
@@ -406,6 +424,8 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
     r.peak_memory_bytes = peak_accumulate;
     result.reports.push_back(std::move(r));
   }
+  record_operations(*ctx.context, per, reduce_traffic, reduce_seconds, slice, ring, rings);
+  result.operations = ctx.context->log_since(mark);
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
         "g4: {:.4g} s per measurement, G4 storage {} per rank, peak tracked memory {} per rank; |G4|_1 = {:.10g}, "
@@ -415,6 +435,44 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   if (result_matrix_)
     result.result = build_result(*ctx.context, held, distributed_ ? slice : Slice{0, total}, writer_of, S);
   return result;
+}
+
+// The run's operations in the context's log, each with the collectives' model: per measurement
+// its circulate (distributed; all threads together) or its local accumulation (replicated), then
+// the final reduction.
+void G4Solver::record_operations(plexus::Context& ctx, const std::vector<std::vector<PerMeasurement>>& per,
+                                 const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
+                                 plexus::Collectives::RingPosition ring, int rings) const {
+  const plexus::Collectives& coll = ctx.collectives();
+  const int P = ctx.size(), rank = ctx.rank();
+  const auto threads = static_cast<int>(per.size());
+  const std::int64_t total = model_.elements();
+  for (int i = 0; i < measurements_; ++i) {
+    plexus::OperationReport op;
+    op.operation = distributed_ ? "circulate" : "accumulate";
+    op.component = distributed_ ? coll.name() : "g4";
+    for (int t = 0; t < threads; ++t) {
+      const PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
+      op.seconds = std::max(op.seconds, pm.seconds);
+      for (int k = 0; k < mpi::kRoles; ++k) op.traffic[static_cast<std::size_t>(k)] += pm.traffic[static_cast<std::size_t>(k)];
+    }
+    if (distributed_)
+      for (const auto& [name, v] : coll.model({"circulate", model_.buffer_doubles(), ring.size, ring.position, 0}))
+        op.predicted[name] = threads * v;
+    op.extra["threads"] = threads;
+    ctx.record(std::move(op));
+  }
+  plexus::OperationReport red;
+  red.operation = distributed_ ? "reduce_across_rings" : "allreduce";
+  red.component = coll.name();
+  red.seconds = reduce_seconds;
+  red.traffic = reduce_traffic.all_counts();
+  if (distributed_ && rings > 1)
+    red.predicted = staged_model(coll, {"reduce_across_rings", 0, rings, rank / ring.size, 0}, 2 * slice.size(),
+                                 2 * plexus::g4::max_slice(total, ring.size));
+  else if (!distributed_ && P > 1)
+    red.predicted = staged_model(coll, {"allreduce", 0, P, rank, 0}, 2 * total, 2 * total);
+  ctx.record(std::move(red));
 }
 
 // G4 as a distributed matrix for `plexus compare`: N block rows (one per K1) of 2*N^2 doubles

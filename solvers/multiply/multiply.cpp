@@ -33,6 +33,7 @@ class MultiplySolver final : public plexus::Solver {
     plexus::Context& context = *ctx.context;
     const MPI_Comm comm = context.comm();
     const int rank = context.rank();
+    const std::size_t mark = context.log_mark();
     auto m = plexus::build_problem(*ctx.problem, context, beta_ != 0.0);
     plexus::SolverResult result;
     plexus::MultiplyOptions options;
@@ -58,6 +59,7 @@ class MultiplySolver final : public plexus::Solver {
       if (rank == 0 && !ctx.quiet) plexus::log().info("multiply: wrote C to '{}'", output_);
     }
     result.result = m.c;
+    result.operations = context.log_since(mark);
     return result;
   }
 

@@ -274,6 +274,39 @@ TEST(G4, EqualsSerialRecomputationOfTheWholeSum) {
   }
 }
 
+TEST(G4, OperationsCarryTheCollectivesModel) {
+  // Every measurement's circulate and the final reduction are operation reports whose predicted
+  // volume (the collectives' model) is the counted one.
+  std::vector<StrategySpec> specs = strategies(1);
+  if (ring_available()) specs.push_back({"ring", plexus::mpi::size(MPI_COMM_WORLD) % 2 == 0 ? 2 : 1, 2});
+  for (const StrategySpec& s : specs) {
+    for (const std::string mode : {"distributed", "replicated"}) {
+      SCOPED_TRACE(s.describe() + " " + mode);
+      const G4Run r = run_g4(s, {"Lx=2", "Ly=3", "Nw=2", "Measurements=3", "Mode=" + mode}, false);
+      const auto& ops = r.result.operations;
+      ASSERT_EQ(ops.size(), 4u);  // three measurements, one reduction
+      for (std::size_t i = 0; i + 1 < ops.size(); ++i)
+        EXPECT_EQ(ops[i].operation, mode == "distributed" ? "circulate" : "accumulate");
+      EXPECT_EQ(ops.back().operation, mode == "distributed" ? "reduce_across_rings" : "allreduce");
+      for (const auto& op : ops) {
+        SCOPED_TRACE(op.operation);
+        const auto& other = op.traffic[static_cast<std::size_t>(mpi::Role::Other)];
+        if (op.predicted.empty()) {
+          EXPECT_EQ(other.bytes_received, 0) << "traffic without a prediction";
+          continue;
+        }
+        EXPECT_EQ(op.predicted.at("bytes_received"), static_cast<double>(other.bytes_received));
+        EXPECT_EQ(op.predicted.at("bytes_sent"), static_cast<double>(other.bytes_sent));
+        EXPECT_EQ(op.predicted.at("messages_received"), static_cast<double>(other.messages_received));
+      }
+      const bool ring_of_one = s.name == "ring" && s.subring == 1;
+      if (mode == "distributed" && plexus::mpi::size(MPI_COMM_WORLD) > 1 && !ring_of_one) {
+        EXPECT_GT(ops.front().traffic[static_cast<std::size_t>(mpi::Role::Other)].bytes_received, 0);
+      }
+    }
+  }
+}
+
 TEST(G4, SelfCheckFiguresAreTiny) {
   const G4Run r = run_g4({"cannon", 0, 1}, {"Lx=2", "Ly=1", "Nw=3", "Measurements=2", "Check=true"}, false);
   EXPECT_LT(r.result.figures.at("check_l1_error"), 1e-13);

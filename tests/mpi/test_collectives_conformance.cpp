@@ -2,13 +2,15 @@
 // finds (core's "mpi" and whatever the plugins add; PLEXUS_CONFORMANCE_ONLY=name,... limits the
 // list) runs every operation against plain blocking MPI on the same data: sizes 0, 1 and 1000,
 // every root, the whole communicator and a split one, completion by wait() and by test()
-// polling, several requests in flight completed in reverse order, and the counted volume
-// against the logical volume collectives.hpp documents.
+// polling, several requests in flight completed in reverse order, the counted volume against
+// the logical volume collectives.hpp documents, and the component's model against what it counts.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <span>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -202,6 +204,63 @@ TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
       EXPECT_EQ(bufs[static_cast<std::size_t>(k)], expect);
     }
     EXPECT_EQ(root_buf, values_of(42, 100));
+  });
+}
+
+// The component's model predicts exactly the volume it counts, operation by operation.
+void expect_model(const Collectives& c, const CollectiveSpec& spec, const mpi::Traffic& t) {
+  SCOPED_TRACE(spec.operation + " of " + std::to_string(spec.values) + " values on " + std::to_string(spec.ranks) +
+               " ranks, rank " + std::to_string(spec.rank) + ", root " + std::to_string(spec.root));
+  const auto m = c.model(spec);
+  const auto& k = t.counts(mpi::Role::Other);
+  EXPECT_EQ(m.at("bytes_sent"), static_cast<double>(k.bytes_sent));
+  EXPECT_EQ(m.at("bytes_received"), static_cast<double>(k.bytes_received));
+  EXPECT_EQ(m.at("messages_sent"), static_cast<double>(k.messages_sent));
+  EXPECT_EQ(m.at("messages_received"), static_cast<double>(k.messages_received));
+}
+
+TEST(CollectivesConformance, ModelPredictsTheCountedVolume) {
+  Comms comms;
+  for_each_component([&](Collectives& c) {
+    for (MPI_Comm comm : comms.all()) {
+      const int p = mpi::size(comm), me = mpi::rank(comm);
+      for (std::size_t n : kSizes) {
+        const auto values = static_cast<std::int64_t>(n);
+        {
+          std::vector<double> v = values_of(me, n);
+          mpi::Traffic t;
+          c.allreduce(v, comm, t);
+          expect_model(c, {"allreduce", values, p, me, 0}, t);
+        }
+        for (int root = 0; root < p; ++root) {
+          std::vector<double> v = values_of(me, n), out(n);
+          mpi::Traffic tb, tr;
+          c.bcast(v, root, comm, tb);
+          expect_model(c, {"bcast", values, p, me, root}, tb);
+          c.reduce(v, out, root, comm, tr);
+          expect_model(c, {"reduce", values, p, me, root}, tr);
+        }
+        {
+          std::vector<double> send = values_of(me, n * static_cast<std::size_t>(p)), recv(send.size());
+          mpi::Traffic t;
+          c.alltoall(send, recv, comm, t);
+          expect_model(c, {"alltoall", static_cast<std::int64_t>(send.size()), p, me, 0}, t);
+        }
+      }
+    }
+    // circulate on the component's ring and the reduction across its rings (of MPI_COMM_WORLD).
+    const auto ring = c.ring_position(MPI_COMM_WORLD);
+    const int rings = mpi::size(MPI_COMM_WORLD) / ring.size, ring_id = mpi::rank(MPI_COMM_WORLD) / ring.size;
+    for (std::size_t n : kSizes) {
+      std::vector<double> v = values_of(mpi::rank(MPI_COMM_WORLD), n);
+      mpi::Traffic tc, tr;
+      c.circulate(MPI_COMM_WORLD, v, [](std::span<const double>, int) {}, tc);
+      expect_model(c, {"circulate", static_cast<std::int64_t>(n), ring.size, ring.position, 0}, tc);
+      c.reduce_across_rings(MPI_COMM_WORLD, v, tr);
+      expect_model(c, {"reduce_across_rings", static_cast<std::int64_t>(n), rings, ring_id, 0}, tr);
+    }
+    EXPECT_THROW(c.model({"gather", 4, 1, 0, 0}), Error) << "an unknown operation has no model";
+    EXPECT_THROW(c.model({"allreduce", 4, 2, 2, 0}), Error) << "rank outside the ranks";
   });
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,17 @@ class MpiPending final : public CollectiveRequest::Pending {
 /// Completes every request (in order).
 void wait_all(std::span<CollectiveRequest> requests);
 
+/// One collective operation as a model sees it (Collectives::model).
+struct CollectiveSpec {
+  /// "allreduce", "bcast", "reduce", "alltoall" (values: the whole send buffer), "circulate"
+  /// (ranks: of the ring), "reduce_across_rings" (ranks: the number of rings).
+  std::string operation;
+  std::int64_t values = 0;  ///< doubles in this rank's buffer
+  int ranks = 1;            ///< ranks taking part
+  int rank = 0;             ///< this rank among them
+  int root = 0;             ///< bcast and reduce
+};
+
 class Collectives {
  public:
   virtual ~Collectives();  // key function, defined in libplexus_core
@@ -115,6 +127,13 @@ class Collectives {
   /// Sums `values` in place over the ranks at the same position of the other rings of comm (the
   /// final reduction of per-ring results). Default: one ring, nothing to do.
   virtual void reduce_across_rings(MPI_Comm comm, std::span<double> values, mpi::Traffic& traffic);
+
+  /// The model of one operation on this rank: predicted figures under the names bytes_sent,
+  /// bytes_received, messages_sent, messages_received (data bytes; the volume the operation
+  /// counts), and seconds where the model knows the network (LogP/LogGP, alpha-beta). The
+  /// report of an operation carries them as `predicted`. Core default: the logical volume of the
+  /// counting rules above. Throws plexus::Error for an operation it does not know.
+  virtual std::map<std::string, double> model(const CollectiveSpec& spec) const;
 
   /// The pool the component makes its communicators in (sub-rings, duplicates): the context's.
   /// A component that needs communicators refuses to work unbound.

@@ -23,6 +23,7 @@
 namespace plexus {
 
 class CommStrategy;
+class Context;
 
 /// One entry of the context's log: what one operation did on this rank, counted.
 struct OperationReport {
@@ -40,6 +41,24 @@ struct OperationReport {
   /// The general view of a multiply's report.
   static OperationReport of(const MultiplyReport& r);
   std::int64_t bytes_received() const;  ///< data + index, all roles
+};
+
+/// Times one operation from construction to done() and records it in the context's log with
+/// the traffic counted in traffic(), the memory peaks in between, and whatever the caller put
+/// into report() (predicted figures, extras). Not thread-safe: one operation of one thread.
+class OperationRecorder {
+ public:
+  OperationRecorder(Context& ctx, std::string operation, std::string component = "core");
+  mpi::Traffic& traffic() { return traffic_; }
+  OperationReport& report() { return report_; }
+  /// Records the operation; returns the report as recorded.
+  const OperationReport& done();
+
+ private:
+  Context& ctx_;
+  OperationReport report_;
+  mpi::Traffic traffic_;
+  double t0_ = 0;
 };
 
 class Context {
@@ -78,6 +97,9 @@ class Context {
   void record(OperationReport r) { log_.push_back(std::move(r)); }
   const std::vector<OperationReport>& log() const { return log_; }
   void clear_log() { log_.clear(); }
+  /// A mark in the log, and the reports recorded since (what one solver run did).
+  std::size_t log_mark() const { return log_.size(); }
+  std::vector<OperationReport> log_since(std::size_t mark) const;
 
   /// Frees the grids' and every other pooled communicator. Collective over comm(); before
   /// MPI_Finalize. Matrices on the context's grids must not be used afterwards.

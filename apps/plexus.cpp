@@ -572,6 +572,7 @@ int command_run(const Options& o, int rank, int size) {
         for (int w = 0; w < plan.warm_up; ++w) {
           SolverContext ctx = context_for(*params, c, true);
           const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
+          c.context->clear_log();
           if (rank == 0)
             log().info("warm-up run {}/{} (not counted): {}, {} to {} s each", w + 1, plan.warm_up,
                        plural(warm.multiplies, "multiply", "multiplies"), format_number("%.4g", warm.seconds_min),
@@ -586,6 +587,7 @@ int command_run(const Options& o, int rank, int size) {
           for (auto& op : last.operations) counted_operations.push_back(std::move(op));
           last.reports.clear();
           last.operations.clear();
+          c.context->clear_log();  // the result holds the run's operations
         }
         s = summarize(counted, MPI_COMM_WORLD);
         operations = summarize_operations(counted_operations, plan.rounds, MPI_COMM_WORLD);
@@ -801,6 +803,7 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
     ++c.counted_runs;
     for (auto& op : result.operations) c.counted_operations.push_back(std::move(op));
   }
+  c.components.context->clear_log();  // the result held the run's operations
   if (!last_round) {
     if (result.result) held = result.result;
   } else {

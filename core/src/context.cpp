@@ -100,14 +100,16 @@ OperationRecorder::OperationRecorder(Context& ctx, std::string operation, std::s
   t0_ = mpi::now();
 }
 
-const OperationReport& OperationRecorder::done() {
+OperationReport OperationRecorder::done() {
+  if (done_) throw Error("OperationRecorder", "operation '" + report_.operation + "' recorded twice");
+  done_ = true;
   report_.seconds = mpi::now() - t0_;
   for (int r = 0; r < mpi::kRoles; ++r) report_.traffic[r] += traffic_.all_counts()[r];
   report_.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
   report_.peak_memory_bytes = memory::peak_total();
   report_.peak_device_bytes = memory::peak_total(MemorySpace::Device);
   ctx_.record(report_);
-  return ctx_.log().back();
+  return report_;
 }
 
 // ---- the context ----------------------------------------------------------------------------

@@ -114,6 +114,26 @@ std::shared_ptr<const Grid> Grid::layered(int sr, int sc) const {
   return v;
 }
 
+std::shared_ptr<const Grid> Grid::reshaped(int nprows, int npcols) const {
+  if (nprows < 1 || npcols < 1)
+    throw InputError("Grid", "a reshaped grid needs positive dimensions, got " + dims_text(nprows, npcols, 1));
+  auto g = shape(comm_, nprows, npcols, 1);  // checks PR * PC = size, before any communication
+  g->parent_ = shared_from_this();
+  g->comm_ = comm_;  // the same ranks in the same order
+  g->make_comms(*pool_, "grid " + g->describe() + " reshaped from grid " + describe());
+  return g;
+}
+
+bool Grid::same_placement(const Grid& o) const {
+  if (this == &o) return true;
+  if (nprows_ != o.nprows_ || npcols_ != o.npcols_ || nlayers_ != o.nlayers_) return false;
+  for (int l = 0; l < nlayers_; ++l)
+    for (int r = 0; r < nprows_; ++r)
+      for (int c = 0; c < npcols_; ++c)
+        if (rank_of(r, c, l) != o.rank_of(r, c, l)) return false;
+  return true;
+}
+
 Grid::~Grid() {
   if (!own_pool_) return;  // communicators of a pool the grid does not own: its release() frees them
   int finalized = 0;

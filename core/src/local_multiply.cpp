@@ -140,9 +140,30 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     throw Error("LocalProduct::multiply", "block sizes of A, B and C do not match (A rows = C rows, A cols = B rows, "
                                           "B cols = C cols)");
   if (a.nblocks == 0 || b.nblocks == 0) return;
-  // Staged first: a device backend copies the panels while the stacks are being built.
+  // A's CSR rows must be rows of C (checked before the backend sees the panels).
+  std::vector<int> a_c_row(static_cast<std::size_t>(a.nrows));
+  for (int r = 0; r < a.nrows; ++r) {
+    const int cr = c_row_of_[static_cast<std::size_t>(a.row_ids[r])];
+    if (cr < 0)
+      throw Error("LocalProduct::multiply", "A panel has block row " + std::to_string(a.row_ids[r]) +
+                                                " that is not a local row of C");
+    a_c_row[r] = cr;
+  }
+  // Staged first: a device backend copies the panels while the stacks are being built. Should
+  // anything below throw, the guard unstages before the caller frees the panels (a device
+  // backend may still be copying them).
   const double stage0 = omp_get_wtime();
   session_->stage(a, b);
+  struct Unstage {
+    KernelSession* session;
+    ~Unstage() {
+      if (session == nullptr) return;
+      try {
+        session->unstage();
+      } catch (...) {  // already unwinding: the first error is the one to report
+      }
+    }
+  } unstage_guard{session_.get()};
   const double stage_seconds = omp_get_wtime() - stage0;
   const bool filtering = !row_eps_.empty();
   std::vector<double> a_norms, b_norms;
@@ -153,15 +174,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // B's CSR row of each k (global block row of B), -1 if B has none.
   std::vector<int> b_row_of(static_cast<std::size_t>(b_layout.rows.count()), -1);
   for (int r = 0; r < b.nrows; ++r) b_row_of[static_cast<std::size_t>(b.row_ids[r])] = r;
-  // A's CSR rows must be rows of C.
-  std::vector<int> a_c_row(static_cast<std::size_t>(a.nrows));
-  for (int r = 0; r < a.nrows; ++r) {
-    const int cr = c_row_of_[static_cast<std::size_t>(a.row_ids[r])];
-    if (cr < 0)
-      throw Error("LocalProduct::multiply", "A panel has block row " + std::to_string(a.row_ids[r]) +
-                                                " that is not a local row of C");
-    a_c_row[r] = cr;
-  }
 
   using RowList = std::vector<std::pair<std::int64_t, std::int64_t>>;
   // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list).
@@ -273,6 +285,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   });
   // The backend finishes the tick's work (a device backend waits for its streams here).
   const double unstage0 = omp_get_wtime();
+  unstage_guard.session = nullptr;
   session_->unstage();
   const double unstage_seconds = omp_get_wtime() - unstage0;
   // Report the slowest thread's times (the critical path) and summed counts.

@@ -203,20 +203,9 @@ class Ring final : public plexus::CommStrategy {
       std::shared_ptr<const plexus::Distribution> proposal) const override {
     const auto& g = proposal->grid();
     if (g.npcols() == 1 && proposal->kind() == "rows-1d") return proposal;
-    // One line per live grid, keyed by the grid object (not its communicator handle, which MPI
-    // may reuse for another communicator on some ranks only). Grids die on every rank together,
-    // so every rank finds or makes the line alike.
-    std::shared_ptr<const plexus::Grid> line;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      std::erase_if(lines_, [](const auto& e) { return e.first.expired(); });
-      for (const auto& [grid, made] : lines_)
-        if (grid.lock().get() == &g) line = made;
-      if (!line) {
-        line = plexus::Grid::create(g.comm(), g.size(), 1);
-        lines_.emplace_back(proposal->grid_ptr(), line);
-      }
-    }
+    // The grid's ranks as one column; its communicators come from the grid's pool (the
+    // context's), made once per shape: asking again is a local look-up on every rank alike.
+    const std::shared_ptr<const plexus::Grid> line = g.reshaped(g.size(), 1);
     return plexus::Distribution::rows_1d(line, proposal->nblkrows(), proposal->nblkcols());
   }
 
@@ -318,8 +307,6 @@ class Ring final : public plexus::CommStrategy {
   }
 
   RingCollectives collectives_;
-  mutable std::mutex mutex_;
-  mutable std::vector<std::pair<std::weak_ptr<const plexus::Grid>, std::shared_ptr<const plexus::Grid>>> lines_;
 };
 
 plexus::ParameterListPtr ring_parameters() {

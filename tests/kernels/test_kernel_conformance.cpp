@@ -225,9 +225,12 @@ TEST_P(BackendConformance, ConcurrentSlotsOnDisjointBlocks) {
   std::vector<std::size_t> first(kParts + 1, 0);
   for (int t = 0; t < kParts; ++t) first[t + 1] = first[t] + parts[t].stack.size();
   std::string failure;
+  int team = 0;
 #pragma omp parallel num_threads(kSlots)
   {
     const int slot = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
     try {
       for (int t = slot; t < kParts; t += omp_get_num_threads())
         for (std::size_t i = first[t]; i < first[t + 1]; i += 100)
@@ -245,6 +248,7 @@ TEST_P(BackendConformance, ConcurrentSlotsOnDisjointBlocks) {
     const std::vector<double> x(expect.begin() + c_base[t], expect.begin() + c_base[t + 1]);
     EXPECT_LE(rel_error(g, x), kTol) << "part " << t;
   }
+  if (team < kSlots) GTEST_SKIP() << "OpenMP gave " << team << " thread(s): the slots did not run concurrently";
 }
 
 TEST_P(BackendConformance, GrowthAndTicksKeepC) {

@@ -175,8 +175,10 @@ TEST(Grid3D, BadShapesFailOnEveryRankBeforeAnyCommunicator) {
   expect_input_error(pool, [&] { Grid::create(pool, MPI_COMM_WORLD, 1, 1, 0); });
   expect_input_error(pool, [&] { Grid::create(pool, MPI_COMM_WORLD, 0, 0, p + 1); });
   expect_input_error(pool, [&] { Grid::create(pool, MPI_COMM_WORLD, p + 1, 0, 1); });
-  expect_input_error(pool, [&] { Grid::create(MPI_COMM_WORLD, 1, p, 3); });
+  expect_input_error(pool, [&] { Grid::create(pool, MPI_COMM_WORLD, 1, p, 3); });
   auto g = Grid::create(pool, MPI_COMM_WORLD);
+  expect_input_error(pool, [&] { g->reshaped(p + 1, 1); });
+  expect_input_error(pool, [&] { g->reshaped(0, p); });
   expect_input_error(pool, [&] { g->layered(g->nprows() + 1, 1); });
   expect_input_error(pool, [&] { g->layered(1, g->npcols() + 1); });
   expect_input_error(pool, [&] { g->layered(0, 1); });
@@ -301,4 +303,36 @@ TEST(LayeredDistribution, BlocksLiveOnLayerZeroWithThePlanesMaps) {
       EXPECT_EQ(ref.redistribute(d).to_dense(), dense);
     }
   }
+}
+
+TEST(LayeredDistribution, EqualMapsOnGridsThatPlaceBlocksApartAreNotAligned) {
+  // A 2 x 2 x (p/4) mesh and the 2D grid's layered view of the same shape have equal maps but put
+  // a block on different ranks: add and dot must redistribute, not pair the blocks they hold.
+  const int p = world_size();
+  if (p != 8 && p != 16) GTEST_SKIP() << "needs 8 or 16 ranks";
+  CommPool pool;
+  {
+    auto mesh = Grid::create(pool, MPI_COMM_WORLD, 2, 2, p / 4);
+    auto view = Grid::create(pool, MPI_COMM_WORLD, p == 8 ? 2 : 4, 4)->layered(p == 8 ? 1 : 2, 2);
+    ASSERT_EQ(view->nprows(), 2);
+    ASSERT_EQ(view->npcols(), 2);
+    ASSERT_EQ(view->nlayers(), p / 4);
+    EXPECT_FALSE(mesh->same_placement(*view));
+    EXPECT_TRUE(mesh->same_placement(*mesh));
+    const int nb = 9;
+    const BlockLayout layout{BlockSizes::cyclic(nb, {2, 3}), BlockSizes::cyclic(nb, {3, 1})};
+    auto dm = Distribution::block_cyclic(mesh, nb, nb), dv = Distribution::block_cyclic(view, nb, nb);
+    EXPECT_EQ(dm->row_dist(), dv->row_dist());
+    EXPECT_FALSE(dm->same_maps(*dv));
+    DistMatrix x = generate_random("x", dm, layout, occupied(11));
+    const DistMatrix y = generate_random("y", dv, layout, occupied(12));
+    std::vector<double> expect = x.to_dense();
+    const std::vector<double> yd = y.to_dense();
+    for (std::size_t i = 0; i < expect.size(); ++i) expect[i] += 2.0 * yd[i];
+    x.add(1.0, 2.0, y);
+    const std::vector<double> got = x.to_dense();
+    ASSERT_EQ(got.size(), expect.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-12) << i;
+  }
+  pool.release();
 }

@@ -45,20 +45,23 @@ struct OperationReport {
 
 /// Times one operation from construction to done() and records it in the context's log with
 /// the traffic counted in traffic(), the memory peaks in between, and whatever the caller put
-/// into report() (predicted figures, extras). Not thread-safe: one operation of one thread.
+/// into report() (predicted figures, extras). Not thread-safe: one operation of one thread. It
+/// resets the tracker's peaks when it starts, so it must not run inside another recorded
+/// operation (a multiply, or an operation of the matrix API) whose peaks it would lower.
 class OperationRecorder {
  public:
   OperationRecorder(Context& ctx, std::string operation, std::string component = "core");
   mpi::Traffic& traffic() { return traffic_; }
   OperationReport& report() { return report_; }
-  /// Records the operation; returns the report as recorded.
-  const OperationReport& done();
+  /// Records the operation (once; a second call throws) and returns the report as recorded.
+  OperationReport done();
 
  private:
   Context& ctx_;
   OperationReport report_;
   mpi::Traffic traffic_;
   double t0_ = 0;
+  bool done_ = false;
 };
 
 class Context {

@@ -55,6 +55,12 @@ class Grid : public std::enable_shared_from_this<Grid> {
   /// on every rank and before any communication, if the grid already has layers or sr (sc) is
   /// not a positive divisor of PR (PC).
   std::shared_ptr<const Grid> layered(int sr, int sc) const;
+  /// The ranks of this grid (in comm()'s order) as another PR x PC grid, its communicators from
+  /// this grid's pool (made once per shape, freed by that pool's release()); keeps this grid
+  /// alive. Throws InputError, the same on every rank, if PR*PC is not the grid's size.
+  std::shared_ptr<const Grid> reshaped(int nprows, int npcols) const;
+  /// Whether block owners agree: the same shape and the same rank for every (prow, pcol, layer).
+  bool same_placement(const Grid& o) const;
 
   MPI_Comm comm() const { return comm_; }              ///< all ranks of the grid
   MPI_Comm row_comm() const { return row_comm_; }      ///< my process row in my plane, ordered by pcol
@@ -133,7 +139,10 @@ class Distribution {
   const std::vector<int>& local_rows() const { return local_rows_; }
   /// Block columns owned by my process column, ascending (empty on layers other than 0).
   const std::vector<int>& local_cols() const { return local_cols_; }
-  bool same_maps(const Distribution& o) const { return row_dist_ == o.row_dist_ && col_dist_ == o.col_dist_; }
+  /// The same maps on grids that place blocks alike: every block has the same owner rank.
+  bool same_maps(const Distribution& o) const {
+    return row_dist_ == o.row_dist_ && col_dist_ == o.col_dist_ && grid_->same_placement(*o.grid_);
+  }
 
  private:
   std::shared_ptr<const Grid> grid_;

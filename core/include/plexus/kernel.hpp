@@ -35,6 +35,8 @@ struct StackEntry {
 /// of the header comment above; every method but process() is called from one thread.
 class KernelSession {
  public:
+  /// Waits for outstanding work (it may run while an error unwinds, after an unstage() that
+  /// was not called; no MPI here).
   virtual ~KernelSession();  // key function, defined in libplexus_core
   /// C's value area grows to `values` doubles (never shrinks); the new values are zero.
   virtual void grow(std::int64_t values) = 0;
@@ -46,6 +48,7 @@ class KernelSession {
   /// A backend may return before the work is done; unstage() and finish() wait for it.
   virtual void process(const StackEntry* stack, std::int64_t n, int slot) = 0;
   /// Ends the tick: afterwards the staged panels are not read again, and all work is done.
+  /// Core calls it also when the tick fails after stage() (then its errors are dropped).
   virtual void unstage() = 0;
   /// C's values (the whole area, in host memory). The session is over afterwards.
   virtual MatrixData finish() = 0;

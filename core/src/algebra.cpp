@@ -137,4 +137,44 @@ double norm(Context& ctx, const DistMatrix& X) {
   return reduced(ctx, "norm", X, [&] { return X.frobenius_norm(); });
 }
 
+// ---- collectives through the context ----------------------------------------------------------
+
+namespace {
+// Runs one blocking collective of the context's component and records it with its model.
+template <class F>
+void recorded_collective(Context& ctx, const char* op, std::int64_t values, int root, F&& f) {
+  Collectives& coll = ctx.collectives();
+  OperationRecorder rec(ctx, op, coll.name());
+  rec.report().predicted = coll.model(CollectiveSpec{op, values, ctx.size(), ctx.rank(), root});
+  f(coll, rec.traffic());
+  rec.done();
+}
+}  // namespace
+
+void allreduce(Context& ctx, std::span<double> values, mpi::Role role) {
+  recorded_collective(ctx, "allreduce", static_cast<std::int64_t>(values.size()), 0,
+                      [&](Collectives& c, mpi::Traffic& t) { c.allreduce(values, ctx.comm(), t, role); });
+}
+
+void bcast(Context& ctx, std::span<double> values, int root, mpi::Role role) {
+  if (root < 0 || root >= ctx.size())
+    throw Error("bcast", "root " + std::to_string(root) + " is not a rank of the context's " +
+                             std::to_string(ctx.size()));
+  recorded_collective(ctx, "bcast", static_cast<std::int64_t>(values.size()), root,
+                      [&](Collectives& c, mpi::Traffic& t) { c.bcast(values, root, ctx.comm(), t, role); });
+}
+
+void reduce(Context& ctx, std::span<const double> in, std::span<double> out, int root, mpi::Role role) {
+  if (root < 0 || root >= ctx.size())
+    throw Error("reduce", "root " + std::to_string(root) + " is not a rank of the context's " +
+                              std::to_string(ctx.size()));
+  recorded_collective(ctx, "reduce", static_cast<std::int64_t>(in.size()), root,
+                      [&](Collectives& c, mpi::Traffic& t) { c.reduce(in, out, root, ctx.comm(), t, role); });
+}
+
+void alltoall(Context& ctx, std::span<const double> send, std::span<double> recv, mpi::Role role) {
+  recorded_collective(ctx, "alltoall", static_cast<std::int64_t>(send.size()), 0,
+                      [&](Collectives& c, mpi::Traffic& t) { c.alltoall(send, recv, ctx.comm(), t, role); });
+}
+
 }  // namespace plexus

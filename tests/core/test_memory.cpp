@@ -23,6 +23,27 @@ TEST(Memory, TracksCurrentAndPeakPerCategory) {
   EXPECT_EQ(memory::peak(Category::Solver), base);
 }
 
+TEST(Memory, DeviceCategoriesCountInTheDeviceSpaceOnly) {
+  using memory::Category;
+  EXPECT_EQ(memory::space_of(Category::DeviceMatrix), MemorySpace::Device);
+  EXPECT_EQ(memory::space_of(Category::DeviceBuffer), MemorySpace::Device);
+  for (Category c : {Category::Matrix, Category::CommBuffer, Category::Solver, Category::Other})
+    EXPECT_EQ(memory::space_of(c), MemorySpace::Host) << memory::category_name(c);
+  const auto host = memory::current_total(), device = memory::current_total(MemorySpace::Device);
+  memory::reset_peak_total(MemorySpace::Device);
+  memory::on_allocate(Category::DeviceMatrix, 4096);  // as a device backend counts its cudaMalloc
+  memory::on_allocate(Category::DeviceBuffer, 1024);
+  EXPECT_EQ(memory::current_total(MemorySpace::Device), device + 5120);
+  EXPECT_EQ(memory::current_total(), host) << "device bytes are not host bytes";
+  memory::on_release(Category::DeviceBuffer, 1024);
+  memory::on_release(Category::DeviceMatrix, 4096);
+  EXPECT_EQ(memory::current_total(MemorySpace::Device), device);
+  EXPECT_EQ(memory::peak_total(MemorySpace::Device), device + 5120);
+  EXPECT_EQ(memory::peak(Category::DeviceMatrix) >= 4096, true);
+  EXPECT_STREQ(memory::category_name(Category::DeviceMatrix), "device-matrix");
+  EXPECT_STREQ(memory_space_name(MemorySpace::Device), "device");
+}
+
 TEST(Memory, PoolReusesLargeBlocksAndRespectsItsLimit) {
   using memory::Category;
   memory::trim();

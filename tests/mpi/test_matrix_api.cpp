@@ -219,3 +219,51 @@ TEST(MatrixApi, MultiplyUsesTheContextAndItsDefaults) {
 }
 
 }  // namespace
+
+namespace {
+
+// The recorded operation's predicted figures are what it counted.
+void expect_predicted_is_counted(const OperationReport& r) {
+  const auto& k = r.traffic[static_cast<std::size_t>(mpi::Role::Other)];
+  EXPECT_EQ(r.predicted.at("bytes_sent"), static_cast<double>(k.bytes_sent)) << r.operation;
+  EXPECT_EQ(r.predicted.at("bytes_received"), static_cast<double>(k.bytes_received)) << r.operation;
+  EXPECT_EQ(r.predicted.at("messages_received"), static_cast<double>(k.messages_received)) << r.operation;
+}
+
+}  // namespace
+
+TEST(MatrixApi, CollectivesThroughTheContextAreRecordedWithTheirModel) {
+  auto ctx = make_context();
+  const int p = ctx->size(), me = ctx->rank();
+  const std::string component = ctx->collectives().name();
+  {
+    std::vector<double> v{double(me), 1.0, 0.5};
+    allreduce(*ctx, v);
+    EXPECT_EQ(v, (std::vector<double>{p * (p - 1) / 2.0, double(p), 0.5 * p}));
+    const OperationReport& r = last(*ctx, "allreduce");
+    EXPECT_EQ(r.component, component);
+    expect_predicted_is_counted(r);
+  }
+  for (int root = 0; root < p; ++root) {
+    std::vector<double> v(4, me == root ? 7.0 : 0.0);
+    bcast(*ctx, v, root);
+    EXPECT_EQ(v, std::vector<double>(4, 7.0));
+    expect_predicted_is_counted(last(*ctx, "bcast"));
+    std::vector<double> in(3, double(me + 1)), out(3, 0.0);
+    reduce(*ctx, in, out, root);
+    if (me == root) {
+      EXPECT_EQ(out, std::vector<double>(3, p * (p + 1) / 2.0));
+    }
+    expect_predicted_is_counted(last(*ctx, "reduce"));
+  }
+  {
+    std::vector<double> send(static_cast<std::size_t>(2 * p)), recv(send.size());
+    for (int q = 0; q < p; ++q) send[2 * q] = send[2 * q + 1] = 100.0 * me + q;
+    alltoall(*ctx, send, recv);
+    for (int q = 0; q < p; ++q) EXPECT_EQ(recv[2 * q], 100.0 * q + me);
+    expect_predicted_is_counted(last(*ctx, "alltoall"));
+  }
+  std::vector<double> v(2, 0.0);
+  EXPECT_THROW(bcast(*ctx, v, p), Error) << "a root outside the context";
+  ctx->release();
+}

@@ -4,6 +4,7 @@
 // an OperationReport in the context's log (operation name, component, time, traffic).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "plexus/context.hpp"
@@ -42,5 +43,20 @@ double trace(Context& ctx, const DistMatrix& X);
 double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y);
 /// The Frobenius norm.
 double norm(Context& ctx, const DistMatrix& X);
+
+// ---- collectives through the context ----------------------------------------------------------
+// The context's collectives (ctx.collectives()) over ctx.comm(), blocking, each recorded as an
+// OperationReport whose component is the collectives' name and whose predicted figures are the
+// component's model (Collectives::model) of the call.
+
+/// In-place sum over the context's ranks.
+void allreduce(Context& ctx, std::span<double> values, mpi::Role role = mpi::Role::Other);
+/// root's values to every rank.
+void bcast(Context& ctx, std::span<double> values, int root, mpi::Role role = mpi::Role::Other);
+/// The sum of every rank's `in` into root's `out`.
+void reduce(Context& ctx, std::span<const double> in, std::span<double> out, int root,
+            mpi::Role role = mpi::Role::Other);
+/// Block q of `send` to rank q, block q of `recv` from rank q.
+void alltoall(Context& ctx, std::span<const double> send, std::span<double> recv, mpi::Role role = mpi::Role::Other);
 
 }  // namespace plexus

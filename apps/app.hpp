@@ -117,7 +117,5 @@ std::string format_table(const std::vector<std::string>& head, const std::vector
 std::string format_bytes(double bytes);
 std::string format_number(const char* fmt, double v);
 std::string json_escape(const std::string& s);
-/// Writes text to `path` through a temporary file renamed into place.
-void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace plexus::app

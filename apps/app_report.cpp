@@ -221,24 +221,4 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw InputError(path, "cannot write '" + path + "': cannot create '" + tmp + "': " + std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(path, "cannot write '" + path + "': write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(path, "cannot write '" + path + "': " + std::strerror(err));
-  }
-}
-
 }  // namespace plexus::app

@@ -18,6 +18,8 @@
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
 #include "plexus/solver.hpp"
@@ -470,9 +472,38 @@ Components make_components(ParameterList& params) {
   return c;
 }
 
-/// The solver's own requirements on the components (Solver::check), at set-up. Called once the
-/// components are stored where a failed set-up releases them.
-void check_solver(const Components& c) { c.solver->check(*c.context); }
+/// Runs a set-up check whose answer may differ between ranks (a file only rank 0 writes) and makes
+/// every rank agree: an InputError on any rank is thrown on every rank, with the message of the
+/// lowest failing rank. Collective: every rank calls it at the same point, and nothing throws
+/// between here and the collectives below, so a rank that failed cannot leave the others waiting
+/// in a later collective of the set-up.
+template <class F>
+void agreed(F&& check) {
+  std::string where, what;
+  try {
+    check();
+  } catch (const InputError& e) {
+    where = e.where();
+    what = e.what();
+  }
+  const int rank = mpi::rank(MPI_COMM_WORLD), size = mpi::size(MPI_COMM_WORLD);
+  int first = what.empty() ? size : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == size) return;
+  std::string text = where + '\n' + what;
+  int len = static_cast<int>(text.size());
+  MPI_Bcast(&len, 1, MPI_INT, first, MPI_COMM_WORLD);
+  text.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(text.data(), len, MPI_CHAR, first, MPI_COMM_WORLD);
+  const auto nl = text.find('\n');
+  throw InputError(text.substr(0, nl), text.substr(nl + 1));
+}
+
+/// The solver's own requirements on the components (Solver::check), at set-up, agreed by every
+/// rank. Called once the components are stored where a failed set-up releases them.
+void check_solver(const Components& c) {
+  agreed([&] { c.solver->check(*c.context); });
+}
 
 /// Every rank together: the context's communicators are freed, then the components. Never in a
 /// destructor (an error on any rank ends the job with MPI_Abort before this could hang).
@@ -530,6 +561,14 @@ void print_operation_lines(const std::map<std::string, OperationSummary>& ops) {
                format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
                o.predicted_bytes_received < 0 ? std::string()
                                               : " (model " + format_bytes(o.predicted_bytes_received) + ")");
+}
+
+// The program's own outputs (--csv, --json), checked by the rank that writes them before any
+// work (set-up errors on some ranks only end the job cleanly).
+void check_outputs(const Options& o, int rank) {
+  if (rank != 0) return;
+  if (!o.csv.empty()) output::check(o.csv, "--csv");
+  if (!o.json.empty()) output::check(o.json, "--json");
 }
 
 // ---- run ------------------------------------------------------------------------------------
@@ -849,6 +888,7 @@ int command_compare(const Options& o, int rank, int size) {
         for (const auto& s : strategies) reg.get(ComponentKind::Comm, s.name);
         for (const auto& k : kernels) reg.get(ComponentKind::Kernel, k.name);
         if (kernels.empty()) kernels.push_back(parse_spec(selection_of(*checked).kernel, "--kernels"));
+        agreed([&] { check_outputs(o, rank); });  // an unwritable table is found now, not at the end
         for (const auto& s : strategies) {
           for (const auto& k : kernels) {
             Combination c;
@@ -942,11 +982,11 @@ int command_compare(const Options& o, int rank, int size) {
         bad.push_back(r.strategy + " / " + r.kernel + " (" + format_number("%.3e", r.rel_diff) + ")");
     try {
       if (!o.csv.empty()) {
-        write_text_atomically(o.csv, csv_text(rows));
+        output::write_text(o.csv, csv_text(rows), "--csv");
         log().info("wrote CSV to '{}'", o.csv);
       }
       if (!o.json.empty()) {
-        write_text_atomically(o.json, json_text(rows, o.tolerance, solver_name, plan));
+        output::write_text(o.json, json_text(rows, o.tolerance, solver_name, plan), "--json");
         log().info("wrote JSON to '{}'", o.json);
       }
     } catch (const std::exception& e) {
@@ -1007,6 +1047,7 @@ int command_model(const Options& o, int rank, int size) {
   int exit_code = 0;
   const bool ok = setup_phase(
       [&] {
+        agreed([&] { check_outputs(o, rank); });
         const auto x = o.grid.find('x');
         char* e1 = nullptr;
         char* e2 = nullptr;
@@ -1076,7 +1117,7 @@ int command_model(const Options& o, int rank, int size) {
          << ", \"total_avg\": " << json_number(r.total_avg) << ", \"buffer_bytes_max\": " << r.buffer << "}";
     }
     js << "\n  ]\n}\n";
-    write_text_atomically(o.json, js.str());
+    output::write_text(o.json, js.str(), "--json");
   }
   return 0;
 }

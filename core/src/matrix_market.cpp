@@ -16,6 +16,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/output.hpp"
 
 namespace plexus {
 
@@ -175,11 +176,9 @@ void write_matrix_market(const DistMatrix& m, const std::string& path) {
   MPI_Comm comm = m.grid().comm();
   std::string error;
   if (m.grid().rank() == 0) {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) {
-      error = "cannot write '" + tmp + "': " + std::strerror(errno);
-    } else {
+    try {
+      output::Writer w(path, path);
+      std::FILE* f = w.file();
       const auto& layout = m.layout();
       std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by plexus: matrix %s\n",
                    m.name().c_str());
@@ -196,14 +195,9 @@ void write_matrix_market(const DistMatrix& m, const std::string& path) {
                          g.values[static_cast<std::size_t>(off + r + std::int64_t{c} * mi)]);
         off += std::int64_t{mi} * nj;
       }
-      const bool ok = std::ferror(f) == 0;
-      if (std::fclose(f) != 0 || !ok) {
-        error = "writing '" + tmp + "' failed: " + std::strerror(errno);
-        std::remove(tmp.c_str());
-      } else if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
-        std::remove(tmp.c_str());
-      }
+      w.commit();
+    } catch (const Error& e) {
+      error = e.what();
     }
   }
   // Every rank learns whether rank 0 succeeded, so all throw together or none does.

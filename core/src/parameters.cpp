@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "plexus/error.hpp"
+#include "plexus/output.hpp"
 
 namespace plexus {
 
@@ -420,25 +421,7 @@ std::string to_xml(const ParameterList& list) {
 }
 
 void write_parameter_file(const ParameterList& list, const std::string& path) {
-  const std::string xml = to_xml(list);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw Error(path,
-                  "cannot write parameter file '" + path + "': cannot create '" + tmp + "': " + std::strerror(errno));
-    out << xml;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(path, "cannot write parameter file '" + path + "': write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(path, "cannot write parameter file '" + path + "': " + std::strerror(err));
-  }
+  output::write_text(path, to_xml(list), "--write-params");
 }
 
 // ---- overrides ------------------------------------------------------------------------------

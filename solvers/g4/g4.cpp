@@ -33,6 +33,7 @@
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/solver.hpp"
@@ -118,9 +119,20 @@ class G4Solver final : public plexus::Solver {
 
   std::string name() const override { return "g4"; }
 
-  // The collectives must circulate on at least one thread, and several threads need
-  // MPI_THREAD_MULTIPLE: known before any work.
+  // Known before any work: the output path, and what the collectives can do.
   void check(const plexus::Context& ctx) const override {
+    // HDF5 writes a regular file (through a temporary renamed into place by rank 0).
+    if (!output_.empty() && ctx.rank() == 0 &&
+        plexus::output::check(output_, "g4/OutputFile").kind != plexus::output::Kind::File)
+      throw InputError("g4/OutputFile", "g4/OutputFile = '" + output_ +
+                                            "' is not a regular file path: the HDF5 output cannot go to a device, "
+                                            "a pipe or standard output");
+    check_collectives(ctx);
+  }
+
+  // The collectives must circulate on at least one thread, and several threads need
+  // MPI_THREAD_MULTIPLE (the same answer on every rank).
+  static void check_collectives(const plexus::Context& ctx) {
     const plexus::Collectives& coll = ctx.collectives();
     const int threads = coll.circulate_threads();
     if (threads < 1)
@@ -160,7 +172,7 @@ class G4Solver final : public plexus::Solver {
 
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   PLEXUS_CHECK(ctx.context, "g4: the solver context has no context");
-  check(*ctx.context);  // callers other than the program may not have checked
+  check_collectives(*ctx.context);  // callers other than the program may not have checked
   const std::size_t mark = ctx.context->log_mark();
   const plexus::MultiplyAlgorithm& strategy = ctx.context->multiply_algorithm();
   plexus::Collectives& coll = ctx.context->collectives();

@@ -10,6 +10,7 @@
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
+#include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/problem.hpp"
@@ -27,6 +28,11 @@ class MultiplySolver final : public plexus::Solver {
         output_(p.get<std::string>("OutputFile")) {}
 
   std::string name() const override { return "multiply"; }
+
+  // The output file is checked before any work (rank 0 writes it).
+  void check(const plexus::Context& ctx) const override {
+    if (!output_.empty() && ctx.rank() == 0) plexus::output::check(output_, "multiply/OutputFile");
+  }
 
   plexus::SolverResult run(plexus::SolverContext& ctx) override {
     PLEXUS_CHECK(ctx.problem && ctx.context, "multiply: incomplete solver context");

@@ -23,8 +23,9 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path);
 DistMatrix read_matrix_market(const std::string& path, const std::string& name,
                               std::shared_ptr<const Distribution> dist, const BlockLayout& layout);
 
-/// Writes all elements of present blocks as "coordinate real general". Rank 0 writes through a
-/// temporary file renamed into place. Collective.
+/// Writes all elements of present blocks as "coordinate real general". Rank 0 writes as
+/// output.hpp says: a regular file through a temporary renamed into place, a device or pipe
+/// directly, "-" to standard output. Collective; every rank throws if rank 0 failed.
 void write_matrix_market(const DistMatrix& m, const std::string& path);
 
 }  // namespace plexus

@@ -45,7 +45,9 @@ class Solver {
   /// What the solver needs from the run, checked when the run is set up, before any solver
   /// runs: throw plexus::InputError naming the parameter to change when the context's
   /// components (or its rank count) cannot serve this solver. Called on every rank with the same
-  /// context; it must give the same answer everywhere and must not communicate. Default: any.
+  /// context and must not communicate. It should give the same answer everywhere, except about
+  /// a file only some ranks write (the program gathers set-up errors, so an error on some ranks
+  /// ends the run as cleanly). Default: any.
   virtual void check(const Context& ctx) const;
   virtual SolverResult run(SolverContext& ctx) = 0;
 };

@@ -433,8 +433,15 @@ void run_or_abort(F&& phase, int rank) {
 
 // ---- shared set-up --------------------------------------------------------------------------
 
-ParameterListPtr load_parameters(const Options& o) {
+// Loads the plugins; rank 0 tells what the plugin path had that could not be used.
+void load_plugins(int rank) {
   Registry::global().load_default();
+  if (rank == 0)
+    for (const auto& w : Registry::global().warnings()) log().warn("{}", w);
+}
+
+ParameterListPtr load_parameters(const Options& o, int rank) {
+  load_plugins(rank);
   ParameterListPtr params = o.file.empty() ? Teuchos::rcp(new ParameterList("plexus")) : read_parameter_file(o.file);
   params->setName("plexus");
   for (const auto& s : o.sets) apply_override(*params, s);
@@ -579,7 +586,7 @@ int command_run(const Options& o, int rank, int size) {
   int exit_code = 0;
   const bool ok = setup_phase(
       [&] {
-        params = load_parameters(o);
+        params = load_parameters(o, rank);
         validate_top_level(*params);
         configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
         c = make_components(*params);
@@ -865,6 +872,15 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
   result = SolverResult{};
 }
 
+// A combination listed more than once runs each time (four identical ones show the timing noise),
+// but a repeated name may also be a typo for another: say so.
+void warn_repeated(const std::vector<Combination>& combos) {
+  std::map<std::string, int> times;
+  for (const auto& c : combos) ++times[c.strategy_label + " / " + c.kernel_label];
+  for (const auto& [label, n] : times)
+    if (n > 1) log().warn("the combination {} is listed {} times; each runs and gets its own row", label, n);
+}
+
 // Every rank frees every combination's components here, together (before MPI_Finalize).
 void release(std::vector<Combination>& combos) {
   for (auto& c : combos) free_components(c.components);
@@ -880,7 +896,7 @@ int command_compare(const Options& o, int rank, int size) {
         std::vector<Spec> strategies, kernels;
         for (const auto& t : o.strategies) strategies.push_back(parse_spec(t, "--strategies"));
         for (const auto& t : o.kernels) kernels.push_back(parse_spec(t, "--kernels"));
-        base = load_parameters(o);
+        base = load_parameters(o, rank);
         auto checked = Teuchos::rcp(new ParameterList(*base));
         validate_top_level(*checked);
         configure_logging(rank, checked->sublist("Output").get<std::string>("LogLevel"));
@@ -906,6 +922,7 @@ int command_compare(const Options& o, int rank, int size) {
           }
         }
         if (!o.write_params.empty() && rank == 0) write_parameter_file(*checked, o.write_params);
+        if (rank == 0) warn_repeated(combos);
         base = checked;
       },
       rank, size, exit_code);
@@ -1017,6 +1034,10 @@ int command_compare(const Options& o, int rank, int size) {
 
 // ---- model ----------------------------------------------------------------------------------
 
+// Bounds of `plexus model`: it predicts every rank's schedule, so time grows with the grid.
+constexpr long kMaxModelRanks = 4096;                  // 64 x 64: rma25d's model of every rank takes ~13 s there
+constexpr double kMaxModelBytes = 1125899906842624.0;  // 1 PiB per local panel
+
 std::int64_t parse_size(const std::string& text, const char* option) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
@@ -1032,7 +1053,18 @@ std::int64_t parse_size(const std::string& text, const char* option) {
     unit = -1;  // an unknown suffix
   if (text.empty() || end == text.c_str() || unit < 0 || !(v >= 0) || !std::isfinite(v))
     throw UsageError(option, std::string(option) + ": '" + text + "' is not a size (e.g. 1048576, 64K, 100M, 2G)");
+  if (v * unit > kMaxModelBytes)
+    throw UsageError(option, std::string(option) + ": '" + text + "' is more than the model takes (1 PiB per panel)");
   return static_cast<std::int64_t>(v * unit);
+}
+
+// A grid dimension of `--grid`: digits only, 1 .. kMaxModelRanks.
+long parse_grid_dimension(const std::string& text, const std::string& grid) {
+  const bool digits = !text.empty() && text.size() <= 9 &&
+                      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  const long v = digits ? std::stol(text) : 0;
+  if (v < 1) throw UsageError("--grid", "--grid needs PRxPC with positive numbers, got '" + grid + "'");
+  return v;
 }
 
 int command_model(const Options& o, int rank, int size) {
@@ -1049,12 +1081,14 @@ int command_model(const Options& o, int rank, int size) {
       [&] {
         agreed([&] { check_outputs(o, rank); });
         const auto x = o.grid.find('x');
-        char* e1 = nullptr;
-        char* e2 = nullptr;
-        const long pr = x == std::string::npos ? 0 : std::strtol(o.grid.substr(0, x).c_str(), &e1, 10);
-        const long pc = x == std::string::npos ? 0 : std::strtol(o.grid.substr(x + 1).c_str(), &e2, 10);
-        if (x == std::string::npos || pr < 1 || pc < 1 || *e1 != '\0' || *e2 != '\0' || pr * pc > 10000000)
+        if (x == std::string::npos)
           throw UsageError("--grid", "--grid needs PRxPC with positive numbers, got '" + o.grid + "'");
+        const long pr = parse_grid_dimension(o.grid.substr(0, x), o.grid);
+        const long pc = parse_grid_dimension(o.grid.substr(x + 1), o.grid);
+        if (pr * pc > kMaxModelRanks)
+          throw UsageError("--grid", "--grid " + o.grid + " has " + std::to_string(pr * pc) +
+                                         " ranks; the model takes at most " + std::to_string(kMaxModelRanks) +
+                                         " (it predicts every rank of the grid)");
         spec.nprows = static_cast<int>(pr);
         spec.npcols = static_cast<int>(pc);
         const auto sizes = spec_list("--bytes", o.bytes);
@@ -1062,7 +1096,7 @@ int command_model(const Options& o, int rank, int size) {
         spec.bytes_a = parse_size(sizes[0], "--bytes");
         spec.bytes_b = sizes.size() > 1 ? parse_size(sizes[1], "--bytes") : spec.bytes_a;
         spec.bytes_c = sizes.size() > 2 ? parse_size(sizes[2], "--bytes") : spec.bytes_a;
-        Registry::global().load_default();
+        load_plugins(rank);
         for (const auto& text : o.strategies) {
           const Spec sp = parse_spec(text, "--strategies");
           ParameterList params(sp.name);
@@ -1167,7 +1201,7 @@ int command_g4_diff(const Options& o, int rank) {
 
 int command_plugins(const Options& o, int rank, int size) {
   int exit_code = 0;
-  if (!setup_phase([&] { Registry::global().load_default(); }, rank, size, exit_code)) return exit_code;
+  if (!setup_phase([&] { load_plugins(rank); }, rank, size, exit_code)) return exit_code;
   if (rank != 0) return 0;
   auto& reg = Registry::global();
   std::ostringstream os;

@@ -91,6 +91,7 @@ struct Registry::Impl {
   std::vector<boost::dll::shared_library> libraries;  // never unloaded
   std::set<std::string> loaded_files;                 // canonical paths
   bool defaults_loaded = false;
+  std::vector<std::string> warnings;
 };
 
 Registry::Registry() : impl_(new Impl) {
@@ -118,7 +119,9 @@ Registry& Registry::global() {
   return *registry;
 }
 
-std::vector<std::string> Registry::search_path() const {
+namespace {
+// The entries of PLEXUS_PLUGIN_PATH, in order.
+std::vector<std::string> env_plugin_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("PLEXUS_PLUGIN_PATH")) {
     std::string s(env);
@@ -131,6 +134,12 @@ std::vector<std::string> Registry::search_path() const {
       start = colon + 1;
     }
   }
+  return dirs;
+}
+}  // namespace
+
+std::vector<std::string> Registry::search_path() const {
+  std::vector<std::string> dirs = env_plugin_dirs();
   const std::string core = core_library_dir();
   if (!core.empty()) dirs.push_back((fs::path(core) / PLEXUS_PLUGIN_SUBDIR_FROM_LIB).string());
   return dirs;
@@ -140,9 +149,18 @@ void Registry::load_default() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->defaults_loaded) return;
   std::set<std::string> seen_dirs;
-  for (const auto& dir : search_path()) {
+  const std::vector<std::string> dirs = search_path();
+  const std::size_t from_env = env_plugin_dirs().size();  // the first entries of the search path
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    const std::string& dir = dirs[i];
     boost::system::error_code ec;
-    if (!fs::is_directory(dir, ec)) continue;
+    if (!fs::is_directory(dir, ec)) {
+      if (i < from_env)
+        impl_->warnings.push_back("PLEXUS_PLUGIN_PATH: '" + dir + "' " +
+                                  (fs::exists(dir, ec) ? "is not a directory" : "does not exist") +
+                                  "; it is skipped (the path lists folders of plugins, separated by ':')");
+      continue;
+    }
     const std::string canon = canonical_or_same(dir);
     if (!seen_dirs.insert(canon).second) continue;
     std::vector<std::string> files;
@@ -154,6 +172,11 @@ void Registry::load_default() {
     for (const auto& f : files) load_file(f);
   }
   impl_->defaults_loaded = true;
+}
+
+std::vector<std::string> Registry::warnings() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->warnings;
 }
 
 void Registry::load_file(const std::string& path) {

@@ -27,6 +27,9 @@ class Registry {
   std::vector<std::string> search_path() const;
   /// Loads every "*.so" in the search path once. Idempotent.
   void load_default();
+  /// What load_default() skipped and a user should hear about: PLEXUS_PLUGIN_PATH entries that
+  /// do not exist or are not directories.
+  std::vector<std::string> warnings() const;
   /// Loads one plugin library. Throws plexus::Error for an unloadable file (with the loader's
   /// message), a file without the entry points, another ABI version, or a duplicate name.
   void load_file(const std::string& path);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "conformance_specs.hpp"
+#include "raw_stacks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/layout.hpp"
@@ -33,6 +34,10 @@
 #include "plexus/registry.hpp"
 
 namespace {
+
+using plexus::test::RawProblem;
+using plexus::test::random_stack;
+using plexus::test::rel_error;
 
 using plexus::BlockLayout;
 using plexus::BlockSizes;
@@ -69,16 +74,6 @@ std::unique_ptr<Kernel> make(const Spec& s) {
   return plexus::Registry::global().make_kernel(s.name, p, "Kernel/" + s.name);
 }
 
-double rel_error(const std::vector<double>& x, const std::vector<double>& ref) {
-  EXPECT_EQ(x.size(), ref.size());
-  double d = 0, r = 0;
-  for (std::size_t i = 0; i < std::min(x.size(), ref.size()); ++i) {
-    d += (x[i] - ref[i]) * (x[i] - ref[i]);
-    r += ref[i] * ref[i];
-  }
-  return r > 0 ? std::sqrt(d / r) : std::sqrt(d);
-}
-
 std::vector<double> to_vector(const MatrixData& d) { return std::vector<double>(d.begin(), d.end()); }
 MatrixData to_data(const std::vector<double>& v) { return MatrixData(v.begin(), v.end()); }
 
@@ -91,40 +86,6 @@ PanelView raw_view(const std::vector<double>& values) {
 }
 
 // ---- raw stacks through a session -------------------------------------------------------------
-
-struct RawProblem {
-  std::vector<StackEntry> stack;
-  std::vector<double> a, b, c;
-};
-
-/// `count` products with m, n, k drawn from `sizes`; C blocks of equal shape are shared by
-/// several products so that accumulation into one block is exercised. `c_slots_per_shape` C
-/// blocks per (m, n).
-RawProblem random_stack(int count, const std::vector<int>& sizes, std::uint64_t seed, int c_slots_per_shape = 3) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> val(-1.0, 1.0);
-  std::uniform_int_distribution<std::size_t> pick(0, sizes.size() - 1);
-  RawProblem p;
-  std::map<std::pair<int, int>, std::vector<std::int64_t>> c_slots;
-  for (int s = 0; s < count; ++s) {
-    StackEntry e{sizes[pick(rng)], sizes[pick(rng)], sizes[pick(rng)], 0, 0, 0};
-    e.a = static_cast<std::int64_t>(p.a.size());
-    p.a.resize(p.a.size() + std::size_t(e.m) * e.k);
-    e.b = static_cast<std::int64_t>(p.b.size());
-    p.b.resize(p.b.size() + std::size_t(e.k) * e.n);
-    auto& slots = c_slots[{e.m, e.n}];
-    if (static_cast<int>(slots.size()) < c_slots_per_shape) {
-      slots.push_back(static_cast<std::int64_t>(p.c.size()));
-      p.c.resize(p.c.size() + std::size_t(e.m) * e.n);
-    }
-    e.c = slots[std::uniform_int_distribution<std::size_t>(0, slots.size() - 1)(rng)];
-    p.stack.push_back(e);
-  }
-  for (double& x : p.a) x = val(rng);
-  for (double& x : p.b) x = val(rng);
-  for (double& x : p.c) x = val(rng);
-  return p;
-}
 
 /// C += the stack with plain loops (the oracle of the raw cases).
 std::vector<double> dense_stack(const RawProblem& p) {

@@ -86,6 +86,11 @@ ParameterListPtr top_level_valid() {
   ParameterList& output = v->sublist("Output", false, "what the program prints");
   declare_choice(output, "LogLevel", "info", {"error", "warn", "info", "debug"},
                  "rank 0 logs at this level; other ranks log warnings and errors, everything at debug");
+  declare_double(output, "TimeoutSeconds", 0,
+                 "watchdog: a rank that makes no progress (no MPI call completed, no local product batch) for "
+                 "this many seconds while the solver runs reports the operation it is in and ends the job; 0: off. "
+                 "Choose it longer than the slowest single step",
+                 0, 1e9);
   ParameterList& timing =
       v->sublist("Timing", false, "how run and compare repeat the solver so that their timings can be trusted");
   const int imax = std::numeric_limits<int>::max();

@@ -21,6 +21,7 @@
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
+#include "plexus/progress.hpp"
 #include "plexus/registry.hpp"
 #include "plexus/solver.hpp"
 
@@ -415,11 +416,16 @@ void maybe_fail_for_test(int rank) {
   }
 }
 
-/// Runs the timed phase. An exception ends the job from here, before any stack unwinding: the
-/// components' destructors may free communicators or windows (collective calls), and a failing
-/// rank must not make them while the other ranks are inside a multiply.
+/// Runs the timed phase. An exception ends the job here. The frames between the throw and here
+/// unwind, and no destructor makes a collective call while the stack unwinds
+/// (progress::unwinding()); the components live outside the phase, so their teardown (collective
+/// calls: windows, communicators) is never reached by a failing rank. With a timeout
+/// (Output/TimeoutSeconds), a watchdog ends the job when this rank makes no progress that long.
 template <class F>
-void run_or_abort(F&& phase, int rank) {
+void run_or_abort(F&& phase, int rank, double timeout_seconds) {
+  progress::Watchdog watchdog(timeout_seconds, [rank](const std::string& message) {
+    abort_job(rank, message + "; ending the job", false);
+  });
   try {
     phase();
   } catch (const InputError& e) {
@@ -429,6 +435,11 @@ void run_or_abort(F&& phase, int rank) {
   } catch (...) {
     abort_job(rank, "unknown exception", false);
   }
+}
+
+/// Output/TimeoutSeconds of a validated list.
+double timeout_of(const ParameterList& validated) {
+  return validated.sublist("Output").get<double>("TimeoutSeconds");
 }
 
 // ---- shared set-up --------------------------------------------------------------------------
@@ -638,7 +649,7 @@ int command_run(const Options& o, int rank, int size) {
         s = summarize(counted, MPI_COMM_WORLD);
         operations = summarize_operations(counted_operations, plan.rounds, MPI_COMM_WORLD);
       },
-      rank);
+      rank, timeout_of(*params));
   if (rank == 0) {
     log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
                size, size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
@@ -978,7 +989,7 @@ int command_compare(const Options& o, int rank, int size) {
           rows.push_back(std::move(row));
         }
       },
-      rank);
+      rank, timeout_of(*base));
   held.reset();
   release(combos);
 

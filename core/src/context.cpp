@@ -91,7 +91,8 @@ std::int64_t OperationReport::bytes_received() const {
 
 // ---- one operation, recorded ---------------------------------------------------------------
 
-OperationRecorder::OperationRecorder(Context& ctx, std::string operation, std::string component) : ctx_(ctx) {
+OperationRecorder::OperationRecorder(Context& ctx, std::string operation, std::string component)
+    : ctx_(ctx), progress_(operation + " (" + component + ")") {
   report_.operation = std::move(operation);
   report_.component = std::move(component);
   memory::reset_peak(memory::Category::CommBuffer);

@@ -7,6 +7,7 @@
 #include "plexus/comm_pool.hpp"
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus {
 
@@ -138,8 +139,10 @@ Grid::~Grid() {
   if (!own_pool_) return;  // communicators of a pool the grid does not own: its release() frees them
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) {
-    own_pool_->forget();  // too late to free them
+  if (finalized || progress::unwinding()) {
+    // Too late to free them, or the stack unwinds: MPI_Comm_free is collective, and the other
+    // ranks may never join it. They are left to the end of the process.
+    own_pool_->forget();
     return;
   }
   try {

@@ -3,10 +3,12 @@
 #include <string>
 
 #include "plexus/error.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus::mpi {
 
 void check(int rc, const char* call) {
+  progress::point(call);  // the watchdog's heartbeat, and where a test injects a fault
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;

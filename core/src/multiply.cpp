@@ -14,6 +14,7 @@
 #include "plexus/exchange.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/multiply_support.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus {
 
@@ -230,6 +231,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
                         const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
                         const MultiplyOptions& options) {
   const std::string where = "multiply(" + algorithm.name() + ")";
+  const progress::Operation operation("multiply " + algorithm.name() + "/" + kernel.name());
   validate(algorithm, ta, tb, alpha, A, B, beta, C, options, where);
   const auto& grid = C.distribution().grid_ptr();
   // The distributions of the transposed operands: op(A)'s rows like C's rows, op(B)'s columns like

@@ -40,6 +40,7 @@
 #include "plexus/multiply.hpp"
 #include "plexus/multiply_support.hpp"
 #include "plexus/plugin.hpp"
+#include "plexus/progress.hpp"
 
 namespace {
 
@@ -201,7 +202,9 @@ struct WindowBuffer {
     if (win == MPI_WIN_NULL) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) {
+    // MPI_Win_free is collective: never while the stack unwinds (the other ranks may be inside a
+    // multiply and never join it); the window is then left to the end of the process.
+    if (!finalized && !plexus::progress::unwinding()) {
       MPI_Win_unlock_all(win);
       MPI_Win_free(&win);
     }

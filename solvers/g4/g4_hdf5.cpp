@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "plexus/error.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus::g4 {
 namespace {
@@ -79,8 +80,10 @@ class Handle {
   }
   /// Forgets the identifier without closing it (a collective close other ranks will not join).
   void abandon() { id_ = -1; }
+  /// Closes, except while the stack unwinds: closing a file opened for MPI-IO is collective, and
+  /// the other ranks may never join it (the identifier is left to the end of the process).
   void reset() {
-    if (id_ >= 0) close_(id_);
+    if (id_ >= 0 && !plexus::progress::unwinding()) close_(id_);
     id_ = -1;
   }
 
@@ -299,6 +302,7 @@ void write_hdf5(MPI_Comm comm, const std::string& path, const Model& model, cons
     std::uint64_t my_rounds = (hi - lo + kRound - 1) / kRound, rounds = 0;
     MPI_Allreduce(&my_rounds, &rounds, 1, MPI_UINT64_T, MPI_MAX, comm);
     for (std::uint64_t r = 0; r < rounds; ++r) {
+      plexus::progress::point("g4.write");
       const std::uint64_t a = std::min(hi, lo + r * kRound), b = std::min(hi, a + kRound);
       const hsize_t count = b > a ? b - a : 1;
       Handle mem(H5Screate_simple(1, &count, nullptr), H5Sclose);

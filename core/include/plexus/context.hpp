@@ -19,6 +19,7 @@
 #include "plexus/kernel.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/multiply.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus {
 
@@ -59,6 +60,7 @@ class OperationRecorder {
  private:
   Context& ctx_;
   OperationReport report_;
+  progress::Operation progress_;  // what the watchdog tells while this operation runs
   mpi::Traffic traffic_;
   double t0_ = 0;
   bool done_ = false;

@@ -1,0 +1,166 @@
+#include "plexus/progress.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string_view>
+#include <spdlog/fmt/fmt.h>
+
+#include "plexus/error.hpp"
+
+namespace plexus::progress {
+namespace {
+
+std::atomic<std::uint64_t> g_points{0};
+std::atomic<const char*> g_last_point{nullptr};
+
+std::mutex g_operation_mutex;
+std::string g_operation;  // guarded by g_operation_mutex
+
+// The fault-injection hook, read once MPI can tell this process's rank.
+struct Fault {
+  std::atomic<bool> armed{false};
+  std::uint64_t at = 0;  // the N-th matching point fails
+  std::string where;     // "" matches every point
+  bool stop = false;     // SIGSTOP itself instead of throwing (a rank hung as by kill -STOP)
+  std::atomic<std::uint64_t> seen{0};
+  std::atomic<bool> fired{false};
+};
+
+Fault& fault() {
+  static Fault f;
+  static std::once_flag once;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return f;  // not armed before MPI is up (no rank yet)
+  std::call_once(once, [] {
+    const char* env = std::getenv("PLEXUS_TEST_FAULT");
+    if (!env || !*env) return;
+    const std::string spec = env;
+    // R:N[:WHERE[:ACTION]], R and N decimal, ACTION throw (default) or stop.
+    const auto c1 = spec.find(':');
+    const auto c2 = c1 == std::string::npos ? std::string::npos : spec.find(':', c1 + 1);
+    const auto c3 = c2 == std::string::npos ? std::string::npos : spec.find(':', c2 + 1);
+    const std::string action = c3 == std::string::npos ? "throw" : spec.substr(c3 + 1);
+    auto number = [](const std::string& s, std::uint64_t& out) {
+      if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+      out = std::stoull(s);
+      return true;
+    };
+    std::uint64_t r = 0, n = 0;
+    if (c1 == std::string::npos || !number(spec.substr(0, c1), r) ||
+        !number(spec.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), n) || n == 0 ||
+        (action != "throw" && action != "stop")) {
+      std::fprintf(stderr,
+                   "plexus: PLEXUS_TEST_FAULT='%s' is not R:N[:WHERE[:throw|stop]] (rank, N >= 1); no fault "
+                   "injected\n",
+                   env);
+      return;
+    }
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (static_cast<std::uint64_t>(rank) != r) return;
+    f.at = n;
+    f.where = c2 == std::string::npos ? std::string() : spec.substr(c2 + 1, c3 == std::string::npos ? c3 : c3 - c2 - 1);
+    f.stop = action == "stop";
+    f.armed = true;
+  });
+  return f;
+}
+
+}  // namespace
+
+void point(const char* where) {
+  g_points.fetch_add(1, std::memory_order_relaxed);
+  g_last_point.store(where, std::memory_order_relaxed);
+  Fault& f = fault();
+  if (!f.armed || f.fired.load(std::memory_order_relaxed)) return;
+  if (!f.where.empty() && std::string_view(where).find(f.where) == std::string_view::npos) return;
+  if (f.seen.fetch_add(1) + 1 != f.at || f.fired.exchange(true)) return;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (f.stop) {
+    std::raise(SIGSTOP);  // every thread of the process stops, the watchdog's too
+    return;
+  }
+  const std::string op = current_operation();
+  throw Error("PLEXUS_TEST_FAULT",
+              fmt::format("fault injected by PLEXUS_TEST_FAULT on rank {} at its progress point {}{} ({}){}", rank, f.at,
+                          f.where.empty() ? "" : " named *" + f.where + "*", where, op.empty() ? "" : " in " + op));
+}
+
+void inject_fault(std::uint64_t at, const std::string& where) {
+  Fault& f = fault();
+  f.armed = false;
+  f.where = where;
+  f.at = at;
+  f.stop = false;
+  f.seen = 0;
+  f.fired = false;
+  f.armed = at > 0;
+}
+
+std::uint64_t count() { return g_points.load(std::memory_order_relaxed); }
+
+std::string current_operation() {
+  std::lock_guard lock(g_operation_mutex);
+  return g_operation;
+}
+
+Operation::Operation(std::string what) {
+  std::lock_guard lock(g_operation_mutex);
+  previous_ = g_operation;
+  g_operation = previous_.empty() ? std::move(what) : previous_ + " > " + what;
+}
+
+Operation::~Operation() {
+  std::lock_guard lock(g_operation_mutex);
+  g_operation = std::move(previous_);
+}
+
+Watchdog::Watchdog(double timeout_seconds, std::function<void(const std::string&)> on_stall)
+    : timeout_(timeout_seconds), on_stall_(std::move(on_stall)) {
+  if (timeout_ > 0) thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::watch() {
+  using clock = std::chrono::steady_clock;
+  const auto timeout = std::chrono::duration<double>(timeout_);
+  // Look four times per timeout (at least every second): a stall is told within 1.25 timeouts.
+  const auto period = std::min<std::chrono::duration<double>>(timeout / 4, std::chrono::seconds(1));
+  std::uint64_t seen = count();
+  auto since = clock::now();
+  std::unique_lock lock(mutex_);
+  while (!stop_cv_.wait_for(lock, period, [this] { return stop_; })) {
+    const std::uint64_t now_count = count();
+    if (now_count != seen) {
+      seen = now_count;
+      since = clock::now();
+      continue;
+    }
+    if (clock::now() - since < timeout) continue;
+    const std::string op = current_operation();
+    const char* last = g_last_point.load(std::memory_order_relaxed);
+    on_stall_(fmt::format("no progress for {:g} s (Output/TimeoutSeconds) {}; last progress point: {} (point {})",
+                          timeout_, op.empty() ? "outside any operation" : "in " + op, last ? last : "none", seen));
+    return;  // on_stall ends the process; if it returned, watch no more
+  }
+}
+
+bool unwinding() { return std::uncaught_exceptions() > 0; }
+
+}  // namespace plexus::progress

@@ -1,0 +1,30 @@
+# Runs plexus-unwind-check on NP ranks for every component it lists (cmake -P; see unwind_check.cpp).
+# Each run must end through the faulty rank's handler (exit code 3 from MPI_Abort, its message in
+# the output) within PER_RUN_TIMEOUT seconds; a hang in a destructor ends in the timeout instead.
+execute_process(COMMAND ${MPIEXEC} -n 1 --oversubscribe ${CHECK} --list
+                OUTPUT_VARIABLE listing RESULT_VARIABLE rc TIMEOUT ${PER_RUN_TIMEOUT})
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "plexus-unwind-check --list failed (${rc})")
+endif()
+string(REPLACE "\n" ";" entries "${listing}")
+list(FILTER entries INCLUDE REGEX "^(multiply|collectives) ")
+list(LENGTH entries n)
+if(n LESS 3)
+  message(FATAL_ERROR "plexus-unwind-check --list found ${n} components; expected the built-in strategies and collectives:\n${listing}")
+endif()
+set(failures "")
+foreach(entry IN LISTS entries)
+  string(REPLACE " " ";" args "${entry}")
+  execute_process(COMMAND ${MPIEXEC} -n ${NP} --oversubscribe ${CHECK} ${args}
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT ${PER_RUN_TIMEOUT})
+  math(EXPR faulty "${NP} - 1")
+  if(NOT rc EQUAL 3 OR NOT "${out}${err}" MATCHES "rank ${faulty} reached the handler: fault injected")
+    list(APPEND failures "${entry}")
+    message("FAILED ${entry} on ${NP} ranks: exit ${rc}\n${out}${err}")
+  else()
+    message("ok     ${entry} on ${NP} ranks")
+  endif()
+endforeach()
+if(failures)
+  message(FATAL_ERROR "no handler reached (a destructor made a collective call, or the fault never fired): ${failures}")
+endif()

@@ -39,21 +39,30 @@ std::vector<int> balance_rows(const std::vector<std::int64_t>& weight, int threa
   return first;
 }
 
+namespace {
+// Index arrays sized by a block count, and the stack buffers: counted under Category::Other and,
+// from kPoolMinBytes on, served from the tracker's pool. A multiply creates its accumulators
+// afresh, so these would otherwise be freed and allocated again by every multiply; malloc puts
+// such mid-size blocks between long-lived small ones and the heap grows with the number of
+// multiplies (issue 9: a rank's RSS from 90 to 370 MB over 2,000 multiplies).
+template <class T>
+using Scratch = memory::vector<T, memory::Category::Other>;
+constexpr std::size_t kStackCapacity = 4096;  // 160 KiB of StackEntry
+}  // namespace
+
 // The C rows a thread owns: per row the (column, offset) of its blocks in the shared value area.
 struct LocalProduct::ThreadWork {
   int row_begin = 0, row_end = 0;
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
-  std::vector<std::int64_t> c_off;  // global block col -> offset for the current row, -1 if absent
+  Scratch<std::int64_t> c_off;  // global block col -> offset for the current row, -1 if absent
   std::vector<std::pair<int, std::size_t>> fresh;  // (row, position in its list) of blocks new this tick
   std::int64_t fresh_values = 0;  // values of the new blocks, placed from `base` on
   std::int64_t base = 0;
-  std::vector<StackEntry> stack;
+  Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
   LocalMultiplyStats stats;
 };
 
 namespace {
-constexpr std::size_t kStackCapacity = 4096;
-
 // Runs f(t) for every thread slot t in an OpenMP region of `n` threads (also when OpenMP gives
 // fewer), and rethrows the first exception after the region.
 template <class F>
@@ -125,7 +134,9 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
       }
     }
     w.c_off.assign(static_cast<std::size_t>(layout.cols.count()), -1);
-    w.stack.reserve(kStackCapacity);
+    // Held for the accumulator's life (not per tick), so the tracker's peaks do not depend on
+    // whether the threads' ticks overlap.
+    w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
@@ -141,7 +152,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                                           "B cols = C cols)");
   if (a.nblocks == 0 || b.nblocks == 0) return;
   // A's CSR rows must be rows of C (checked before the backend sees the panels).
-  std::vector<int> a_c_row(static_cast<std::size_t>(a.nrows));
+  Scratch<int> a_c_row(static_cast<std::size_t>(a.nrows));
   for (int r = 0; r < a.nrows; ++r) {
     const int cr = c_row_of_[static_cast<std::size_t>(a.row_ids[r])];
     if (cr < 0)
@@ -172,7 +183,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     b_norms = block_norms(b, b_layout);
   }
   // B's CSR row of each k (global block row of B), -1 if B has none.
-  std::vector<int> b_row_of(static_cast<std::size_t>(b_layout.rows.count()), -1);
+  Scratch<int> b_row_of(static_cast<std::size_t>(b_layout.rows.count()), -1);
   for (int r = 0; r < b.nrows; ++r) b_row_of[static_cast<std::size_t>(b.row_ids[r])] = r;
 
   using RowList = std::vector<std::pair<std::int64_t, std::int64_t>>;
@@ -272,7 +283,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
-    w.stack.resize(kStackCapacity);
     Stack stack{w, a, b, *session_, t, w.stack.data()};
     for_each_product(w, stack);
     stack.flush();
@@ -333,6 +343,10 @@ Panel LocalProduct::finish() {
       }
     }
     w.rows.clear();
+    // The accumulator is done: its scratch goes back to the pool now, for the accumulators of
+    // the same multiply still at work (2.5D finishes the partial panels before its own).
+    Scratch<StackEntry>().swap(w.stack);
+    Scratch<std::int64_t>().swap(w.c_off);
   });
   MatrixData data = session_->finish();
   session_.reset();

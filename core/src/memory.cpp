@@ -31,7 +31,7 @@ void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
 
 constexpr std::align_val_t kAlign{64};
 
-// Freed large blocks by their real size, and the real size of every large block in use.
+// Freed blocks (of kPoolMinBytes or more) by their real size, and the real size of every such block in use.
 struct Pool {
   std::mutex mutex;
   std::multimap<std::size_t, void*> free_blocks;

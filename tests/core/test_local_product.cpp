@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "dense_reference.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
+#include "plexus/memory.hpp"
 
 using namespace plexus;
 
@@ -106,4 +108,59 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
   EXPECT_GT(expect_skipped, 0);
   EXPECT_EQ(skipped, expect_skipped);
   EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+}
+
+// Issue 9 (RSS growing over long runs): the accumulator's scratch (stack buffers, index arrays
+// sized by block counts) is counted by the tracker while in use and served from its pool, so
+// one product after another reuses the same blocks instead of leaving malloc a fresh mid-size
+// block to place each time. C and the panels here stay below the pool's size, so every pooled
+// block is the accumulator's own scratch.
+TEST(LocalProduct, RepeatedProductsReuseTheirCountedScratchFromThePool) {
+  using memory::Category;
+  const BlockSizes s = BlockSizes::cyclic(6, {4, 7});
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 11, [](int i, int j) { return (i + j) % 2 == 0; });
+  Panel b = make_panel(l, 12, [](int i, int j) { return (i * j) % 3 != 1; });
+  Panel c0 = make_panel(l, 13, [](int i, int j) { return i == j; });
+  ASSERT_LT(static_cast<std::size_t>(c0.data_size() + a.data_size() + b.data_size()) * sizeof(double),
+            memory::kPoolMinBytes);
+  const std::int64_t n = s.total();
+  std::vector<double> ref = dense_of(c0.view(), l);
+  for (double& x : ref) x *= 0.5;  // beta = 0.5
+  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+
+  memory::trim();
+  const auto limit = memory::pool_limit();
+  memory::set_pool_limit(std::int64_t{64} << 20);
+  const std::int64_t other = memory::current(Category::Other);
+  std::int64_t pooled_after_first = -1;
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    memory::reset_peak(Category::Other);
+    ReferenceKernel k;
+    Panel c;
+    {
+      LocalProduct lp(c0.view(), l, k, 2, {}, {}, 0.5);
+      lp.multiply(a.view(), l, b.view(), l);
+      lp.multiply(a.view(), l, Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l);  // empty B: no work
+      c = lp.finish();
+      // finish() hands the stack buffers back at once (2.5D's partial accumulators finish
+      // while its own is still at work).
+      EXPECT_LT(memory::current(Category::Other) - other, static_cast<std::int64_t>(memory::kPoolMinBytes));
+    }
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-14);
+    // Counted while in use (two threads' stack buffers at least), released afterwards.
+    EXPECT_GE(memory::peak(Category::Other) - other, static_cast<std::int64_t>(memory::kPoolMinBytes));
+    EXPECT_EQ(memory::current(Category::Other), other);
+    // Returned to the pool, and the same blocks serve every later round: the pool neither grows
+    // (a fresh block was allocated) nor shrinks (a pooled block is still held).
+    if (round == 0) {
+      pooled_after_first = memory::pooled_bytes();
+      EXPECT_GE(pooled_after_first, static_cast<std::int64_t>(memory::kPoolMinBytes));
+    } else {
+      EXPECT_EQ(memory::pooled_bytes(), pooled_after_first);
+    }
+  }
+  memory::trim();
+  memory::set_pool_limit(limit);
 }

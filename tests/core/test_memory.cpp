@@ -74,3 +74,50 @@ TEST(Memory, PoolReusesLargeBlocksAndRespectsItsLimit) {
   EXPECT_EQ(memory::pooled_bytes(), 0);
   memory::set_pool_limit(limit);
 }
+
+// Mid-size blocks (from kPoolMinBytes on) are pooled too: a multiply's temporaries of a few
+// hundred KiB, freed and asked for again by the next multiply, come back from the pool instead of
+// fragmenting malloc's heap. The counters count the bytes asked for, never a pooled block's slack,
+// so current and peak still mean live bytes.
+TEST(Memory, PoolServesMidSizeBlocksAndCountsOnlyTheBytesAskedFor) {
+  using memory::Category;
+  memory::trim();
+  const auto limit = memory::pool_limit();
+  memory::set_pool_limit(std::int64_t{64} << 20);
+  const std::size_t mid = std::size_t{160} << 10;  // a stack buffer of the local multiply
+  ASSERT_GE(mid, memory::kPoolMinBytes);
+  ASSERT_LT(mid, std::size_t{1} << 20);
+  const std::int64_t base = memory::current(Category::Other);
+  const void* first = nullptr;
+  {
+    memory::vector<char, Category::Other> a(mid);
+    first = a.data();
+  }
+  EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(mid));
+  EXPECT_EQ(memory::current(Category::Other), base);
+  memory::reset_peak(Category::Other);
+  {
+    // A smaller request within a factor two gets the pooled block; only its own bytes count.
+    memory::vector<char, Category::Other> b(mid - 4096);
+    EXPECT_EQ(static_cast<const void*>(b.data()), first);
+    EXPECT_EQ(memory::pooled_bytes(), 0);
+    EXPECT_EQ(memory::current(Category::Other), base + static_cast<std::int64_t>(mid - 4096));
+  }
+  EXPECT_EQ(memory::peak(Category::Other), base + static_cast<std::int64_t>(mid - 4096));
+  // The block keeps its real size in the pool: the full size is reusable again.
+  EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(mid));
+  {
+    memory::vector<char, Category::Other> c(mid);
+    EXPECT_EQ(static_cast<const void*>(c.data()), first);
+  }
+  // Below kPoolMinBytes malloc serves and takes back the block: the pool does not change.
+  {
+    memory::vector<char, Category::Other> small(memory::kPoolMinBytes - 64);
+    EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(mid));
+  }
+  EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(mid));
+  EXPECT_EQ(memory::current(Category::Other), base);
+  memory::trim();
+  EXPECT_EQ(memory::pooled_bytes(), 0);
+  memory::set_pool_limit(limit);
+}

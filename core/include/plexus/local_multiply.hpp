@@ -57,7 +57,7 @@ class LocalProduct {
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
   std::int64_t c_values_ = 0;               // size of C's value area
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
-  std::vector<int> c_row_of_;   // global block row -> CSR row of C, or -1
+  memory::vector<int, memory::Category::Other> c_row_of_;  // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;
 };
 

@@ -36,12 +36,15 @@ void on_release(Category c, std::size_t bytes) noexcept;
 
 /// Allocates `bytes` (64-byte aligned) and counts them under `c`. Blocks of kPoolMinBytes or more
 /// come from a pool of freed blocks when one fits (up to twice the size asked for), so repeated
-/// operations reuse memory that is already mapped instead of faulting fresh pages in every time.
+/// operations reuse memory that is already mapped instead of faulting fresh pages in every time,
+/// and the temporaries of one multiply after another do not fragment malloc's heap (freed
+/// mid-size blocks between long-lived small ones made a rank's RSS grow without bound).
+/// The counters count the bytes asked for; the slack of a larger pooled block is not counted.
 void* allocate(Category c, std::size_t bytes);
-/// Releases a block from allocate(); large blocks go back to the pool (within its limit).
+/// Releases a block from allocate(); pooled-size blocks go back to the pool (within its limit).
 void release(Category c, void* p, std::size_t bytes) noexcept;
-inline constexpr std::size_t kPoolMinBytes = std::size_t{1} << 20;
-/// Bytes of freed large blocks kept for reuse (not part of current()).
+inline constexpr std::size_t kPoolMinBytes = std::size_t{32} << 10;
+/// Bytes of freed blocks kept for reuse (not part of current()).
 std::int64_t pooled_bytes() noexcept;
 /// Largest number of bytes the pool keeps. Default: PLEXUS_MEMORY_POOL_MB if set (0 disables the
 /// pool), else a quarter of the physical memory.

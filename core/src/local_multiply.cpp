@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "plexus/error.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus {
 
@@ -147,6 +148,7 @@ LocalProduct::~LocalProduct() = default;
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout) {
   if (!session_) throw Error("LocalProduct::multiply", "called after finish()");
+  progress::point("local multiply");  // the watchdog's heartbeat between MPI calls (one per tick)
   if (!(a_layout.rows == layout_.rows) || !(b_layout.cols == layout_.cols) || !(a_layout.cols == b_layout.rows))
     throw Error("LocalProduct::multiply", "block sizes of A, B and C do not match (A rows = C rows, A cols = B rows, "
                                           "B cols = C cols)");

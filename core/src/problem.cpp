@@ -83,7 +83,8 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "BlockSizes", "23",
                  "block sizes, cycled over the blocks (\"23\" or \"1,5,13\"); matrix-market: cycled to cover the "
                  "file's dimensions");
-  declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1]", 0.0, 1.0);
+  declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1] (the diagonal always is)", 0.0,
+                 1.0, true);
   declare_bool(*v, "Symmetric", true, "random: generate symmetric A and B (square problems)");
   declare_int(*v, "Bandwidth", -1,
               "random: locality; >= 0 keeps only blocks with |i-j| <= Bandwidth, and Occupancy is then the "

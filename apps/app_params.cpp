@@ -1,8 +1,10 @@
 // The top-level parameter list of the `plexus` program and its validation.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "app.hpp"
+#include "plexus/mpi.hpp"
 #include "plexus/problem.hpp"
 #include "plexus/registry.hpp"
 
@@ -122,6 +124,17 @@ void validate_top_level(ParameterList& user) {
       (problem.get<std::string>("FileA").empty() || problem.get<std::string>("FileB").empty()))
     throw InputError("plexus/Problem/FileA",
                      "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB");
+
+  // The grid against the job, before anything is made of it (the product in 64 bits: 4 x
+  // 1073741825 wrapped to 4 in int).
+  const int grid_rows = problem.get<int>("GridRows"), grid_cols = problem.get<int>("GridCols");
+  const int ranks = mpi::size(MPI_COMM_WORLD);
+  if (grid_rows > 0 && grid_cols > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
+    throw InputError("plexus/Problem/GridRows",
+                     "plexus/Problem/GridRows x plexus/Problem/GridCols = " + std::to_string(grid_rows) + " x " +
+                         std::to_string(grid_cols) + " = " + std::to_string(std::int64_t{grid_rows} * grid_cols) +
+                         " ranks, but the job has " + std::to_string(ranks) +
+                         "; give a grid of that many ranks, or both 0 (automatic)");
 
   const Selection s = selection_of(user);
   for (const auto& name : solvers) {

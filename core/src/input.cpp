@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <vector>
 
 #include "plexus/error.hpp"
 
@@ -86,13 +87,26 @@ long long cgroup_value(const std::string& file) {
   return *end == '\0' && v >= 0 ? v : -1;
 }
 
-// This process's cgroup v2 directory ("0::/path" in /proc/self/cgroup).
-std::string cgroup_dir() {
+// This process's memory cgroup: the v2 directory ("0::/path") or the v1 memory controller's
+// ("N:memory:/path") in /proc/self/cgroup, with the names of its limit and usage files.
+struct Cgroup {
+  std::string dir, limit, usage;
+};
+std::vector<Cgroup> memory_cgroups() {
+  std::vector<Cgroup> out;
   std::ifstream in("/proc/self/cgroup");
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + (line.size() > 3 && line != "0::/" ? line.substr(3) : "");
-  return "/sys/fs/cgroup";
+  while (std::getline(in, line)) {
+    const auto c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    const std::string sub = path == "/" ? "" : path;
+    if (controllers.empty() && line.rfind("0:", 0) == 0)
+      out.push_back({"/sys/fs/cgroup" + sub, "memory.max", "memory.current"});
+    else if (controllers == "memory")
+      out.push_back({"/sys/fs/cgroup/memory" + sub, "memory.limit_in_bytes", "memory.usage_in_bytes"});
+  }
+  return out;
 }
 
 void take(Available& a, long double bytes, const std::string& source) {
@@ -108,14 +122,17 @@ void take(Available& a, long double bytes, const std::string& source) {
 
 }  // namespace
 
-Available available_memory() {
+Available available_memory(int sharing) {
+  if (sharing < 1) sharing = 1;
+  const std::string shared = sharing > 1 ? ", shared by " + std::to_string(sharing) + " ranks" : "";
   Available a;
   if (const long long kb = proc_kb("/proc/meminfo", "MemAvailable"); kb >= 0) {
-    take(a, static_cast<long double>(kb) * 1024, "MemAvailable in /proc/meminfo");
+    take(a, static_cast<long double>(kb) * 1024 / sharing, "MemAvailable in /proc/meminfo" + shared);
   } else {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0)
-      take(a, static_cast<long double>(pages) * static_cast<long double>(page), "the physical memory");
+      take(a, static_cast<long double>(pages) * static_cast<long double>(page) / sharing,
+           "the physical memory" + shared);
   }
   rlimit lim{};
   if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
@@ -124,11 +141,12 @@ Available available_memory() {
     take(a, static_cast<long double>(lim.rlim_cur) - used,
          "the address-space limit (ulimit -v) less what the process maps");
   }
-  const std::string dir = cgroup_dir();
-  if (const long long max = cgroup_value(dir + "/memory.max"); max >= 0) {
-    const long long current = cgroup_value(dir + "/memory.current");
-    take(a, static_cast<long double>(max) - static_cast<long double>(current > 0 ? current : 0),
-         "the cgroup memory limit (" + dir + "/memory.max) less what the cgroup uses");
+  for (const Cgroup& cg : memory_cgroups()) {
+    const long long max = cgroup_value(cg.dir + "/" + cg.limit);
+    if (max < 0 || max >= (1LL << 60)) continue;  // "max", or v1's "no limit"
+    const long long current = cgroup_value(cg.dir + "/" + cg.usage);
+    take(a, (static_cast<long double>(max) - static_cast<long double>(current > 0 ? current : 0)) / sharing,
+         "the cgroup limit " + cg.dir + "/" + cg.limit + " less what the cgroup uses" + shared);
   }
   if (a.source.empty()) {
     a.bytes = std::numeric_limits<std::uint64_t>::max();

@@ -1,15 +1,20 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
+#include "plexus/input.hpp"
 #include "plexus/matrix_market.hpp"
 
 using namespace plexus;
@@ -168,4 +173,34 @@ TEST(MatrixMarketStrict, SizesAreChecked) {
                 .find("more than the 4 x 4 matrix has in its lower triangle (10)"),
             std::string::npos);
   EXPECT_EQ(header_error("%%MatrixMarket matrix coordinate real general\n1000000000000 1000000000000 2\n"), "no error");
+}
+
+// The helpers behind the size checks: overflow is seen, and the memory a process can get respects
+// its address-space limit (ulimit -v), which ended runs in a bare std::bad_alloc.
+TEST(InputLimits, CheckedArithmeticAndAvailableMemory) {
+  EXPECT_EQ(plexus::input::checked_mul(4, 1073741825), std::optional<std::int64_t>(4294967300LL));
+  EXPECT_FALSE(plexus::input::checked_mul(9999999999LL, 9999999999LL).has_value());
+  EXPECT_FALSE(plexus::input::checked_add(std::numeric_limits<std::int64_t>::max(), 1).has_value());
+  const auto free = plexus::input::available_memory();
+  EXPECT_GT(free.bytes, 0u);
+  EXPECT_FALSE(free.source.empty());
+
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit low = saved;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  long long vm_kb = 0;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::atoll(line.c_str() + 7);
+  ASSERT_GT(vm_kb, 0);
+  const rlim_t limit = static_cast<rlim_t>(vm_kb) * 1024 + (rlim_t{64} << 20);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < limit) GTEST_SKIP() << "hard limit too low to test";
+  low.rlim_cur = limit;
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &low), 0);
+  const auto limited = plexus::input::available_memory();
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_LE(limited.bytes, std::uint64_t{64} << 20) << limited.source;
+  EXPECT_NE(limited.source.find("ulimit -v"), std::string::npos) << limited.source;
+  EXPECT_EQ(plexus::input::format_size(1536.0 * 1024 * 1024), "1.50 GiB");
 }

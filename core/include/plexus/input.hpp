@@ -28,10 +28,12 @@ struct Available {
   std::uint64_t bytes = 0;
   std::string source;  ///< e.g. "MemAvailable in /proc/meminfo", "the address-space limit (ulimit -v)"
 };
-/// The least of: MemAvailable in /proc/meminfo (else the physical memory), the room left under
-/// the address-space limit (RLIMIT_AS, `ulimit -v`: the limit minus the process's current size),
-/// and the room left under a cgroup v2 memory.max. Local, no communication.
-Available available_memory();
+/// What one of `sharing` processes on this node can still get: the least of MemAvailable in
+/// /proc/meminfo (else the physical memory) and the room left under a cgroup memory limit (v2
+/// memory.max or v1 memory.limit_in_bytes), both divided among the `sharing` processes, and the
+/// room left under this process's address-space limit (RLIMIT_AS, `ulimit -v`: the limit less
+/// the process's current size). Local, no communication.
+Available available_memory(int sharing = 1);
 
 /// "1.50 GiB", "512 B".
 std::string format_size(double bytes);

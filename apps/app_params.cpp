@@ -104,7 +104,26 @@ ParameterListPtr top_level_valid() {
   return v;
 }
 
+namespace {
+void validate_top_level_here(ParameterList& user);
+}
+
 void validate_top_level(ParameterList& user) {
+  try {
+    validate_top_level_here(user);
+  } catch (const InputError& e) {
+    // A selection refused while plugin files could not be loaded: say so, it may be the reason.
+    static const std::vector<std::string> selections{"plexus/Solver", "plexus/Communication/Strategy",
+                                                     "plexus/Communication/Multiply",
+                                                     "plexus/Communication/Collectives", "plexus/Kernel/Type"};
+    const std::string note = load_failures_note(Registry::global().load_failures());
+    if (note.empty() || std::find(selections.begin(), selections.end(), e.where()) == selections.end()) throw;
+    throw InputError(e.where(), e.what() + note);
+  }
+}
+
+namespace {
+void validate_top_level_here(ParameterList& user) {
   auto& reg = Registry::global();
   const auto solvers = reg.names(ComponentKind::Solver);
   const auto comms = reg.names(ComponentKind::Comm);
@@ -152,6 +171,7 @@ void validate_top_level(ParameterList& user) {
   if (!s.collectives.empty() && !comm.isSublist(s.collectives)) comm.sublist(s.collectives);
   validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
 }
+}  // namespace
 
 Selection selection_of(const ParameterList& validated) {
   Selection s;

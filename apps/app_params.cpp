@@ -1,8 +1,10 @@
 // The top-level parameter list of the `plexus` program and its validation.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "app.hpp"
+#include "plexus/mpi.hpp"
 #include "plexus/problem.hpp"
 #include "plexus/registry.hpp"
 
@@ -107,7 +109,26 @@ ParameterListPtr top_level_valid() {
   return v;
 }
 
+namespace {
+void validate_top_level_here(ParameterList& user);
+}
+
 void validate_top_level(ParameterList& user) {
+  try {
+    validate_top_level_here(user);
+  } catch (const InputError& e) {
+    // A selection refused while plugin files could not be loaded: say so, it may be the reason.
+    static const std::vector<std::string> selections{"plexus/Solver", "plexus/Communication/Strategy",
+                                                     "plexus/Communication/Multiply",
+                                                     "plexus/Communication/Collectives", "plexus/Kernel/Type"};
+    const std::string note = load_failures_note(Registry::global().load_failures());
+    if (note.empty() || std::find(selections.begin(), selections.end(), e.where()) == selections.end()) throw;
+    throw InputError(e.where(), e.what() + note);
+  }
+}
+
+namespace {
+void validate_top_level_here(ParameterList& user) {
   auto& reg = Registry::global();
   const auto solvers = reg.names(ComponentKind::Solver);
   const auto comms = reg.names(ComponentKind::Comm);
@@ -128,6 +149,17 @@ void validate_top_level(ParameterList& user) {
     throw InputError("plexus/Problem/FileA",
                      "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB");
 
+  // The grid against the job, before anything is made of it (the product in 64 bits: 4 x
+  // 1073741825 wrapped to 4 in int).
+  const int grid_rows = problem.get<int>("GridRows"), grid_cols = problem.get<int>("GridCols");
+  const int ranks = mpi::size(MPI_COMM_WORLD);
+  if (grid_rows > 0 && grid_cols > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
+    throw InputError("plexus/Problem/GridRows",
+                     "plexus/Problem/GridRows x plexus/Problem/GridCols = " + std::to_string(grid_rows) + " x " +
+                         std::to_string(grid_cols) + " = " + std::to_string(std::int64_t{grid_rows} * grid_cols) +
+                         " ranks, but the job has " + std::to_string(ranks) +
+                         "; give a grid of that many ranks, or both 0 (automatic)");
+
   const Selection s = selection_of(user);
   for (const auto& name : solvers) {
     if (!user.isSublist(name) && name != s.solver) continue;
@@ -144,6 +176,7 @@ void validate_top_level(ParameterList& user) {
   if (!s.collectives.empty() && !comm.isSublist(s.collectives)) comm.sublist(s.collectives);
   validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
 }
+}  // namespace
 
 Selection selection_of(const ParameterList& validated) {
   Selection s;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -348,7 +349,11 @@ Options parse_command_line(int argc, char** argv) {
 
 // ---- errors ---------------------------------------------------------------------------------
 
-std::string describe_error(const std::exception& e) {
+std::string describe_error(const std::exception& e, const char* phase = nullptr) {
+  // A bare "std::bad_alloc" says neither what happened nor when.
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr)
+    return std::string("ran out of memory") + (phase ? std::string(" during ") + phase : std::string()) + " (" +
+           e.what() + "): the machine or a limit on the process (ulimit -v, a cgroup) could not give what was asked";
   if (auto* pe = dynamic_cast<const Error*>(&e)) {
     // The where is told unless the message already names it.
     const std::string what = e.what();
@@ -384,7 +389,7 @@ bool setup_phase(F&& setup, int rank, int size, int& exit_code) {
     message = e.what();
   } catch (const std::exception& e) {
     failed = 1;
-    message = describe_error(e);
+    message = describe_error(e, "the set-up");
   }
   int count = 0;
   MPI_Allreduce(&failed, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -431,7 +436,7 @@ void run_or_abort(F&& phase, int rank, double timeout_seconds) {
   } catch (const InputError& e) {
     abort_job(rank, describe_error(e), true);
   } catch (const std::exception& e) {
-    abort_job(rank, describe_error(e), false);
+    abort_job(rank, describe_error(e, "the solver runs"), false);
   } catch (...) {
     abort_job(rank, "unknown exception", false);
   }

@@ -5,16 +5,20 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "plexus/error.hpp"
+#include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
 
@@ -28,8 +32,14 @@ std::string lower(std::string s) {
 }
 
 [[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
-  throw InputError(path + ":" + std::to_string(line), "Matrix Market file " + path + ", line " + std::to_string(line) +
-                                                          ": " + what);
+  throw InputError(path, "Matrix Market file " + path + ", line " + std::to_string(line) + ": " + what);
+}
+
+std::string quoted(const std::string& text) {
+  std::string q = input::excerpt(text);
+  q.insert(q.begin(), '\'');
+  q.push_back('\'');
+  return q;
 }
 
 bool blank_or_comment(const std::string& s) {
@@ -49,18 +59,19 @@ MatrixMarketHeader read_header(std::istream& in, const std::string& path, std::i
   std::istringstream banner(text);
   std::string tag, object, format, field, symmetry;
   banner >> tag >> object >> format >> field >> symmetry;
-  if (tag != "%%MatrixMarket") fail(path, line, "expected '%%MatrixMarket' banner, found '" + text.substr(0, 40) + "'");
+  if (tag != "%%MatrixMarket")
+    fail(path, line, "expected '%%MatrixMarket' banner, found " + quoted(text) + "; is it a Matrix Market file?");
   MatrixMarketHeader h;
   h.format = lower(format);
   h.field = lower(field);
   h.symmetry = lower(symmetry);
-  if (lower(object) != "matrix") fail(path, line, "object '" + object + "' is not supported (only 'matrix')");
+  if (lower(object) != "matrix") fail(path, line, "object " + quoted(object) + " is not supported (only 'matrix')");
   if (h.format != "coordinate" && h.format != "array")
-    fail(path, line, "format '" + format + "' is not supported (coordinate or array)");
+    fail(path, line, "format " + quoted(format) + " is not supported (coordinate or array)");
   if (h.field != "real" && h.field != "integer" && h.field != "double")
-    fail(path, line, "field '" + field + "' is not supported (real or integer)");
+    fail(path, line, "field " + quoted(field) + " is not supported (real or integer)");
   if (h.symmetry != "general" && h.symmetry != "symmetric")
-    fail(path, line, "symmetry '" + symmetry + "' is not supported (general or symmetric)");
+    fail(path, line, "symmetry " + quoted(symmetry) + " is not supported (general or symmetric)");
   while (std::getline(in, text)) {
     ++line;
     if (blank_or_comment(text)) continue;
@@ -68,13 +79,29 @@ MatrixMarketHeader read_header(std::istream& in, const std::string& path, std::i
     std::string extra;
     if (h.format == "coordinate") {
       if (!(size >> h.rows >> h.cols >> h.entries) || (size >> extra))
-        fail(path, line, "expected 'rows cols entries', found '" + text + "'");
+        fail(path, line, "expected 'rows cols entries', found " + quoted(text));
     } else {
-      if (!(size >> h.rows >> h.cols) || (size >> extra)) fail(path, line, "expected 'rows cols', found '" + text + "'");
-      h.entries = h.symmetry == "symmetric" ? h.rows * (h.rows + 1) / 2 : h.rows * h.cols;
+      if (!(size >> h.rows >> h.cols) || (size >> extra))
+        fail(path, line, "expected 'rows cols', found " + quoted(text));
     }
     if (h.rows <= 0 || h.cols <= 0 || h.entries < 0) fail(path, line, "dimensions must be positive");
     if (h.symmetry == "symmetric" && h.rows != h.cols) fail(path, line, "a symmetric matrix must be square");
+    // The elements the matrix has (the lower triangle of a symmetric one), unless beyond int64.
+    const auto all = input::checked_mul(h.rows, h.cols);
+    std::optional<std::int64_t> elements = all;
+    if (h.symmetry == "symmetric")
+      elements =
+          h.rows % 2 == 0 ? input::checked_mul(h.rows / 2, h.rows + 1) : input::checked_mul(h.rows, (h.rows + 1) / 2);
+    const std::string shape = std::to_string(h.rows) + " x " + std::to_string(h.cols);
+    if (h.format == "array") {
+      if (!elements) fail(path, line, "an array of " + shape + " has more values than plexus can count (2^63)");
+      h.entries = *elements;
+    } else if (elements && h.entries > *elements) {
+      fail(path, line,
+           "announces " + std::to_string(h.entries) + " entries, more than the " + shape + " matrix has " +
+               (h.symmetry == "symmetric" ? "in its lower triangle (" : "elements (") + std::to_string(*elements) +
+               ")");
+    }
     return h;
   }
   fail(path, line, "missing size line");
@@ -85,7 +112,11 @@ double parse_number(const std::string& tok, const std::string& path, std::int64_
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s, &end);
-  if (end == s || *end != '\0' || errno == ERANGE) fail(path, line, "'" + tok + "' is not a number");
+  if (end == s || *end != '\0') fail(path, line, quoted(tok) + " is not a number");
+  if (!std::isfinite(v))
+    fail(path, line,
+         "value " + quoted(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
+             "; Matrix Market values must be finite");
   return v;
 }
 
@@ -95,15 +126,52 @@ std::int64_t parse_index(const std::string& tok, std::int64_t limit, const char*
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s, &end, 10);
-  if (end == s || *end != '\0' || errno == ERANGE) fail(path, line, std::string(what) + " index '" + tok + "' is not an integer");
-  if (v < 1 || v > limit)
-    fail(path, line, std::string(what) + " index " + tok + " outside 1.." + std::to_string(limit));
+  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted(tok) + " is not an integer");
+  if (errno == ERANGE || v < 1 || v > limit)
+    fail(path, line, std::string(what) + " index " + quoted(tok) + " is outside 1.." + std::to_string(limit));
   return v - 1;
+}
+
+// The row and column (0-based) of the coordinate entry on line `target`, and the first line
+// before it that gives the same entry. Only called for a file already read without error.
+std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, std::int64_t target,
+                                                      std::int64_t& first) {
+  std::ifstream in(path);
+  std::int64_t line = 0;
+  const MatrixMarketHeader h = read_header(in, path, line);
+  std::vector<std::pair<std::int64_t, std::int64_t>> wanted;
+  std::pair<std::int64_t, std::int64_t> entry{-1, -1};
+  for (int pass = 0; pass < 2; ++pass) {
+    std::string text;
+    while (std::getline(in, text)) {
+      ++line;
+      if (blank_or_comment(text)) continue;
+      std::istringstream ls(text);
+      std::string t1, t2;
+      ls >> t1 >> t2;
+      const std::pair<std::int64_t, std::int64_t> rc{parse_index(t1, h.rows, "row", path, line),
+                                                     parse_index(t2, h.cols, "column", path, line)};
+      if (pass == 0 && line == target) {
+        entry = rc;
+        break;
+      }
+      if (pass == 1 && rc == entry) {
+        first = line;
+        return entry;
+      }
+    }
+    in.clear();
+    in.seekg(0);
+    read_header(in, path, line);
+  }
+  first = 0;
+  return entry;
 }
 
 }  // namespace
 
 MatrixMarketHeader read_matrix_market_header(const std::string& path) {
+  input::check_input_file(path, "Matrix Market file");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
   std::int64_t line = 0;
@@ -112,6 +180,7 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path) {
 
 DistMatrix read_matrix_market(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
                               const BlockLayout& layout) {
+  input::check_input_file(path, "Matrix Market file");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
   std::int64_t line = 0;
@@ -121,15 +190,30 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
                                " but the block sizes cover " + std::to_string(layout.rows.total()) + "x" +
                                std::to_string(layout.cols.total()));
   DistMatrix m(name, dist, layout);
-  // Local blocks touched by the file, with their values.
-  std::map<std::pair<int, int>, std::vector<double>> blocks;
+  // Local blocks touched by the file: their values, and which of them the file gave.
+  struct Block {
+    std::vector<double> values;
+    std::vector<bool> given;
+  };
+  std::map<std::pair<int, int>, Block> blocks;
+  std::int64_t duplicate_line = 0;  // the first line giving again an entry this rank holds
   auto store = [&](std::int64_t r, std::int64_t c, double v) {
     const int i = layout.rows.block_of(r), j = layout.cols.block_of(c);
     if (!m.is_local(i, j)) return;
     auto& b = blocks[{i, j}];
     const int mi = layout.rows.size(i);
-    if (b.empty()) b.assign(static_cast<std::size_t>(mi) * static_cast<std::size_t>(layout.cols.size(j)), 0.0);
-    b[static_cast<std::size_t>((r - layout.rows.offset(i)) + (c - layout.cols.offset(j)) * mi)] = v;
+    if (b.values.empty()) {
+      const std::size_t n = static_cast<std::size_t>(mi) * static_cast<std::size_t>(layout.cols.size(j));
+      b.values.assign(n, 0.0);
+      b.given.assign(n, false);
+    }
+    const auto k = static_cast<std::size_t>((r - layout.rows.offset(i)) + (c - layout.cols.offset(j)) * mi);
+    if (b.given[k]) {
+      if (duplicate_line == 0) duplicate_line = line;
+      return;
+    }
+    b.given[k] = true;
+    b.values[k] = v;
   };
   const bool symmetric = h.symmetry == "symmetric";
   std::string text, extra;
@@ -142,7 +226,7 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
     std::istringstream ls(text);
     std::string t1, t2, t3;
     if (h.format == "coordinate") {
-      if (!(ls >> t1 >> t2 >> t3) || (ls >> extra)) fail(path, line, "expected 'row col value', found '" + text + "'");
+      if (!(ls >> t1 >> t2 >> t3) || (ls >> extra)) fail(path, line, "expected 'row col value', found " + quoted(text));
       const std::int64_t r = parse_index(t1, h.rows, "row", path, line);
       const std::int64_t c = parse_index(t2, h.cols, "column", path, line);
       const double v = parse_number(t3, path, line);
@@ -150,7 +234,7 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
       store(r, c, v);
       if (symmetric && r != c) store(c, r, v);
     } else {
-      if (!(ls >> t1) || (ls >> extra)) fail(path, line, "expected one value, found '" + text + "'");
+      if (!(ls >> t1) || (ls >> extra)) fail(path, line, "expected one value, found " + quoted(text));
       const double v = parse_number(t1, path, line);
       store(arr_r, arr_c, v);
       if (symmetric && arr_r != arr_c) store(arr_c, arr_r, v);
@@ -163,10 +247,23 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
   }
   if (seen != h.entries)
     fail(path, line, "file ends after " + std::to_string(seen) + " of " + std::to_string(h.entries) + " entries");
+  // The rank holding an entry sees it given twice; every rank reports the first such line.
+  std::int64_t first_duplicate = duplicate_line > 0 ? duplicate_line : std::numeric_limits<std::int64_t>::max();
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, &first_duplicate, 1, MPI_INT64_T, MPI_MIN, dist->grid().comm()),
+             "MPI_Allreduce");
+  if (first_duplicate != std::numeric_limits<std::int64_t>::max()) {
+    std::int64_t first = 0;
+    const auto [r, c] = first_and_entry(path, first_duplicate, first);
+    fail(path, first_duplicate,
+         "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
+             std::to_string(first) + " and " + std::to_string(first_duplicate) +
+             "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
+             (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+  }
   Panel panel(dist->local_rows());
-  for (auto& [ij, values] : blocks)
-    std::copy(values.begin(), values.end(),
-              panel.append_block(panel.row_index(ij.first), ij.second, static_cast<int>(values.size())));
+  for (auto& [ij, b] : blocks)
+    std::copy(b.values.begin(), b.values.end(),
+              panel.append_block(panel.row_index(ij.first), ij.second, static_cast<int>(b.values.size())));
   m.set_local(std::move(panel));
   return m;
 }

@@ -1,10 +1,9 @@
-// Parameters: XML I/O, command-line overrides, validation against documented valid lists.
+// Parameters: command-line overrides, validation against documented valid lists, declarations.
+// Files are read and written by parameter_xml.cpp, values given as text parsed by
+// parameter_values.cpp.
 #include "plexus/parameters.hpp"
 
-#include <unistd.h>
-
 #include <Teuchos_ParameterEntryValidator.hpp>
-#include <Teuchos_XMLParameterListCoreHelpers.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -12,14 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <regex>
 #include <sstream>
 #include <type_traits>
 
+#include "parameter_values.hpp"
 #include "plexus/error.hpp"
-#include "plexus/output.hpp"
+#include "plexus/input.hpp"
 
 namespace plexus {
 
@@ -77,9 +75,15 @@ bool unbounded(T max) {
 template <class T>
 class RangeValidator final : public Teuchos::ParameterEntryValidator {
  public:
-  RangeValidator(T min, T max) : min_(min), max_(max) {}
+  RangeValidator(T min, T max, bool min_excluded = false) : min_(min), max_(max), min_excluded_(min_excluded) {}
   T min() const { return min_; }
   T max() const { return max_; }
+  /// Whether v is in the range (never for a NaN or an infinity).
+  bool contains(T v) const {
+    if constexpr (std::is_same_v<T, double>)
+      if (!std::isfinite(v)) return false;
+    return (min_excluded_ ? v > min_ : v >= min_) && v <= max_;
+  }
   std::string range_text() const {
     auto fmt = [](T x) {
       if constexpr (std::is_same_v<T, double>)
@@ -89,15 +93,15 @@ class RangeValidator final : public Teuchos::ParameterEntryValidator {
     };
     const bool no_min = unbounded_below(min_), no_max = unbounded(max_);
     std::string r;
-    if (no_min && no_max) return r;  // any value
+    if (no_min && no_max) return std::is_same_v<T, double> ? "any finite number" : "any value";
     if (no_min) {
       r = "<= ";
       r += fmt(max_);
     } else if (no_max) {
-      r = ">= ";
+      r = min_excluded_ ? "> " : ">= ";
       r += fmt(min_);
     } else {
-      r = "[";
+      r = min_excluded_ ? "(" : "[";
       r += fmt(min_);
       r += ", ";
       r += fmt(max_);
@@ -116,12 +120,13 @@ class RangeValidator final : public Teuchos::ParameterEntryValidator {
                 const std::string& sublist) const override {
     if (!entry.isType<T>()) return;  // types are checked (and converted) by validate_and_fill
     const T v = Teuchos::getValue<T>(entry);
-    if (v < min_ || v > max_)
+    if (!contains(v))
       throw InputError(sublist + "/" + name, "parameter '" + name + "' is out of range; valid: " + range_text());
   }
 
  private:
   T min_, max_;
+  bool min_excluded_;
 };
 
 class ChoiceValidator final : public Teuchos::ParameterEntryValidator {
@@ -148,8 +153,8 @@ class ChoiceValidator final : public Teuchos::ParameterEntryValidator {
 };
 
 std::string bracketed(const std::string& range) {
-  if (range.empty()) return range;
-  return range.front() == '[' ? " " + range : " [" + range + "]";
+  if (range.rfind("any ", 0) == 0) return {};
+  return range.front() == '[' || range.front() == '(' ? " " + range : " [" + range + "]";
 }
 
 using IntRange = RangeValidator<int>;
@@ -215,42 +220,6 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
   return n.empty() ? std::string() : "; did you mean '" + n + "'?";
 }
 
-bool parse_int(const std::string& text, int& out) {
-  std::string t = trim(text);
-  if (t.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long v = std::strtol(t.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    return false;
-  out = static_cast<int>(v);
-  return true;
-}
-
-bool parse_double(const std::string& text, double& out) {
-  std::string t = trim(text);
-  if (t.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(t.c_str(), &end);
-  if (errno == ERANGE || *end != '\0' || !std::isfinite(v)) return false;
-  out = v;
-  return true;
-}
-
-bool parse_bool(const std::string& text, bool& out) {
-  std::string t = lower(trim(text));
-  if (t == "true" || t == "1" || t == "yes" || t == "on") {
-    out = true;
-    return true;
-  }
-  if (t == "false" || t == "0" || t == "no" || t == "off") {
-    out = false;
-    return true;
-  }
-  return false;
-}
-
 [[noreturn]] void wrong_type(const std::string& full, Type expected, const Teuchos::ParameterEntry& got) {
   throw InputError(full, "parameter '" + full + "' expects a value of type " + type_name(expected) + ", got " +
                              type_name(type_of(got)) + " " + value_text(got));
@@ -267,34 +236,32 @@ void convert_entry(ParameterList& user, const std::string& name, const Teuchos::
   const std::string doc = valid.docString();
   if (have == Type::String) {
     const std::string text = Teuchos::getValue<std::string>(entry);
-    bool ok = false;
+    std::string why = "cannot be converted";
     switch (want) {
       case Type::Int: {
         int v = 0;
-        ok = parse_int(text, v);
-        if (ok) user.set(name, v, doc);
+        why = detail::parse_int_value(text, v);
+        if (why.empty()) user.set(name, v, doc);
         break;
       }
       case Type::Double: {
         double v = 0;
-        ok = parse_double(text, v);
-        if (ok) user.set(name, v, doc);
+        why = detail::parse_double_value(text, v);
+        if (why.empty()) user.set(name, v, doc);
         break;
       }
       case Type::Bool: {
         bool v = false;
-        ok = parse_bool(text, v);
-        if (ok) user.set(name, v, doc);
+        why = detail::parse_bool_value(text, v);
+        if (why.empty()) user.set(name, v, doc);
         break;
       }
       default:
         break;
     }
-    if (!ok) {
-      std::string hint = want == Type::Bool ? " (true/false, 1/0, yes/no)" : "";
-      throw InputError(
-          full, "parameter '" + full + "' expects a value of type " + type_name(want) + hint + ", got '" + text + "'");
-    }
+    if (!why.empty())
+      throw InputError(full, "parameter '" + full + "' expects a value of type " + type_name(want) + ", got '" +
+                                 input::excerpt(text) + "', which " + why);
     return;
   }
   if (have == Type::Int && want == Type::Double) {
@@ -318,7 +285,11 @@ void convert_entry(ParameterList& user, const std::string& name, const Teuchos::
 
 template <class T>
 void check_range(const RangeValidator<T>& v, T value, const std::string& full, const std::string& shown) {
-  if (value >= v.min() && value <= v.max()) return;
+  if (v.contains(value)) return;
+  if constexpr (std::is_same_v<T, double>)
+    if (!std::isfinite(value))
+      throw InputError(full,
+                       "parameter '" + full + "' = " + shown + " is not a finite number; valid: " + v.range_text());
   throw InputError(full, "parameter '" + full + "' = " + shown + " is out of range; valid: " + v.range_text());
 }
 
@@ -353,76 +324,6 @@ void check_validator(const ParameterList& user, const std::string& name, const T
 }
 
 }  // namespace
-
-// ---- XML ------------------------------------------------------------------------------------
-
-ParameterListPtr read_parameter_file(const std::string& path) {
-  {
-    std::ifstream probe(path);
-    if (!probe) throw InputError(path, "cannot read parameter file '" + path + "': " + std::strerror(errno));
-  }
-  try {
-    return Teuchos::getParametersFromXmlFile(path);
-  } catch (const std::exception& e) {
-    // Teuchos' messages start with its source location and throw counter: keep the last line,
-    // which says what is wrong and where in the file.
-    std::string what = trim(e.what());
-    if (auto nl = what.rfind('\n'); nl != std::string::npos) what = trim(what.substr(nl + 1));
-    throw InputError(path, "cannot parse parameter file '" + path + "': " + what);
-  }
-}
-
-namespace {
-
-// The shortest text that reads back as the same double.
-std::string shortest_double(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0') return text;
-  for (int precision = 1; precision <= 17; ++precision) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) return buf;
-  }
-  return text;
-}
-
-// Teuchos writes bookkeeping attributes (id, isDefault, isUsed), an empty <Validators/> element
-// and doubles with 17 digits; a list meant for people reads better without them, and reads back
-// the same.
-std::string tidy_xml(const std::string& xml) {
-  static const std::regex noise(R"re( (id|isDefault|isUsed)="[^"]*")re");
-  static const std::regex validators(R"re(\n?[ \t]*<Validators/>)re");
-  static const std::regex dbl(R"re(type="double" value="([^"]*)")re");
-  std::string out = std::regex_replace(xml, noise, "");
-  out = std::regex_replace(out, validators, "");
-  std::string result;
-  auto begin = std::sregex_iterator(out.begin(), out.end(), dbl);
-  std::size_t last = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const auto& m = *it;
-    result.append(out, last, static_cast<std::size_t>(m.position(0)) - last);
-    result += "type=\"double\" value=\"" + shortest_double(m.str(1)) + "\"";
-    last = static_cast<std::size_t>(m.position(0) + m.length(0));
-  }
-  result.append(out, last, std::string::npos);
-  return result;
-}
-
-}  // namespace
-
-std::string to_xml(const ParameterList& list) {
-  std::ostringstream os;
-  Teuchos::writeParameterListToXmlOStream(list, os);
-  // Lists carrying validators (valid lists) are written as Teuchos writes them.
-  const std::string xml = os.str();
-  if (xml.find("<Validators/>") == std::string::npos) return xml;
-  return tidy_xml(xml);
-}
-
-void write_parameter_file(const ParameterList& list, const std::string& path) {
-  output::write_text(path, to_xml(list), "--write-params");
-}
 
 // ---- overrides ------------------------------------------------------------------------------
 
@@ -560,8 +461,13 @@ void declare_int(ParameterList& valid, const std::string& name, int def, const s
 
 void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc, double min,
                     double max) {
-  PLEXUS_CHECK(min <= def && def <= max, "declare_double: default of '" + name + "' is out of its range");
-  auto v = Teuchos::rcp(new DoubleRange(min, max));
+  declare_double(valid, name, def, doc, min, max, false);
+}
+
+void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc, double min,
+                    double max, bool min_excluded) {
+  auto v = Teuchos::rcp(new DoubleRange(min, max, min_excluded));
+  PLEXUS_CHECK(v->contains(def), "declare_double: default of '" + name + "' is out of its range");
   valid.set(name, def, doc, v);
 }
 

@@ -3,14 +3,20 @@
 
 #include <cctype>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <new>
+#include <numeric>
+#include <tuple>
 
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
+#include "plexus/input.hpp"
 #include "plexus/layout.hpp"
 #include "plexus/matrix_market.hpp"
+#include "plexus/mpi.hpp"
 
 namespace plexus {
 
@@ -39,6 +45,74 @@ std::shared_ptr<const Distribution> strategy_distribution(const MultiplyAlgorith
   auto d = strategy.distribution_for(std::move(proposal));
   PLEXUS_CHECK(d != nullptr, "multiply algorithm '" + strategy.name() + "' returned no distribution");
   return d;
+}
+
+// A block holds at most INT_MAX elements (its size is an int everywhere): block sizes up to
+// 46340, whose square still fits.
+constexpr int kMaxBlockSize = 46340;
+
+void check_block_sizes(const std::vector<int>& pattern) {
+  for (int s : pattern)
+    if (s > kMaxBlockSize)
+      throw InputError("Problem/BlockSizes", "Problem/BlockSizes: a block of " + std::to_string(s) + " x " +
+                                                 std::to_string(s) + " has " + std::to_string(std::int64_t{s} * s) +
+                                                 " elements, more than a block can hold (" + std::to_string(kIntMax) +
+                                                 "); block sizes are at most " + std::to_string(kMaxBlockSize));
+}
+
+// The number of blocks covering n rows (as covering_sizes cuts them), without making them.
+std::int64_t covering_count(std::int64_t n, const std::vector<int>& pattern) {
+  const std::int64_t cycle = std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0});
+  std::int64_t count = n / cycle * static_cast<std::int64_t>(pattern.size());
+  for (std::int64_t rest = n % cycle, i = 0; rest > 0; ++i, ++count) rest -= pattern[static_cast<std::size_t>(i)];
+  return count;
+}
+
+double mean_size(const std::vector<int>& pattern) {
+  return static_cast<double>(std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0})) /
+         static_cast<double>(pattern.size());
+}
+
+// Bytes of index arrays per block row or column of one matrix on one rank: the layout's size and
+// offset, the distribution's map, the panel's row index and block lists (an estimate from below).
+constexpr double kIndexBytesPerBlock = 40;
+
+// What the problem needs at least on every rank, checked before anything is allocated: refused
+// when more than the memory the least provided rank can get (the node's available memory shared
+// by the ranks on it, and the rank's own limits). The same answer and message on every rank. Collective over comm.
+void require_memory(double need_per_rank, const std::string& what, MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  const int on_node = mpi::size(node);
+  MPI_Comm_free(&node);
+  const input::Available avail = input::available_memory(on_node);
+  struct {
+    double bytes;
+    int rank;
+  } mine{static_cast<double>(avail.bytes), mpi::rank(comm)}, least{};
+  mpi::check(MPI_Allreduce(&mine, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm), "MPI_Allreduce");
+  if (need_per_rank <= least.bytes) return;
+  // Everyone fails alike; the message tells what the least provided rank found.
+  std::string source = avail.source;
+  int len = static_cast<int>(source.size());
+  mpi::check(MPI_Bcast(&len, 1, MPI_INT, least.rank, comm), "MPI_Bcast");
+  source.resize(static_cast<std::size_t>(len));
+  mpi::check(MPI_Bcast(source.data(), len, MPI_CHAR, least.rank, comm), "MPI_Bcast");
+  throw InputError("Problem", what + " needs at least " + input::format_size(need_per_rank) + " per rank, but rank " +
+                                  std::to_string(least.rank) + " can get " + input::format_size(least.bytes) + " (" +
+                                  source + ")");
+}
+
+// Runs an allocating step; a std::bad_alloc that still happens says what ran out and when.
+template <class F>
+auto allocating(const std::string& step, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw Error("Problem", "out of memory while " + step +
+                               " (std::bad_alloc; the estimate before it was within the "
+                               "available memory, so other ranks or processes may have taken it)");
+  }
 }
 
 }  // namespace
@@ -83,7 +157,8 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "BlockSizes", "23",
                  "block sizes, cycled over the blocks (\"23\" or \"1,5,13\"); matrix-market: cycled to cover the "
                  "file's dimensions");
-  declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1]", 0.0, 1.0);
+  declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1] (the diagonal always is)", 0.0,
+                 1.0, true);
   declare_bool(*v, "Symmetric", true, "random: generate symmetric A and B (square problems)");
   declare_int(*v, "Bandwidth", -1,
               "random: locality; >= 0 keeps only blocks with |i-j| <= Bandwidth, and Occupancy is then the "
@@ -111,6 +186,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   const std::string generator = problem.get<std::string>("Generator");
   const std::string sizes_text = problem.get<std::string>("BlockSizes");
   const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
+  check_block_sizes(pattern);
   const std::string dist_kind = problem.get<std::string>("Distribution");
   const auto dist_seed = static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"));
   int grid_rows = problem.get<int>("GridRows");
@@ -127,14 +203,12 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   if ((grid_rows == 0) != (grid_cols == 0))
     throw InputError("Problem/GridRows",
                      "Problem/GridRows and Problem/GridCols must both be 0 (automatic) or both set");
-  if (grid_rows > 0) {
-    int size = 0;
-    MPI_Comm_size(comm, &size);
-    if (grid_rows * grid_cols != size)
-      throw InputError("Problem/GridRows",
-                       "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) + "x" +
-                           std::to_string(grid_cols) + " does not have " + std::to_string(size) + " ranks");
-  }
+  const int ranks = mpi::size(comm);
+  if (grid_rows > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
+    throw InputError("Problem/GridRows", "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) +
+                                             "x" + std::to_string(grid_cols) + " has " +
+                                             std::to_string(std::int64_t{grid_rows} * grid_cols) +
+                                             " ranks, but the job has " + std::to_string(ranks));
   auto grid = ctx.grid(grid_rows, grid_cols);
 
   ProblemMatrices out;
@@ -145,21 +219,42 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
       throw InputError("Problem/Occupancy", "Problem/Occupancy must be in (0, 1], got " + std::to_string(occupancy));
     const int seed = problem.get<int>("Seed");
     const bool symmetric = problem.get<bool>("Symmetric");
-    const BlockSizes sizes = BlockSizes::cyclic(blocks, pattern);
+    const int bandwidth = problem.get<int>("Bandwidth");
+    {
+      // Blocks present: the diagonal, and Occupancy of the others (inside the band).
+      const double nb = blocks;
+      const double bw = bandwidth < 0 || bandwidth >= blocks ? nb - 1 : bandwidth;
+      const double off_diagonal = 2 * (nb * bw - bw * (bw + 1) / 2);
+      const double present = nb + occupancy * off_diagonal;
+      const double matrices = with_c ? 3 : 2;
+      const double element_bytes = mean_size(pattern) * mean_size(pattern) * sizeof(double);
+      const double need = matrices * (present / ranks * element_bytes + nb * kIndexBytesPerBlock);
+      char shown[32];
+      std::snprintf(shown, sizeof(shown), "%g", occupancy);
+      require_memory(need,
+                     "the random problem (Problem/Blocks = " + std::to_string(blocks) + ", BlockSizes '" + sizes_text +
+                         "', Occupancy " + shown + ": about " + input::format_size(present * element_bytes) +
+                         " for each of its " + std::to_string(static_cast<int>(matrices)) + " matrices, over " +
+                         std::to_string(ranks) + " ranks)",
+                     comm);
+    }
+    const BlockSizes sizes = allocating("making the block sizes", [&] { return BlockSizes::cyclic(blocks, pattern); });
     const BlockLayout layout{sizes, sizes};
     auto dist = strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, blocks, blocks, dist_seed));
     GeneratorSpec spec;
     spec.occupancy = occupancy;
     spec.symmetric = symmetric;
     spec.force_diagonal = true;
-    spec.bandwidth = problem.get<int>("Bandwidth");
-    spec.seed = static_cast<std::uint64_t>(seed);
-    out.a = std::make_shared<DistMatrix>(generate_random("A", dist, layout, spec));
-    spec.seed = static_cast<std::uint64_t>(seed) + 1;
-    out.b = std::make_shared<DistMatrix>(generate_random("B", dist, layout, spec));
+    spec.bandwidth = bandwidth;
+    auto generate = [&](const char* name, std::uint64_t offset) {
+      spec.seed = static_cast<std::uint64_t>(seed) + offset;
+      return allocating(std::string("generating the random matrix ") + name,
+                        [&] { return std::make_shared<DistMatrix>(generate_random(name, dist, layout, spec)); });
+    };
+    out.a = generate("A", 0);
+    out.b = generate("B", 1);
     if (with_c) {
-      spec.seed = static_cast<std::uint64_t>(seed) + 2;
-      out.c = std::make_shared<DistMatrix>(generate_random("C", dist, layout, spec));
+      out.c = generate("C", 2);
     } else {
       out.c = std::make_shared<DistMatrix>("C", dist, layout);
       out.c->finalize();
@@ -181,9 +276,50 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
                                           std::to_string(ha.cols) + ") and B ('" + file_b + "', " +
                                           std::to_string(hb.rows) + "x" + std::to_string(hb.cols) +
                                           ") cannot be multiplied");
-  const BlockSizes m = covering_sizes(ha.rows, pattern, "Problem/FileA");
-  const BlockSizes k = covering_sizes(ha.cols, pattern, "Problem/FileA");
-  const BlockSizes n = covering_sizes(hb.cols, pattern, "Problem/FileB");
+  const bool read_c = with_c && !file_c.empty();
+  MatrixMarketHeader hc;
+  if (read_c) {
+    hc = read_matrix_market_header(file_c);
+    if (hc.rows != ha.rows || hc.cols != hb.cols)
+      throw InputError("Problem/FileC", "C ('" + file_c + "', " + std::to_string(hc.rows) + "x" +
+                                            std::to_string(hc.cols) + ") does not match A*B (" +
+                                            std::to_string(ha.rows) + "x" + std::to_string(hb.cols) + ")");
+  }
+  // The blocks the dimensions are cut into, counted before they are made: a file of two entries
+  // may declare 10^12 rows.
+  std::int64_t index_blocks = 0;
+  for (const auto& [dim, file, where] : {std::tuple{ha.rows, file_a, "rows"}, std::tuple{ha.cols, file_a, "columns"},
+                                         std::tuple{hb.cols, file_b, "columns"}}) {
+    const std::int64_t count = covering_count(dim, pattern);
+    if (count > kIntMax)
+      throw InputError("Problem/BlockSizes", "the " + std::to_string(dim) + " " + where + " of '" + file + "' make " +
+                                                 std::to_string(count) + " blocks of Problem/BlockSizes '" +
+                                                 sizes_text + "'; at most " + std::to_string(kIntMax) +
+                                                 " blocks a dimension are supported (larger block sizes make fewer)");
+    index_blocks += count;
+  }
+  {
+    // Index arrays by the declared dimensions; values: every one the files give, at least.
+    auto values = [](const MatrixMarketHeader& h) {
+      const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)
+                                                : static_cast<double>(h.entries) * (h.symmetry == "symmetric" ? 2 : 1);
+      return stored * sizeof(double);
+    };
+    const double value_bytes = values(ha) + values(hb) + (read_c ? values(hc) : 0.0);
+    const double need = 3 * static_cast<double>(index_blocks) * kIndexBytesPerBlock + value_bytes / ranks;
+    require_memory(need,
+                   "the Matrix Market problem ('" + file_a + "' " + std::to_string(ha.rows) + " x " +
+                       std::to_string(ha.cols) + ", '" + file_b + "' " + std::to_string(hb.rows) + " x " +
+                       std::to_string(hb.cols) + ", cut into blocks of '" + sizes_text +
+                       "': " + std::to_string(index_blocks) + " block rows and columns, and " +
+                       input::format_size(value_bytes) + " of values)",
+                   comm);
+  }
+  const auto [m, k, n] = allocating("cutting the matrices into blocks", [&] {
+    return std::tuple{covering_sizes(ha.rows, pattern, "Problem/FileA"),
+                      covering_sizes(ha.cols, pattern, "Problem/FileA"),
+                      covering_sizes(hb.cols, pattern, "Problem/FileB")};
+  });
   const BlockLayout la{m, k}, lb{k, n}, lc{m, n};
   std::shared_ptr<const Distribution> da, db, dc;
   if (m == k && k == n) {
@@ -198,15 +334,15 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     db = strategy_distribution(strategy, pb);
     dc = strategy_distribution(strategy, pc);
   }
-  out.a = std::make_shared<DistMatrix>(read_matrix_market(file_a, "A", da, la));
-  out.b = std::make_shared<DistMatrix>(read_matrix_market(file_b, "B", db, lb));
-  if (with_c && !file_c.empty()) {
-    const auto hc = read_matrix_market_header(file_c);
-    if (hc.rows != ha.rows || hc.cols != hb.cols)
-      throw InputError("Problem/FileC", "C ('" + file_c + "', " + std::to_string(hc.rows) + "x" +
-                                            std::to_string(hc.cols) + ") does not match A*B (" +
-                                            std::to_string(ha.rows) + "x" + std::to_string(hb.cols) + ")");
-    out.c = std::make_shared<DistMatrix>(read_matrix_market(file_c, "C", dc, lc));
+  auto read = [&](const std::string& file, const char* name, std::shared_ptr<const Distribution> d,
+                  const BlockLayout& l) {
+    return allocating("reading Matrix Market file '" + file + "'",
+                      [&] { return std::make_shared<DistMatrix>(read_matrix_market(file, name, d, l)); });
+  };
+  out.a = read(file_a, "A", da, la);
+  out.b = read(file_b, "B", db, lb);
+  if (read_c) {
+    out.c = read(file_c, "C", dc, lc);
   } else {
     out.c = std::make_shared<DistMatrix>("C", dc, lc);
     out.c->finalize();

@@ -8,6 +8,7 @@
 #include <boost/filesystem.hpp>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <system_error>
@@ -83,6 +84,18 @@ std::string core_library_dir() {
 
 ParameterListPtr empty_list() { return Teuchos::rcp(new ParameterList()); }
 
+// A plugin refused because components of its are taken: which ones.
+class DuplicateError final : public Error {
+ public:
+  DuplicateError(const std::string& where, const std::string& what,
+                 std::vector<std::pair<ComponentKind, std::string>> names)
+      : Error(where, what), names_(std::move(names)) {}
+  const std::vector<std::pair<ComponentKind, std::string>>& names() const { return names_; }
+
+ private:
+  std::vector<std::pair<ComponentKind, std::string>> names_;
+};
+
 }  // namespace
 
 struct Registry::Impl {
@@ -92,6 +105,9 @@ struct Registry::Impl {
   std::set<std::string> loaded_files;                 // canonical paths
   bool defaults_loaded = false;
   std::vector<std::string> warnings;
+  std::vector<LoadFailure> failures;  // files load_default() could not load
+  // Names offered by two plugins: (kind, name) -> what says so. Neither is chosen silently.
+  std::map<std::pair<int, std::string>, std::string> contested;
 };
 
 Registry::Registry() : impl_(new Impl) {
@@ -117,6 +133,15 @@ Registry::Registry() : impl_(new Impl) {
 Registry& Registry::global() {
   static Registry* registry = new Registry();  // leaked on purpose: plugins outlive everything
   return *registry;
+}
+
+std::string load_failures_note(const std::vector<LoadFailure>& failures) {
+  if (failures.empty()) return {};
+  std::string files;
+  for (const auto& f : failures) files += (files.empty() ? "'" : ", '") + f.file + "'";
+  return "; note: " + std::to_string(failures.size()) + " plugin file" + (failures.size() == 1 ? " was" : "s were") +
+         " not loaded (" + files + "; see the warnings above): what " + (failures.size() == 1 ? "it" : "they") +
+         " would offer cannot be selected";
 }
 
 namespace {
@@ -169,9 +194,37 @@ void Registry::load_default() {
       if (p.extension() == ".so" && fs::is_regular_file(p, ec)) files.push_back(p.string());
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) load_file(f);
+    // A file that cannot be used is a warning, not the end of the program: a foreign library in
+    // a plugin folder must not stop the plugins beside it. What it would have offered cannot be
+    // selected, and a selection says why (get(), load_failures()).
+    for (const auto& f : files) {
+      try {
+        load_file(f);
+      } catch (const DuplicateError& e) {
+        std::string names;
+        for (const auto& [kind, name] : e.names()) {
+          const ComponentEntry* prev = find(kind, name);
+          if (prev != nullptr && prev->file == "<core>") continue;  // core's built-ins stay usable
+          impl_->contested[{static_cast<int>(kind), name}] = e.what();
+          names += (names.empty() ? "" : ", ") + std::string(kind_name(kind)) + " '" + name + "'";
+        }
+        impl_->failures.push_back({f, e.what()});
+        impl_->warnings.push_back(std::string(e.what()) + (names.empty() ? std::string()
+                                                                         : "; selecting " + names +
+                                                                               " is an error until one of the two "
+                                                                               "files is removed"));
+      } catch (const Error& e) {
+        impl_->failures.push_back({f, e.what()});
+        impl_->warnings.push_back(std::string("plugin file skipped: ") + e.what());
+      }
+    }
   }
   impl_->defaults_loaded = true;
+}
+
+std::vector<LoadFailure> Registry::load_failures() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->failures;
 }
 
 std::vector<std::string> Registry::warnings() const {
@@ -214,15 +267,28 @@ void Registry::load_file(const std::string& path) {
   }
   // Check every component before registering any, so a refused plugin leaves no trace.
   std::set<std::pair<int, std::string>> own;
+  std::vector<std::pair<ComponentKind, std::string>> taken;
+  std::string first_taken;
   for (const auto& c : desc->components) {
     if (c.name.empty()) throw Error(path, "plugin '" + path + "' has a " + kind_name(c.kind) + " without a name");
     if (!own.insert({static_cast<int>(c.kind), c.name}).second)
       throw Error(path,
                   std::string("plugin '") + path + "' declares the " + kind_name(c.kind) + " '" + c.name + "' twice");
-    if (const ComponentEntry* prev = find(c.kind, c.name))
-      throw Error(path, std::string("duplicate ") + kind_name(c.kind) + " '" + c.name + "': plugin '" + desc->name +
-                            "' in '" + path + "' provides it, but plugin '" + prev->plugin + "' in '" + prev->file +
-                            "' already did; refusing '" + path + "'");
+    if (const ComponentEntry* prev = find(c.kind, c.name)) {
+      if (taken.empty())
+        first_taken = std::string("duplicate ") + kind_name(c.kind) + " '" + c.name + "': plugin '" + desc->name +
+                      "' in '" + path + "' provides it, but plugin '" + prev->plugin + "' in '" + prev->file +
+                      "' already did";
+      taken.emplace_back(c.kind, c.name);
+    }
+  }
+  if (!taken.empty()) {
+    std::string more;
+    for (std::size_t i = 1; i < taken.size(); ++i)
+      more += std::string(", ") + kind_name(taken[i].first) + " '" + taken[i].second + "'";
+    throw DuplicateError(path,
+                         first_taken + (more.empty() ? "" : " (so are" + more + ")") + "; refusing '" + path + "'",
+                         std::move(taken));
   }
   for (const auto& c : desc->components) add(c, desc->name, desc->version, canon);
   impl_->libraries.push_back(std::move(lib));
@@ -246,6 +312,14 @@ const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name
 }
 
 const ComponentEntry& Registry::get(ComponentKind kind, const std::string& name) const {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (auto it = impl_->contested.find({static_cast<int>(kind), name}); it != impl_->contested.end())
+      throw InputError(std::string(kind_name(kind)) + " " + name,
+                       std::string("the ") + kind_phrase(kind) + " '" + name +
+                           "' is offered by two plugins, and plexus does not choose one silently: " + it->second +
+                           "; remove one of the two files from the plugin path");
+  }
   if (const ComponentEntry* e = find(kind, name)) return *e;
   const auto available = names(kind);
   std::string msg = std::string("unknown ") + kind_phrase(kind) + " '" + name + "'";
@@ -253,6 +327,7 @@ const ComponentEntry& Registry::get(ComponentKind kind, const std::string& name)
   if (!near.empty()) msg += "; did you mean '" + near + "'?";
   msg += available.empty() ? std::string(" (none is available; is PLEXUS_PLUGIN_PATH right?)")
                            : " (available: " + join(available, ", ") + ")";
+  msg += load_failures_note(load_failures());
   throw InputError(std::string(kind_name(kind)) + " " + name, msg);
 }
 

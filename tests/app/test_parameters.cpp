@@ -265,6 +265,196 @@ TEST(Parameters, FileErrorsNameTheFile) {
   }
 }
 
+// Writes `text` to a temporary parameter file and returns the InputError of reading it.
+std::string xml_error(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+  }
+  const std::string msg = input_error_of([&] { plexus::read_parameter_file(path); });
+  std::remove(path.c_str());
+  return msg;
+}
+
+std::string in_problem(const std::string& parameter) {
+  return "<ParameterList name=\"plexus\">\n  <ParameterList name=\"Problem\">\n    " + parameter +
+         "\n  </ParameterList>\n</ParameterList>\n";
+}
+
+// Issue 9 item 5: Teuchos reads "12abc" as 12, "abc" as 0, "0.5abc" as 0.5 and wraps
+// 99999999999; every such value is an error naming the file, line, parameter, text and type.
+TEST(StrictInput, XmlValuesMustBeEntirelyOfTheirType) {
+  struct Case {
+    const char* type;
+    const char* value;
+    const char* why;
+  };
+  for (const Case& c :
+       {Case{"int", "12abc", "is not a whole number"}, Case{"int", "abc", "is not a whole number"},
+        Case{"int", "1.5", "is not a whole number"}, Case{"int", "", "is empty"},
+        Case{"int", "99999999999", "is outside the range of int, [-2147483648, 2147483647]"},
+        Case{"double", "0.5abc", "is not a number"}, Case{"double", "nan", "is not a finite number"},
+        Case{"double", "-inf", "is not a finite number"}, Case{"double", "1e400", "is outside the range of double"},
+        Case{"bool", "maybe", "is not a boolean (true/false, 1/0, yes/no, on/off)"}}) {
+    const std::string msg = xml_error("typed.xml", in_problem(std::string("<Parameter name=\"X\" type=\"") + c.type +
+                                                              "\" value=\"" + c.value + "\"/>"));
+    EXPECT_NE(msg.find("typed.xml', line 3: parameter 'plexus/Problem/X' = '" + std::string(c.value) + "' " + c.why),
+              std::string::npos)
+        << c.type << " " << c.value << ": " << msg;
+    EXPECT_NE(msg.find(std::string("(its type is ") + c.type + ")"), std::string::npos) << msg;
+  }
+  // Types plexus never declares are refused with the valid ones.
+  const std::string msg = xml_error("float.xml", in_problem("<Parameter name=\"X\" type=\"float\" value=\"1\"/>"));
+  EXPECT_NE(msg.find("line 3: parameter 'plexus/Problem/X' has type 'float'; plexus parameters are of type int, "
+                     "double, bool or string"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(StrictInput, XmlValuesThatAreRightAreReadExactly) {
+  const std::string path = temp_path("good_values.xml");
+  {
+    std::ofstream out(path);
+    out << "<ParameterList name=\"plexus\">\n <!-- a <comment> -->\n <ParameterList name=\"Problem\">\n"
+           "  <Parameter name=\"I\" type=\"int\" value=\" -12 \"/>\n"
+           "  <Parameter name=\"D\" type=\"double\" value=\"2.5e-1\"/>\n"
+           "  <Parameter name=\"B\" type=\"bool\" value=\"yes\"/>\n"
+           "  <Parameter name=\"S\" type=\"string\" value=\"12abc\"/>\n </ParameterList>\n</ParameterList>\n";
+  }
+  auto list = plexus::read_parameter_file(path);
+  EXPECT_EQ(list->sublist("Problem").get<int>("I"), -12);
+  EXPECT_DOUBLE_EQ(list->sublist("Problem").get<double>("D"), 0.25);
+  EXPECT_TRUE(list->sublist("Problem").get<bool>("B"));
+  EXPECT_EQ(list->sublist("Problem").get<std::string>("S"), "12abc");
+  std::remove(path.c_str());
+}
+
+TEST(StrictInput, XmlDuplicateNamesAreRefusedWithBothLines) {
+  std::string msg = xml_error("dup.xml",
+                              "<ParameterList name=\"plexus\">\n <ParameterList name=\"multiply\">\n"
+                              "  <Parameter name=\"Repetitions\" type=\"int\" value=\"1\"/>\n"
+                              "  <!-- <Parameter name=\"Repetitions\"> in a comment is no element -->\n"
+                              "  <Parameter name=\"Repetitions\"\n     type=\"int\" value=\"2\"/>\n"
+                              " </ParameterList>\n</ParameterList>\n");
+  EXPECT_NE(msg.find("dup.xml', line 5: 'plexus/multiply/Repetitions' is given twice in list 'plexus/multiply' "
+                     "(lines 3 and 5)"),
+            std::string::npos)
+      << msg;
+  // Sublists too, and a sublist and a parameter of the same name.
+  msg = xml_error(
+      "dup_list.xml",
+      "<ParameterList name=\"plexus\">\n <ParameterList name=\"Problem\"/>\n <ParameterList name=\"Problem\"/>\n"
+      "</ParameterList>\n");
+  EXPECT_NE(msg.find("'plexus/Problem' is given twice in list 'plexus' (lines 2 and 3)"), std::string::npos) << msg;
+  msg = xml_error("dup_mixed.xml",
+                  "<ParameterList name=\"plexus\">\n <Parameter name=\"Problem\" type=\"int\" "
+                  "value=\"1\"/>\n <ParameterList name=\"Problem\"/>\n</ParameterList>\n");
+  EXPECT_NE(msg.find("(lines 2 and 3)"), std::string::npos) << msg;
+}
+
+TEST(StrictInput, XmlRootMustBeNamedPlexus) {
+  const std::string msg = xml_error("root.xml", "<ParameterList name=\"foo\">\n</ParameterList>\n");
+  EXPECT_NE(msg.find("root.xml', line 1: the root list is named 'foo'; a plexus parameter file starts with "
+                     "<ParameterList name=\"plexus\">"),
+            std::string::npos)
+      << msg;
+  // A root without a name is not misnamed; another root name may be asked for.
+  const std::string path = temp_path("anonymous.xml");
+  std::ofstream(path) << "<ParameterList>\n <Parameter name=\"a\" type=\"int\" value=\"1\"/>\n</ParameterList>\n";
+  EXPECT_EQ(plexus::read_parameter_file(path)->get<int>("a"), 1);
+  std::ofstream(path) << "<ParameterList name=\"other\">\n</ParameterList>\n";
+  EXPECT_EQ(plexus::read_parameter_file(path, "other")->name(), "other");
+  EXPECT_EQ(plexus::read_parameter_file(path, "")->name(), "other");
+  std::remove(path.c_str());
+}
+
+TEST(StrictInput, XmlDirectoryAndBinaryAreToldAsSuch) {
+  const std::string dir = temp_path("params_dir");
+  std::filesystem::create_directory(dir);
+  std::string msg = input_error_of([&] { plexus::read_parameter_file(dir); });
+  EXPECT_NE(msg.find("cannot read parameter file '" + dir + "': it is a directory"), std::string::npos) << msg;
+  std::filesystem::remove(dir);
+
+  // Binary garbage: the byte is named, the excerpt escaped and short; nothing raw is echoed.
+  std::string garbage =
+      "\x7f"
+      "ELF\x02\x01\x01";
+  garbage += std::string(1, '\0') + std::string(500, '\xff');
+  msg = xml_error("garbage.xml", garbage);
+  EXPECT_NE(msg.find("garbage.xml', line 1: holds the byte 0x7F"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\\x7FELF\\x02\\x01\\x01\\x00"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 400u) << msg;
+  for (char ch : msg) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << msg;
+  // A parse error quoting the file is escaped too.
+  msg = xml_error("unclosed.xml", "<ParameterList name=\"plexus\">\n <Parameter name=\"\xc3\xa9\xff\" type=\"int\"");
+  for (char ch : msg) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << msg;
+  EXPECT_NE(msg.find("unclosed.xml"), std::string::npos) << msg;
+  msg = xml_error("empty.xml", "  \n");
+  EXPECT_NE(msg.find("parameter file '"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("empty.xml' is empty"), std::string::npos) << msg;
+}
+
+// --set values take the same strict path as XML values.
+TEST(StrictInput, OverridesAreParsedStrictly) {
+  struct Case {
+    const char* assignment;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{"Problem/Blocks=12abc",
+             "'plexus/Problem/Blocks' expects a value of type int, got '12abc', which is not a "
+             "whole number"},
+        Case{"Problem/Blocks=99999999999", "got '99999999999', which is outside the range of int"},
+        Case{"Problem/Occupancy=0.5abc", "got '0.5abc', which is not a number"},
+        Case{"Problem/Occupancy=nan",
+             "'plexus/Problem/Occupancy' expects a value of type double, got 'nan', which is "
+             "not a finite number"},
+        Case{"Problem/Occupancy=inf", "got 'inf', which is not a finite number"},
+        Case{"Problem/Symmetric=maybe", "got 'maybe', which is not a boolean (true/false, 1/0, yes/no, on/off)"}}) {
+    ParameterList user("plexus");
+    plexus::apply_override(user, c.assignment);
+    const std::string msg = input_error_of([&] { plexus::validate_and_fill(user, make_valid(), "plexus"); });
+    EXPECT_NE(msg.find(c.message), std::string::npos) << c.assignment << ": " << msg;
+  }
+}
+
+// A NaN set in code is "not a finite number", not "out of range; valid: " with nothing after it.
+TEST(StrictInput, NonFiniteDoublesAreNotFinite) {
+  ParameterList valid("plexus");
+  plexus::declare_double(valid, "Alpha", 1.0, "any", std::numeric_limits<double>::lowest(),
+                         std::numeric_limits<double>::max());
+  ParameterList user("plexus");
+  user.set("Alpha", std::numeric_limits<double>::quiet_NaN());
+  std::string msg = input_error_of([&] { plexus::validate_and_fill(user, valid, "plexus"); });
+  EXPECT_NE(msg.find("parameter 'plexus/Alpha' = nan is not a finite number; valid: any finite number"),
+            std::string::npos)
+      << msg;
+  user.set("Alpha", std::numeric_limits<double>::infinity());
+  msg = input_error_of([&] { plexus::validate_and_fill(user, valid, "plexus"); });
+  EXPECT_NE(msg.find("is not a finite number"), std::string::npos) << msg;
+}
+
+// Occupancy = 0 was advertised as valid ([0.0, 1.0]) and then refused by the problem: the range
+// now says (0.0, 1.0], and validation refuses 0 with that range.
+TEST(StrictInput, OccupancyRangeIsWhatIsChecked) {
+  auto valid = plexus::problem_valid_parameters();
+  std::string all;
+  for (const auto& l : plexus::describe_parameters(*valid)) all += l + "\n";
+  EXPECT_NE(all.find("Occupancy (double, default 0.1): random: fraction of blocks present, in (0, 1] (the diagonal "
+                     "always is) (0.0, 1.0]"),
+            std::string::npos)
+      << all;
+  ParameterList problem("Problem");
+  plexus::apply_override(problem, "Occupancy=0");
+  const std::string msg = input_error_of([&] { plexus::validate_and_fill(problem, *valid, "plexus/Problem"); });
+  EXPECT_NE(msg.find("'plexus/Problem/Occupancy' = 0.0 is out of range; valid: (0.0, 1.0]"), std::string::npos) << msg;
+  ParameterList one("Problem");
+  plexus::apply_override(one, "Occupancy=1");
+  plexus::validate_and_fill(one, *valid, "plexus/Problem");
+  EXPECT_DOUBLE_EQ(one.get<double>("Occupancy"), 1.0);
+}
+
 TEST(Parameters, EditDistanceAndNearest) {
   EXPECT_EQ(plexus::edit_distance("", ""), 0u);
   EXPECT_EQ(plexus::edit_distance("abc", ""), 3u);

@@ -194,4 +194,33 @@ TEST(Registry, SearchPathReadsThePluginPathFirst) {
   ::setenv("PLEXUS_PLUGIN_PATH", saved.c_str(), 1);
 }
 
+// Issue 9 item 5: one foreign library (or a stale plugin) in a plugin folder made load_default()
+// throw, and every command with it, even `plexus plugins`. Now the file is skipped with a
+// warning, the others load, and selecting what it would have offered says why.
+TEST(Registry, DefaultLoadingSkipsFilesThatCannotBeUsed) {
+  const char* old = std::getenv("PLEXUS_PLUGIN_PATH");
+  const std::string saved = old ? old : "";
+  const std::string dir = std::filesystem::path(PLEXUS_TEST_NOT_A_PLUGIN).parent_path().string();
+  ::setenv("PLEXUS_PLUGIN_PATH", dir.c_str(), 1);
+  auto& reg = Registry::global();
+  EXPECT_NO_THROW(reg.load_default());
+  ::setenv("PLEXUS_PLUGIN_PATH", saved.c_str(), 1);
+  std::string failed, warnings;
+  for (const auto& f : reg.load_failures()) failed += f.file + ": " + f.reason + "\n";
+  for (const auto& w : reg.warnings()) warnings += w + "\n";
+  EXPECT_TRUE(contains(failed, base(PLEXUS_TEST_NOT_A_PLUGIN) + ": ")) << failed;
+  EXPECT_TRUE(contains(failed, base(PLEXUS_TEST_BAD_ABI) + ": ")) << failed;
+  EXPECT_TRUE(contains(warnings, "is not a plexus plugin")) << warnings;
+  EXPECT_TRUE(contains(warnings, "ABI version")) << warnings;
+  // The shipped plugins beside them are there.
+  EXPECT_NE(reg.find(ComponentKind::Comm, "cannon"), nullptr);
+  // What a skipped file would have offered: the error names the files that were not loaded.
+  const std::string msg = error_of([&] { reg.get(ComponentKind::Kernel, "test-bad-abi"); });
+  EXPECT_TRUE(contains(msg, "unknown kernel 'test-bad-abi'")) << msg;
+  EXPECT_TRUE(contains(msg, "plugin files were not loaded")) << msg;
+  EXPECT_TRUE(contains(msg, base(PLEXUS_TEST_BAD_ABI))) << msg;
+  // Explicit loading of such a file stays an error.
+  EXPECT_TRUE(contains(error_of([&] { reg.load_file(PLEXUS_TEST_BAD_ABI); }), "ABI version"));
+}
+
 }  // namespace

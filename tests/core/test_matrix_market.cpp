@@ -1,15 +1,20 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
+#include "plexus/input.hpp"
 #include "plexus/matrix_market.hpp"
 
 using namespace plexus;
@@ -87,4 +92,115 @@ TEST(MatrixMarket, MalformedFilesNameTheLine) {
   EXPECT_NE(read_error("%%MatrixMarket matrix coordinate real general\n5 4 1\n1 1 1\n").find("5x4"), std::string::npos);
   EXPECT_NE(read_error("%%MatrixMarket matrix coordinate real general\n4 4 1\n1 1 1\n2 2 2\n").find("more entries"),
             std::string::npos);
+}
+
+namespace {
+bool printable(const std::string& s) {
+  for (char ch : s)
+    if (ch < 0x20 || ch >= 0x7f) return false;
+  return true;
+}
+}  // namespace
+
+// Issue 9 item 5: a NaN or an infinity was read as such, and the run ended with "norm nan".
+TEST(MatrixMarketStrict, NonFiniteValuesNameFileAndLine) {
+  for (const char* value : {"nan", "-inf", "Infinity", "1e999"}) {
+    const std::string msg =
+        read_error(std::string("%%MatrixMarket matrix coordinate real general\n4 4 2\n1 1 1\n2 2 ") + value + "\n");
+    EXPECT_NE(msg.find("bad.mtx, line 4: value '" + std::string(value) + "' is "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("; Matrix Market values must be finite"), std::string::npos) << msg;
+  }
+  std::string array = "%%MatrixMarket matrix array real general\n4 4\n";
+  for (int i = 0; i < 15; ++i) array += "1\n";
+  EXPECT_NE(read_error(array + "NaN\n").find("line 18: value 'NaN' is not a finite number"), std::string::npos);
+}
+
+// Duplicate coordinate entries were summed by nobody: the last one won.
+TEST(MatrixMarketStrict, DuplicateEntriesNameBothLines) {
+  std::string msg = read_error("%%MatrixMarket matrix coordinate real general\n% c\n4 4 3\n1 1 1\n2 2 2\n1 1 3\n");
+  EXPECT_NE(msg.find("bad.mtx, line 6: entry (1, 1) is given twice, at lines 4 and 6; the Matrix Market format does "
+                     "not define repeated entries"),
+            std::string::npos)
+      << msg;
+  // Symmetric: the lower triangle once (its mirror is no second entry, and an upper one is refused).
+  msg = read_error("%%MatrixMarket matrix coordinate real symmetric\n4 4 3\n2 1 1\n3 3 2\n2 1 5\n");
+  EXPECT_NE(msg.find("line 5: entry (2, 1) is given twice, at lines 3 and 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a symmetric file gives each entry of the lower triangle once"), std::string::npos) << msg;
+  EXPECT_EQ(read_error("%%MatrixMarket matrix coordinate real symmetric\n4 4 2\n2 1 1\n1 2 1\n").find("given twice"),
+            std::string::npos);
+}
+
+TEST(MatrixMarketStrict, DirectoryAndBinaryAreToldAsSuch) {
+  try {
+    read_matrix_market_header("/tmp");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read Matrix Market file '/tmp': it is a directory"), std::string::npos)
+        << e.what();
+  }
+  std::string garbage =
+      "\x7f"
+      "ELF\x02\x01\x01";
+  garbage += std::string(1, '\0') + std::string(300, '\xfe') + "\n";
+  const std::string msg = read_error(garbage);
+  EXPECT_NE(msg.find("line 1: expected '%%MatrixMarket' banner, found '\\x7FELF\\x02\\x01\\x01\\x00\\xFE"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(printable(msg)) << msg;
+  EXPECT_LT(msg.size(), 400u) << msg;
+}
+
+// Sizes are checked without overflow (rows * cols wrapped for an array file).
+TEST(MatrixMarketStrict, SizesAreChecked) {
+  auto header_error = [](const std::string& text) {
+    const std::string path = temp_file("header.mtx", text);
+    std::string msg = "no error";
+    try {
+      read_matrix_market_header(path);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    std::remove(path.c_str());
+    return msg;
+  };
+  EXPECT_NE(header_error("%%MatrixMarket matrix array real general\n9999999999 9999999999\n")
+                .find("line 2: an array of 9999999999 x 9999999999 has more values than plexus can count"),
+            std::string::npos);
+  EXPECT_NE(header_error("%%MatrixMarket matrix coordinate real general\n4 4 17\n")
+                .find("line 2: announces 17 entries, more than the 4 x 4 matrix has elements (16)"),
+            std::string::npos);
+  EXPECT_NE(header_error("%%MatrixMarket matrix coordinate real symmetric\n4 4 11\n")
+                .find("more than the 4 x 4 matrix has in its lower triangle (10)"),
+            std::string::npos);
+  EXPECT_EQ(header_error("%%MatrixMarket matrix coordinate real general\n1000000000000 1000000000000 2\n"), "no error");
+}
+
+// The helpers behind the size checks: overflow is seen, and the memory a process can get respects
+// its address-space limit (ulimit -v), which ended runs in a bare std::bad_alloc.
+TEST(InputLimits, CheckedArithmeticAndAvailableMemory) {
+  EXPECT_EQ(plexus::input::checked_mul(4, 1073741825), std::optional<std::int64_t>(4294967300LL));
+  EXPECT_FALSE(plexus::input::checked_mul(9999999999LL, 9999999999LL).has_value());
+  EXPECT_FALSE(plexus::input::checked_add(std::numeric_limits<std::int64_t>::max(), 1).has_value());
+  const auto free = plexus::input::available_memory();
+  EXPECT_GT(free.bytes, 0u);
+  EXPECT_FALSE(free.source.empty());
+
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit low = saved;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  long long vm_kb = 0;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::atoll(line.c_str() + 7);
+  ASSERT_GT(vm_kb, 0);
+  const rlim_t limit = static_cast<rlim_t>(vm_kb) * 1024 + (rlim_t{64} << 20);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < limit) GTEST_SKIP() << "hard limit too low to test";
+  low.rlim_cur = limit;
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &low), 0);
+  const auto limited = plexus::input::available_memory();
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_LE(limited.bytes, std::uint64_t{64} << 20) << limited.source;
+  EXPECT_NE(limited.source.find("ulimit -v"), std::string::npos) << limited.source;
+  EXPECT_EQ(plexus::input::format_size(1536.0 * 1024 * 1024), "1.50 GiB");
 }

@@ -12,8 +12,12 @@ namespace plexus {
 using ParameterList = Teuchos::ParameterList;
 using ParameterListPtr = Teuchos::RCP<ParameterList>;
 
-/// Reads an XML parameter file; errors name the file.
-ParameterListPtr read_parameter_file(const std::string& path);
+/// Reads an XML parameter file strictly; errors name the file and, where known, the line:
+/// a directory or binary data instead of XML, a value that is not entirely of its declared type
+/// (int values must fit in int, double values must be finite), a type other than int, double,
+/// bool or string, a name given twice in one list, and a root list named otherwise than
+/// `root_name` (a root without a name is accepted; "" accepts any name).
+ParameterListPtr read_parameter_file(const std::string& path, const std::string& root_name = "plexus");
 /// Writes a parameter list as XML (atomically).
 void write_parameter_file(const ParameterList& list, const std::string& path);
 std::string to_xml(const ParameterList& list);
@@ -39,8 +43,11 @@ std::string nearest(const std::string& name, const std::vector<std::string>& can
 /// C++20), so a valid list is described by describe_parameters, not written as XML. For an
 /// unbounded range pass std::numeric_limits<T>::max() (or lowest()).
 void declare_int(ParameterList& valid, const std::string& name, int def, const std::string& doc, int min, int max);
+/// A double parameter: finite values in [min, max], or in (min, max] when min_excluded.
 void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc,
                     double min, double max);
+void declare_double(ParameterList& valid, const std::string& name, double def, const std::string& doc, double min,
+                    double max, bool min_excluded);
 void declare_bool(ParameterList& valid, const std::string& name, bool def, const std::string& doc);
 void declare_string(ParameterList& valid, const std::string& name, const std::string& def, const std::string& doc);
 /// A string that must be one of `choices`.

@@ -16,6 +16,14 @@ struct ComponentEntry {
   std::string file;     ///< library path ("<core>" for built-ins)
 };
 
+/// A plugin file load_default() found but could not load, and why.
+struct LoadFailure {
+  std::string file;
+  std::string reason;
+};
+/// "; note: N plugin files were not loaded ('a.so', ...; see the warnings above): ..." or "".
+std::string load_failures_note(const std::vector<LoadFailure>& failures);
+
 class Registry {
  public:
   /// The process-wide registry, with core's built-ins (reference kernel) registered. It is never
@@ -25,11 +33,16 @@ class Registry {
   /// Directories searched, in order: PLEXUS_PLUGIN_PATH (colon-separated), then the plugin folder
   /// next to libplexus_core (install: <libdir>/plexus/plugins; the build tree has the same shape).
   std::vector<std::string> search_path() const;
-  /// Loads every "*.so" in the search path once. Idempotent.
+  /// Loads every "*.so" in the search path once. Idempotent. A file that cannot be loaded (not a
+  /// plexus plugin, another ABI version, a name already taken, ...) is skipped with a warning and
+  /// listed by load_failures(): the other plugins stay usable. A name offered by two plugins
+  /// (other than core's built-ins, which always win) cannot be selected: get() says why.
   void load_default();
   /// What load_default() skipped and a user should hear about: PLEXUS_PLUGIN_PATH entries that
-  /// do not exist or are not directories.
+  /// do not exist or are not directories, and plugin files it could not load.
   std::vector<std::string> warnings() const;
+  /// The plugin files load_default() could not load.
+  std::vector<LoadFailure> load_failures() const;
   /// Loads one plugin library. Throws plexus::Error for an unloadable file (with the loader's
   /// message), a file without the entry points, another ABI version, or a duplicate name.
   void load_file(const std::string& path);
@@ -37,7 +50,8 @@ class Registry {
   void add(ComponentDescriptor d, const std::string& plugin, const std::string& version, const std::string& file);
 
   const ComponentEntry* find(ComponentKind kind, const std::string& name) const;
-  /// Throws InputError naming the kind, the nearest name and all available names.
+  /// Throws InputError naming the kind, the nearest name, all available names and the plugin
+  /// files that could not be loaded; or, for a name two plugins offer, both files.
   const ComponentEntry& get(ComponentKind kind, const std::string& name) const;
   std::vector<const ComponentEntry*> list(ComponentKind kind) const;
   std::vector<std::string> names(ComponentKind kind) const;

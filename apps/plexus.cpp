@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app.hpp"
+#include "app_cli.hpp"
 #include "g4_hdf5.hpp"
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
@@ -164,9 +165,6 @@ const char* const kG4DiffHelp =
     "  mpiexec -n 4 plexus run examples/g4.xml --set g4/Mode=distributed --set g4/OutputFile=dist.h5\n"
     "  plexus g4-diff repl.h5 dist.h5\n";
 
-const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "g4-diff", "help"};
-constexpr double kG4DiffTolerance = 5e-7;
-
 const char* help_of(const std::string& command) {
   if (command == "run") return kRunHelp;
   if (command == "compare") return kCompareHelp;
@@ -174,177 +172,6 @@ const char* help_of(const std::string& command) {
   if (command == "model") return kModelHelp;
   if (command == "g4-diff") return kG4DiffHelp;
   return kOverview;
-}
-
-// ---- command line ---------------------------------------------------------------------------
-
-struct Options {
-  std::string command;
-  std::string file;
-  std::vector<std::string> sets;
-  std::string write_params;
-  std::string log_level;
-  std::vector<std::string> strategies, kernels;
-  std::string csv, json;
-  std::string grid, bytes;         // model
-  std::vector<std::string> files;  // g4-diff
-  double tolerance = 1e-10;
-  bool tolerance_given = false;
-  bool verbose = false;
-  bool help = false;
-};
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    auto pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
-std::vector<std::string> spec_list(const std::string& option, const std::string& value) {
-  auto items = split(value, ',');
-  for (const auto& it : items)
-    if (it.empty()) throw UsageError(option, "option " + option + " has an empty entry in '" + value + "'");
-  return items;
-}
-
-Options parse_command_line(int argc, char** argv) {
-  Options o;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) throw UsageError("command line", "no command given");
-  std::size_t i = 0;
-  const std::string first = args[0];
-  if (first == "-h" || first == "--help") {
-    o.command = "help";
-    o.help = true;
-    return o;
-  }
-  if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
-    std::string msg = "unknown command '" + first + "'";
-    const std::string near = nearest(first, kCommands);
-    if (!near.empty())
-      msg += "; did you mean '" + near + "'?";
-    else if (first.size() > 4 && first.substr(first.size() - 4) == ".xml")
-      msg += "; did you mean 'plexus run " + first + "'?";
-    else if (!first.empty() && first[0] == '-')
-      msg = "unknown option '" + first + "' before the command";
-    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, g4-diff, help)");
-  }
-  o.command = first;
-  ++i;
-  if (o.command == "help") {
-    o.help = true;
-    if (i < args.size()) {
-      const std::string topic = args[i];
-      if (std::find(kCommands.begin(), kCommands.end(), topic) == kCommands.end()) {
-        const std::string near = nearest(topic, kCommands);
-        throw UsageError("help", "no help for '" + topic + "'" +
-                                     (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
-                                     " (commands: run, compare, plugins, model, g4-diff)");
-      }
-      o.command = topic == "help" ? "help" : topic;
-      if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
-    } else {
-      o.command = "help";
-    }
-    return o;
-  }
-
-  std::vector<std::string> valued, flags = {"--help", "-h"};
-  if (o.command == "run") valued = {"--set", "--write-params", "--log-level"};
-  if (o.command == "compare")
-    valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
-  if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
-  if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
-  if (o.command == "g4-diff") valued = {"--tolerance"};
-  const bool takes_file = o.command == "run" || o.command == "compare";
-
-  for (; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a.size() > 1 && a[0] == '-') {
-      std::string name = a, value;
-      bool has_value = false;
-      if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
-        name = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        has_value = true;
-      }
-      if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
-        if (has_value) throw UsageError(name, "option " + name + " takes no value");
-        if (name == "--help" || name == "-h") o.help = true;
-        if (name == "--verbose" || name == "-v") o.verbose = true;
-        continue;
-      }
-      if (std::find(valued.begin(), valued.end(), name) == valued.end()) {
-        auto all = valued;
-        all.insert(all.end(), flags.begin(), flags.end());
-        const std::string near = nearest(name, all);
-        throw UsageError(name, "unknown option '" + name + "' for 'plexus " + o.command + "'" +
-                                   (near.empty() ? std::string() : "; did you mean '" + near + "'?"));
-      }
-      if (!has_value) {
-        if (i + 1 >= args.size()) throw UsageError(name, "option " + name + " needs a value");
-        value = args[++i];
-      }
-      if (name == "--set") {
-        if (value.find('=') == std::string::npos || value[0] == '=')
-          throw UsageError(name, "--set needs Path/To/Key=value, got '" + value + "'");
-        o.sets.push_back(value);
-      } else if (name == "--write-params") {
-        o.write_params = value;
-      } else if (name == "--log-level") {
-        o.log_level = value;
-      } else if (name == "--strategies") {
-        auto v = spec_list(name, value);
-        o.strategies.insert(o.strategies.end(), v.begin(), v.end());
-      } else if (name == "--kernels") {
-        auto v = spec_list(name, value);
-        o.kernels.insert(o.kernels.end(), v.begin(), v.end());
-      } else if (name == "--grid") {
-        o.grid = value;
-      } else if (name == "--bytes") {
-        o.bytes = value;
-      } else if (name == "--csv") {
-        o.csv = value;
-      } else if (name == "--json") {
-        o.json = value;
-      } else if (name == "--tolerance") {
-        char* end = nullptr;
-        o.tolerance = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(o.tolerance >= 0) || !std::isfinite(o.tolerance))
-          throw UsageError(name, "--tolerance needs a non-negative number, got '" + value + "'");
-        o.tolerance_given = true;
-      }
-      continue;
-    }
-    if (o.command == "g4-diff") {
-      o.files.push_back(a);
-      continue;
-    }
-    if (!takes_file) throw UsageError("command line", "'plexus " + o.command + "' takes no argument '" + a + "'");
-    if (!o.file.empty())
-      throw UsageError("command line", "only one parameter file can be given ('" + o.file + "' and '" + a + "')");
-    o.file = a;
-  }
-  if (o.command == "compare" && o.strategies.empty() && !o.help)
-    throw UsageError("--strategies", "'plexus compare' needs --strategies S1,S2,... (e.g. --strategies cannon)");
-  if (o.command == "g4-diff" && !o.help) {
-    if (o.files.size() != 2)
-      throw UsageError("g4-diff",
-                       "'plexus g4-diff' needs two files, A.h5 B.h5 (got " + std::to_string(o.files.size()) + ")");
-    if (!o.tolerance_given) o.tolerance = kG4DiffTolerance;
-  }
-  if (o.command == "model" && !o.help) {
-    if (o.strategies.empty()) throw UsageError("--strategies", "'plexus model' needs --strategies S1,S2,...");
-    if (o.grid.empty()) throw UsageError("--grid", "'plexus model' needs --grid PRxPC (e.g. --grid 4x4)");
-    if (o.bytes.empty()) throw UsageError("--bytes", "'plexus model' needs --bytes SA[,SB[,SC]] (e.g. --bytes 64M)");
-  }
-  return o;
 }
 
 // ---- errors ---------------------------------------------------------------------------------

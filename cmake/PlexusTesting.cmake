@@ -3,11 +3,20 @@
 #     one-rank GoogleTest executable, run directly by CTest (OMP_NUM_THREADS=2).
 #   plexus_add_mpi_test(<name> SOURCES <files> RANKS <n...> [LIBRARIES <libs>] [TIMEOUT s])
 #     GoogleTest executable with tests/mpi_main.cpp, run under mpiexec once per rank count
-#     (oversubscribed; one OpenMP thread per rank).
+#     (oversubscribed; one OpenMP thread per rank). Runs on more than 8 ranks are also labelled
+#     large-ranks.
 set(PLEXUS_MPI_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-  PLEXUS_PLUGIN_PATH=)
+  PLEXUS_PLUGIN_PATH= ${PLEXUS_SANITIZER_ENV})
+
+# In a sanitizer build (cmake/PlexusSanitizers.cmake) a sanitizer report fails the test whatever
+# its exit code.
+function(plexus_fail_on_sanitizer_reports)
+  if(PLEXUS_SANITIZER_FAIL_REGEX)
+    set_tests_properties(${ARGN} PROPERTIES FAIL_REGULAR_EXPRESSION "${PLEXUS_SANITIZER_FAIL_REGEX}")
+  endif()
+endfunction()
 
 function(plexus_add_unit_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBRARIES" ${ARGN})
@@ -20,6 +29,7 @@ function(plexus_add_unit_test name)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
     ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV}")
+  plexus_fail_on_sanitizer_reports(${name})
 endfunction()
 
 function(plexus_add_mpi_test name)
@@ -34,8 +44,13 @@ function(plexus_add_mpi_test name)
     add_test(NAME ${name}_np${np}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe ${MPIEXEC_PREFLAGS}
               $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
-    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS mpi PROCESSORS 2
+    set(labels mpi)
+    if(np GREATER 8)
+      list(APPEND labels large-ranks)  # left out of the sanitizer run of scripts/test.sh
+    endif()
+    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${labels}" PROCESSORS 2
       ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV}")
+    plexus_fail_on_sanitizer_reports(${name}_np${np})
   endforeach()
 endfunction()
 
@@ -76,6 +91,7 @@ function(plexus_app_test name)
     WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2
     ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV};${T_ENV}")
+  plexus_fail_on_sanitizer_reports(${name})
   if(T_FIXTURES_SETUP)
     set_tests_properties(${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})
   endif()

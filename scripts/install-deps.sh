@@ -11,6 +11,7 @@ PACKAGES=(
   libspdlog-dev libgtest-dev
   libopenblas-dev libxsmm-dev
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
+  clang libclang-rt-14-dev libomp-dev  # the fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP)
 )
 
 missing=()

@@ -1,7 +1,36 @@
 #!/usr/bin/env bash
-# Set up, build, and run every test (unit, MPI on 1-16 ranks, end-to-end), as CI does.
+# Set up, build, and run every test (unit, MPI on 1-16 ranks, end-to-end), as CI does. Then, unless
+# PLEXUS_SANITIZE_TESTS=0:
+#   1. the sanitizer build: g++ with -fsanitize=address,undefined (cmake/PlexusSanitizers.cmake)
+#      in $PLEXUS_BUILD_DIR-sanitize (no benchmarks), and its tests except the MPI runs on 9, 12
+#      and 16 ranks (label large-ranks: the same code runs on 1 to 8 ranks, and leaving them out
+#      keeps .ci/run within 30 minutes on two cores). Any sanitizer report fails the test.
+#   2. the fuzz build: clang with libFuzzer, ASan and UBSan (PLEXUS_FUZZ=ON) in
+#      $PLEXUS_BUILD_DIR-fuzz, only the fuzz targets and the plugins they load, and a short
+#      deterministic run of each (label libfuzzer; tests/fuzz/README.md).
+# Arguments go to the first ctest only (e.g. -R cannon).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 bash "$PLEXUS_ROOT/scripts/build.sh" -DPLEXUS_BUILD_TESTS=ON
-cd "$PLEXUS_BUILD_DIR"
-ctest --output-on-failure -j "$PLEXUS_JOBS" "$@"
+(cd "$PLEXUS_BUILD_DIR" && ctest --output-on-failure -j "$PLEXUS_JOBS" "$@")
+
+if [ "${PLEXUS_SANITIZE_TESTS:-1}" = 0 ]; then
+  echo "test.sh: PLEXUS_SANITIZE_TESTS=0: sanitizer and fuzz builds skipped"
+  exit 0
+fi
+
+# -O1 -g1: a third of the compile time of -O2 -g, and stacks with file:line.
+san_flags="-O1 -g1 -DNDEBUG"
+san_dir="$PLEXUS_BUILD_DIR-sanitize"
+cmake -S "$PLEXUS_ROOT" -B "$san_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_flags" \
+  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined
+cmake --build "$san_dir" -j "$PLEXUS_JOBS"
+(cd "$san_dir" && ctest --output-on-failure -j "$PLEXUS_JOBS" -LE large-ranks)
+
+fuzz_dir="$PLEXUS_BUILD_DIR-fuzz"
+CC=clang CXX=clang++ cmake -S "$PLEXUS_ROOT" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_flags" \
+  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_FUZZ=ON
+cmake --build "$fuzz_dir" -j "$PLEXUS_JOBS" --target plexus_fuzz_targets
+(cd "$fuzz_dir" && ctest --output-on-failure -j "$PLEXUS_JOBS" -L libfuzzer)

@@ -41,7 +41,7 @@ using plexus::mpi::Role;
 using plexus::mpi::Traffic;
 
 constexpr int kTagCirculate = 7300;  // + thread
-constexpr int kTagPanelIndex = 7400, kTagPanelData = 7401;
+constexpr int kTagPanel = 7400;  // + part: the panel's index words 7400, its values 7401
 
 // One part of a ring message: a contiguous array.
 struct Part {
@@ -254,7 +254,7 @@ class Ring final : public plexus::CommStrategy {
                                {pb.data.data(), values, MPI_DOUBLE, 8, Payload::Data}};
     };
     auto arrive = [&](const PanelBuffer& pb, int step) { multiply_with(pb.view(), (me - step + P) % P); };
-    ring_steps(P - 1, comm, (me - 1 + P) % P, (me + 1) % P, kTagPanelIndex, send, recv, parts, arrive, traffic,
+    ring_steps(P - 1, comm, (me - 1 + P) % P, (me + 1) % P, kTagPanel, send, recv, parts, arrive, traffic,
                Role::B);
     task.traffic().absorb(traffic);
     task.report().ticks = P;

@@ -35,9 +35,12 @@ struct Fault {
 Fault& fault() {
   static Fault f;
   static std::once_flag once;
-  int initialized = 0;
+  static std::atomic<bool> read{false};
+  if (read.load(std::memory_order_acquire)) return f;
+  int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return f;  // not armed before MPI is up (no rank yet)
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return f;  // not armed outside MPI's lifetime (no rank)
   std::call_once(once, [] {
     const char* env = std::getenv("PLEXUS_TEST_FAULT");
     if (!env || !*env) return;
@@ -70,6 +73,7 @@ Fault& fault() {
     f.stop = action == "stop";
     f.armed = true;
   });
+  read.store(true, std::memory_order_release);
   return f;
 }
 

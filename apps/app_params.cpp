@@ -152,8 +152,11 @@ void validate_top_level_here(ParameterList& user) {
   // The grid against the job, before anything is made of it (the product in 64 bits: 4 x
   // 1073741825 wrapped to 4 in int).
   const int grid_rows = problem.get<int>("GridRows"), grid_cols = problem.get<int>("GridCols");
-  const int ranks = mpi::size(MPI_COMM_WORLD);
-  if (grid_rows > 0 && grid_cols > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
+  // Only in a job: a list is also validated without MPI (tests/fuzz/fuzz_xml, tools).
+  int in_job = 0;
+  MPI_Initialized(&in_job);
+  const int ranks = in_job ? mpi::size(MPI_COMM_WORLD) : 0;
+  if (in_job && grid_rows > 0 && grid_cols > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
     throw InputError("plexus/Problem/GridRows",
                      "plexus/Problem/GridRows x plexus/Problem/GridCols = " + std::to_string(grid_rows) + " x " +
                          std::to_string(grid_cols) + " = " + std::to_string(std::int64_t{grid_rows} * grid_cols) +

@@ -26,10 +26,7 @@ namespace plexus {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
+using input::lower;
 
 [[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
   throw InputError(path, "Matrix Market file " + path + ", line " + std::to_string(line) + ": " + what);

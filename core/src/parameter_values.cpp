@@ -8,23 +8,12 @@
 #include <cstdlib>
 #include <limits>
 
+#include "plexus/input.hpp"
+
 namespace plexus::detail {
 
-namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-}  // namespace
+using input::lower;
+using input::trim;
 
 std::string parse_int_value(const std::string& text, int& out) {
   const std::string t = trim(text);

@@ -24,12 +24,7 @@ namespace plexus {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
+using input::trim;
 
 // The line of every element's start tag, in document order (comments, CDATA, processing
 // instructions, declarations and end tags skipped; quoted attribute values may hold '>').

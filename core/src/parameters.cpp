@@ -23,17 +23,8 @@ namespace plexus {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
+using input::lower;
+using input::trim;
 
 std::string join_path(const std::string& path, const std::string& name) {
   return path.empty() ? name : path + "/" + name;

@@ -9,6 +9,11 @@
 
 namespace plexus::input {
 
+/// `s` without leading and trailing white space.
+std::string trim(const std::string& s);
+/// `s` in lower case (ASCII).
+std::string lower(std::string s);
+
 /// `text` as it may appear in a message: at most `max_chars` characters of it, every byte that is
 /// not printable ASCII written as \xNN (\t, \n, \r as such), "..." appended when cut. A file of
 /// binary garbage never reaches the terminal raw.

@@ -144,10 +144,13 @@ void validate_top_level_here(ParameterList& user) {
   validate_and_fill(kernel, valid->sublist("Kernel"), "plexus/Kernel", kernels);
 
   const ParameterList& problem = user.sublist("Problem");
-  if (problem.get<std::string>("Generator") == "matrix-market" &&
+  // The multiply problem reads A and B, the density-matrix solvers' H (and S); the solver's own
+  // set-up says which of them it needs.
+  if (problem.get<std::string>("Generator") == "matrix-market" && problem.get<std::string>("FileH").empty() &&
       (problem.get<std::string>("FileA").empty() || problem.get<std::string>("FileB").empty()))
     throw InputError("plexus/Problem/FileA",
-                     "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB");
+                     "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB "
+                     "(multiply), or plexus/Problem/FileH (sign, purification)");
 
   // The grid against the job, before anything is made of it (the product in 64 bits: 4 x
   // 1073741825 wrapped to 4 in int).

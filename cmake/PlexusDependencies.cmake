@@ -5,6 +5,12 @@ find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
 find_package(spdlog REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
+# LAPACK: OpenBLAS carries it (dsygvd for the tests' dense references, dsyevd for spectral bounds).
+find_package(LAPACK REQUIRED)
+# gzip-compressed Matrix Market files are read through zlib.
+find_package(ZLIB REQUIRED)
+# JSON outputs (plexus run --json) through nlohmann/json (Debian: nlohmann-json3-dev).
+find_package(nlohmann_json 3.10 REQUIRED)
 
 include(PlexusTeuchos)
 

@@ -9,7 +9,8 @@ PACKAGES=(
   libtrilinos-teuchos-dev libtrilinos-kokkos-dev
   libboost-dev libboost-filesystem-dev
   libspdlog-dev libgtest-dev
-  libopenblas-dev libxsmm-dev
+  libopenblas-dev liblapack-dev libxsmm-dev
+  zlib1g-dev nlohmann-json3-dev
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
   clang libclang-rt-14-dev libomp-dev  # the fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP)
 )

@@ -115,6 +115,33 @@ auto allocating(const std::string& step, F&& f) {
   }
 }
 
+// The grid Problem/GridRows x GridCols (or Distribution = rows-1d) asks for. Collective.
+std::shared_ptr<const Grid> problem_grid(const ParameterList& problem, Context& ctx) {
+  const MPI_Comm comm = ctx.comm();
+  const std::string dist_kind = problem.get<std::string>("Distribution");
+  int grid_rows = problem.get<int>("GridRows");
+  int grid_cols = problem.get<int>("GridCols");
+  if (dist_kind == "rows-1d") {
+    if (grid_rows == 0 && grid_cols == 0) {
+      MPI_Comm_size(comm, &grid_rows);  // 1D block rows: a P x 1 grid
+      grid_cols = 1;
+    } else if (grid_cols != 1) {
+      throw InputError("Problem/Distribution", "Problem/Distribution = 'rows-1d' needs Problem/GridCols = 1 (got " +
+                                                   std::to_string(grid_cols) + ")");
+    }
+  }
+  if ((grid_rows == 0) != (grid_cols == 0))
+    throw InputError("Problem/GridRows",
+                     "Problem/GridRows and Problem/GridCols must both be 0 (automatic) or both set");
+  const int ranks = mpi::size(comm);
+  if (grid_rows > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
+    throw InputError("Problem/GridRows", "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) +
+                                             "x" + std::to_string(grid_cols) + " has " +
+                                             std::to_string(std::int64_t{grid_rows} * grid_cols) +
+                                             " ranks, but the job has " + std::to_string(ranks));
+  return ctx.grid(grid_rows, grid_cols);
+}
+
 }  // namespace
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& where) {
@@ -168,6 +195,12 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "FileA", "", "matrix-market: file of A");
   declare_string(*v, "FileB", "", "matrix-market: file of B");
   declare_string(*v, "FileC", "", "matrix-market: file of C (optional; empty: C starts empty)");
+  declare_string(*v, "FileH", "",
+                 "matrix-market, density-matrix solvers (sign, purification): file of the Kohn-Sham matrix H "
+                 "(square, symmetric)");
+  declare_string(*v, "FileS", "",
+                 "matrix-market, density-matrix solvers: file of the overlap matrix S (symmetric positive "
+                 "definite, H's dimension; empty: an orthogonal basis, S = I)");
   declare_choice(*v, "Distribution", "random", {"block-cyclic", "random", "rows-1d"},
                  "proposed distribution of the blocks over the grid (a strategy may ask for another one); "
                  "rows-1d: a P x 1 grid");
@@ -189,27 +222,8 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   check_block_sizes(pattern);
   const std::string dist_kind = problem.get<std::string>("Distribution");
   const auto dist_seed = static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"));
-  int grid_rows = problem.get<int>("GridRows");
-  int grid_cols = problem.get<int>("GridCols");
-  if (dist_kind == "rows-1d") {
-    if (grid_rows == 0 && grid_cols == 0) {
-      MPI_Comm_size(comm, &grid_rows);  // 1D block rows: a P x 1 grid
-      grid_cols = 1;
-    } else if (grid_cols != 1) {
-      throw InputError("Problem/Distribution", "Problem/Distribution = 'rows-1d' needs Problem/GridCols = 1 (got " +
-                                                   std::to_string(grid_cols) + ")");
-    }
-  }
-  if ((grid_rows == 0) != (grid_cols == 0))
-    throw InputError("Problem/GridRows",
-                     "Problem/GridRows and Problem/GridCols must both be 0 (automatic) or both set");
   const int ranks = mpi::size(comm);
-  if (grid_rows > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
-    throw InputError("Problem/GridRows", "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) +
-                                             "x" + std::to_string(grid_cols) + " has " +
-                                             std::to_string(std::int64_t{grid_rows} * grid_cols) +
-                                             " ranks, but the job has " + std::to_string(ranks));
-  auto grid = ctx.grid(grid_rows, grid_cols);
+  auto grid = problem_grid(problem, ctx);
 
   ProblemMatrices out;
   if (generator == "random") {
@@ -347,6 +361,89 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     out.c = std::make_shared<DistMatrix>("C", dc, lc);
     out.c->finalize();
   }
+  return out;
+}
+
+HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) {
+  const MPI_Comm comm = ctx.comm();
+  ParameterList problem(given);
+  validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
+  const std::string generator = problem.get<std::string>("Generator");
+  if (generator != "matrix-market")
+    throw InputError("Problem/Generator", "the density-matrix solvers need H (and S) from files: Problem/Generator = '" +
+                                              generator + "' does not give them; use 'matrix-market' with Problem/FileH "
+                                              "(and Problem/FileS)");
+  const std::string file_h = problem.get<std::string>("FileH");
+  const std::string file_s = problem.get<std::string>("FileS");
+  if (file_h.empty())
+    throw InputError("Problem/FileH", "Problem/Generator = 'matrix-market' for a density-matrix solver needs "
+                                      "Problem/FileH (the Kohn-Sham matrix; Problem/FileS, the overlap, is optional)");
+  const std::string sizes_text = problem.get<std::string>("BlockSizes");
+  const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
+  check_block_sizes(pattern);
+
+  const auto hh = read_matrix_market_header(file_h);
+  if (hh.rows != hh.cols)
+    throw InputError("Problem/FileH", "H ('" + file_h + "') is " + std::to_string(hh.rows) + " x " +
+                                          std::to_string(hh.cols) + "; a Kohn-Sham matrix is square");
+  MatrixMarketHeader hs;
+  if (!file_s.empty()) {
+    hs = read_matrix_market_header(file_s);
+    if (hs.rows != hs.cols || hs.rows != hh.rows)
+      throw InputError("Problem/FileS", "S ('" + file_s + "') is " + std::to_string(hs.rows) + " x " +
+                                            std::to_string(hs.cols) + "; the overlap must be square with H's dimension " +
+                                            std::to_string(hh.rows));
+  }
+  const std::int64_t n = hh.rows;
+  // The pattern must tile n: blocks are atoms or molecules, and a cut block is a sign of a wrong
+  // pattern (13,5,5 on a file that is not water, say).
+  const std::int64_t cycle = std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0});
+  {
+    std::int64_t covered = n / cycle * cycle, rest = n % cycle;
+    for (std::size_t i = 0; rest > 0 && i < pattern.size(); ++i) {
+      if (pattern[i] > rest) break;
+      rest -= pattern[i];
+      covered += pattern[i];
+    }
+    if (covered != n)
+      throw InputError("Problem/BlockSizes",
+                       "Problem/BlockSizes '" + sizes_text + "' does not add up to the dimension " + std::to_string(n) +
+                           " of '" + file_h + "': cycled, the blocks cover " + std::to_string(covered) +
+                           " and the next one would pass the end (for water: '23' per molecule or '13,5,5' per atom)");
+  }
+  const std::int64_t blocks = covering_count(n, pattern);
+  if (blocks > kIntMax)
+    throw InputError("Problem/BlockSizes", "the " + std::to_string(n) + " rows of '" + file_h + "' make " +
+                                               std::to_string(blocks) + " blocks of Problem/BlockSizes '" + sizes_text +
+                                               "'; at most " + std::to_string(kIntMax) + " blocks are supported");
+  const int ranks = mpi::size(comm);
+  {
+    auto values = [](const MatrixMarketHeader& h) {
+      const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)
+                                                : static_cast<double>(h.entries) * (h.symmetry == "symmetric" ? 2 : 1);
+      return stored * sizeof(double);
+    };
+    const double value_bytes = values(hh) + (file_s.empty() ? 0.0 : values(hs));
+    require_memory(2 * static_cast<double>(blocks) * kIndexBytesPerBlock + value_bytes / ranks,
+                   "the Hamiltonian problem ('" + file_h + "' " + std::to_string(n) + " x " + std::to_string(n) +
+                       (file_s.empty() ? std::string() : ", '" + file_s + "'") + ", blocks of '" + sizes_text +
+                       "': " + input::format_size(value_bytes) + " of values)",
+                   comm);
+  }
+  auto grid = problem_grid(problem, ctx);
+  const BlockSizes sizes = allocating("cutting H into blocks", [&] { return covering_sizes(n, pattern, "Problem/FileH"); });
+  const BlockLayout layout{sizes, sizes};
+  auto dist = strategy_distribution(
+      ctx.multiply_algorithm(),
+      Distribution::by_name(problem.get<std::string>("Distribution"), grid, sizes.count(), sizes.count(),
+                            static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
+  auto read = [&](const std::string& file, const char* name) {
+    return allocating("reading Matrix Market file '" + file + "'",
+                      [&] { return std::make_shared<DistMatrix>(read_matrix_market(file, name, dist, layout)); });
+  };
+  HamiltonianMatrices out;
+  out.h = read(file_h, "H");
+  if (!file_s.empty()) out.s = read(file_s, "S");
   return out;
 }
 

@@ -24,6 +24,19 @@ struct ProblemMatrices {
 /// Collective over ctx.comm().
 ProblemMatrices build_problem(const ParameterList& problem, Context& ctx, bool with_c);
 
+/// The Hamiltonian problem of the density-matrix solvers: the Kohn-Sham matrix H and the overlap
+/// S (null: an orthogonal basis, S = I), square, symmetric, with the same layout and
+/// distribution.
+struct HamiltonianMatrices {
+  std::shared_ptr<DistMatrix> h, s;
+};
+
+/// Builds H and S of the problem (Problem/Generator = matrix-market: FileH and FileS) on a grid
+/// of the context, in the distribution the context's multiply algorithm asks for. The block sizes
+/// must cover the dimension exactly (a cycled pattern that cuts the last block is refused).
+/// Collective over ctx.comm(); bad input throws InputError on every rank alike.
+HamiltonianMatrices build_hamiltonian(const ParameterList& problem, Context& ctx);
+
 /// "23" -> {23}; "1,5,13" -> {1,5,13}. Throws InputError naming `where` on bad input.
 std::vector<int> parse_int_list(const std::string& text, const std::string& where);
 

@@ -36,6 +36,9 @@ struct SolverResult {
   /// what the solver recorded itself.
   std::vector<OperationReport> operations;
   std::map<std::string, double> figures;  ///< solver-specific scalars (trace, energy, ...)
+  /// Per-iteration figures of iterative solvers (residual, occupancy, seconds, ...), in order;
+  /// the same on every rank. `plexus run --json` writes them as "history".
+  std::vector<std::map<std::string, double>> history;
 };
 
 class Solver {

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
+#include "text_reader.hpp"
 
 namespace plexus {
 
@@ -47,11 +47,14 @@ bool blank_or_comment(const std::string& s) {
   return true;
 }
 
+using detail::TextReader;
+constexpr const char* kWhat = "Matrix Market file";
+
 // Reads the banner and size line; leaves `in` at the first entry. `line` counts lines read.
-MatrixMarketHeader read_header(std::istream& in, const std::string& path, std::int64_t& line) {
+MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int64_t& line) {
   std::string text;
   line = 0;
-  if (!std::getline(in, text)) fail(path, 1, "empty file (expected a '%%MatrixMarket' banner)");
+  if (!in.getline(text)) fail(path, 1, "empty file (expected a '%%MatrixMarket' banner)");
   ++line;
   std::istringstream banner(text);
   std::string tag, object, format, field, symmetry;
@@ -69,7 +72,7 @@ MatrixMarketHeader read_header(std::istream& in, const std::string& path, std::i
     fail(path, line, "field " + quoted(field) + " is not supported (real or integer)");
   if (h.symmetry != "general" && h.symmetry != "symmetric")
     fail(path, line, "symmetry " + quoted(symmetry) + " is not supported (general or symmetric)");
-  while (std::getline(in, text)) {
+  while (in.getline(text)) {
     ++line;
     if (blank_or_comment(text)) continue;
     std::istringstream size(text);
@@ -133,14 +136,13 @@ std::int64_t parse_index(const std::string& tok, std::int64_t limit, const char*
 // before it that gives the same entry. Only called for a file already read without error.
 std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, std::int64_t target,
                                                       std::int64_t& first) {
-  std::ifstream in(path);
+  TextReader in(path, kWhat);
   std::int64_t line = 0;
   const MatrixMarketHeader h = read_header(in, path, line);
-  std::vector<std::pair<std::int64_t, std::int64_t>> wanted;
   std::pair<std::int64_t, std::int64_t> entry{-1, -1};
   for (int pass = 0; pass < 2; ++pass) {
     std::string text;
-    while (std::getline(in, text)) {
+    while (in.getline(text)) {
       ++line;
       if (blank_or_comment(text)) continue;
       std::istringstream ls(text);
@@ -157,8 +159,7 @@ std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, s
         return entry;
       }
     }
-    in.clear();
-    in.seekg(0);
+    in.rewind();
     read_header(in, path, line);
   }
   first = 0;
@@ -168,18 +169,14 @@ std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, s
 }  // namespace
 
 MatrixMarketHeader read_matrix_market_header(const std::string& path) {
-  input::check_input_file(path, "Matrix Market file");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
+  TextReader in(path, kWhat);
   std::int64_t line = 0;
   return read_header(in, path, line);
 }
 
 DistMatrix read_matrix_market(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
                               const BlockLayout& layout) {
-  input::check_input_file(path, "Matrix Market file");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot open Matrix Market file '" + path + "': " + std::strerror(errno));
+  TextReader in(path, kWhat);
   std::int64_t line = 0;
   const MatrixMarketHeader h = read_header(in, path, line);
   if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
@@ -216,7 +213,7 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
   std::string text, extra;
   std::int64_t seen = 0;
   std::int64_t arr_r = 0, arr_c = 0;  // array format position (column-major; lower triangle if symmetric)
-  while (std::getline(in, text)) {
+  while (in.getline(text)) {
     ++line;
     if (blank_or_comment(text)) continue;
     if (seen == h.entries) fail(path, line, "more entries than the " + std::to_string(h.entries) + " announced");

@@ -1,4 +1,4 @@
-// Fuzz target: a Matrix Market file read as `Problem/FileA` is read (core/src/problem.cpp):
+// Fuzz target: a Matrix Market file (plain or gzip-compressed) read as `Problem/FileA` is read (core/src/problem.cpp):
 // the header, then, when its dimensions are small enough to hold, the whole matrix into a one-rank
 // DistMatrix with block sizes chosen from the dimensions.
 #include <mpi.h>

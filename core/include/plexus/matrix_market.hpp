@@ -1,5 +1,6 @@
 #pragma once
-// Matrix Market I/O (coordinate or array, real or integer, general or symmetric).
+// Matrix Market I/O (coordinate or array, real or integer, general or symmetric). Files are read
+// plain or gzip-compressed (told by their first bytes, the gzip magic 1f 8b, not by the name).
 #include <memory>
 #include <string>
 
@@ -14,7 +15,7 @@ struct MatrixMarketHeader {
   std::int64_t rows = 0, cols = 0, entries = 0;
 };
 
-/// Reads the header only (errors name file and line).
+/// Reads the header only (errors name file and line; corrupt or truncated gzip data too).
 MatrixMarketHeader read_matrix_market_header(const std::string& path);
 
 /// Reads a matrix into a DistMatrix with the given block sizes (their totals must equal the

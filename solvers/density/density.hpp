@@ -1,0 +1,125 @@
+#pragma once
+// What the density-matrix solvers (sign, purification) share: the iteration bookkeeping, spectral
+// bounds, the inverse square root of S by Newton-Schulz, the matrix sign function, the
+// purification iterations, and the common set-up (orthogonalisation) and outputs. Every step
+// runs through the matrix API (plexus/algebra.hpp) on the run's context, so on any multiply
+// algorithm and kernel.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/algebra.hpp"
+#include "plexus/context.hpp"
+#include "plexus/matrix.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/problem.hpp"
+#include "plexus/solver.hpp"
+
+namespace plexus::density {
+
+/// The options every iteration takes.
+struct IterationOptions {
+  double filter_eps = 0;  ///< on the fly in every multiply and on every iterate (0: none)
+  double tolerance = 1e-9;  ///< convergence: ||X^2 - I||_F / sqrt(n) below it
+  int max_iterations = 100;
+  bool keep_unconverged = false;  ///< no convergence: warn and go on with the last iterate
+  bool quiet = false;             ///< no progress lines
+  std::string solver = "sign";    ///< the sublist errors name (sign/MaxIterations, ...)
+};
+
+/// The record of a solve: every multiply's report and one row of figures per iteration.
+struct Trace {
+  std::vector<MultiplyReport> reports;
+  std::vector<std::map<std::string, double>> history;
+};
+
+/// An iteration's convergence measure didn't fall below the tolerance in time (or diverged).
+struct NoConvergence {
+  std::string what;
+  int iterations = 0;
+  double residual = 0;
+};
+
+/// Spectral bounds of a symmetric matrix.
+struct Bounds {
+  double min = 0, max = 0;
+};
+
+/// Gershgorin's bounds: every eigenvalue lies in [min_i (a_ii - r_i), max_i (a_ii + r_i)], r_i the
+/// off-diagonal absolute row sum. Collective.
+Bounds gershgorin(Context& ctx, const DistMatrix& X);
+
+/// ||X - X^T||_F / ||X||_F (0 for a zero matrix). Collective, counted.
+double asymmetry(Context& ctx, const DistMatrix& X);
+
+/// Z = S^{-1/2} and Y = S^{1/2} by Higham's coupled Newton-Schulz iteration
+/// (Y0 = S/c, Z0 = I, T = 3I - Z Y, Y <- Y T / 2, Z <- T Z / 2; c a bound of S's spectrum).
+struct InverseSqrt {
+  std::shared_ptr<DistMatrix> inv_sqrt, sqrt;
+  int iterations = 0;
+  double residual = 0;  ///< ||I - Z Y||_F / sqrt(n) of the last check
+};
+/// Throws InputError when S is not positive definite (a bound or the iteration shows it).
+InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptions& o, Trace& rec);
+
+/// sign(K - mu I) by the Newton-Schulz sign iteration of order 2 (X <- X (3I - X^2)/2) or 3
+/// (X <- X (15I - 10X^2 + 3X^4)/8) from X0 = (K - mu I)/b, b a bound of |K - mu I|'s spectrum.
+struct SignResult {
+  std::shared_ptr<DistMatrix> x;
+  int iterations = 0;
+  double residual = 0;  ///< ||X^2 - I||_F / sqrt(n) of the last check
+  bool converged = false;
+};
+SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& bounds, int order,
+                const IterationOptions& o, Trace& rec, const std::string& label = "sign");
+
+/// The purification methods on an orthogonalised F (occupied: `occupied` lowest levels; mu for
+/// McWeeny's grand-canonical one).
+enum class Purification { Canonical, Trs4, McWeeny };
+struct PurifyResult {
+  std::shared_ptr<DistMatrix> d;  ///< the density matrix in the orthogonal basis
+  int iterations = 0;
+  double residual = 0;  ///< 4 ||D^2 - D||_F / sqrt(n) (the sign iteration's measure, X = I - 2D)
+  bool converged = false;
+};
+PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, double occupied, double mu,
+                    const Bounds& bounds, const IterationOptions& o, Trace& rec);
+
+/// The parameters both solvers declare (FilterEps, Tolerance, MaxIterations, Electrons, Mu,
+/// KeepUnconverged, OutputFile).
+void declare_common(ParameterList& valid);
+
+/// The common part of a solver's settings, read from its validated sublist.
+struct Settings {
+  IterationOptions iteration;
+  int electrons = 0;  ///< 0: not given
+  bool mu_given = false;
+  double mu = 0;
+  std::string output;  ///< P's Matrix Market file (empty: none)
+  std::string solver;  ///< "sign" or "purification": the sublist that names are reported under
+  static Settings from(const ParameterList& p, const std::string& solver);
+};
+
+/// The problem after set-up: H, S, the orthogonalisation and the orthogonalised K = Z H Z.
+struct Orthogonal {
+  std::shared_ptr<DistMatrix> h, s;   ///< s null: orthogonal basis
+  std::shared_ptr<DistMatrix> z;      ///< S^{-1/2}, null when s is
+  std::shared_ptr<DistMatrix> k;      ///< Z H Z (H itself when s is null)
+  Bounds bounds;                      ///< of K
+  std::int64_t n = 0;
+};
+/// Reads the problem, checks H and S (square, symmetric, the electron count), computes S^{-1/2}
+/// and K. Collective; bad input throws InputError naming the parameter.
+Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Settings& s, Trace& rec);
+
+/// P = Z D Z (D itself in an orthogonal basis), filtered; then the figures (energy = 2 Tr(P H),
+/// trace_PS, idempotency_error = ||P S P - P||_F, occupancy), P written when asked; fills
+/// `result` (its result matrix, reports, history, figures).
+void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d_orthogonal, const Settings& s, Trace& rec,
+            SolverResult& result);
+
+/// Rank 0 logs unless quiet.
+bool speaks(const Context& ctx, const IterationOptions& o);
+
+}  // namespace plexus::density

@@ -1,0 +1,161 @@
+// The "sign" solver: the density matrix P = S^-1/2 (I - sign(K - mu I))/2 S^-1/2 of a Kohn-Sham
+// matrix H with overlap S, K = S^-1/2 H S^-1/2 (PASC'17 DBCSR paper, Eqs. 1-3), through the
+// run's multiply algorithm and kernel; mu given or found so that Tr(P S) = Electrons/2.
+#include <mpi.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "density.hpp"
+#include "plexus/error.hpp"
+#include "plexus/log.hpp"
+#include "plexus/output.hpp"
+#include "plexus/plugin.hpp"
+
+namespace {
+
+using namespace plexus;
+namespace dm = plexus::density;
+
+class SignSolver final : public Solver {
+ public:
+  explicit SignSolver(const ParameterList& p)
+      : settings_(dm::Settings::from(p, "sign")), order_(p.get<int>("Order")) {}
+
+  std::string name() const override { return "sign"; }
+
+  void check(const Context& ctx) const override {
+    if (!settings_.output.empty() && ctx.rank() == 0) output::check(settings_.output, "sign/OutputFile");
+  }
+
+  SolverResult run(SolverContext& sc) override {
+    PLEXUS_CHECK(sc.problem && sc.context, "sign: incomplete solver context");
+    Context& ctx = *sc.context;
+    const std::size_t mark = ctx.log_mark();
+    dm::Settings s = settings_;
+    s.iteration.quiet = sc.quiet;
+    dm::Trace rec;
+    const dm::Orthogonal o = dm::orthogonalise(ctx, *sc.problem, s, rec);
+    for (auto& row : rec.history) row["stage"] = 1;
+    const double n = static_cast<double>(o.n);
+    const double occupied = s.electrons / 2.0;
+
+    // One evaluation of sign(K - mu I): its X, and the number of levels below mu, Tr((I - X)/2).
+    int evaluations = 0, iterations_total = 0;
+    auto evaluate = [&](double mu, dm::IterationOptions opts) {
+      const std::size_t first = rec.history.size();
+      auto r = dm::sign(ctx, *o.k, mu, o.bounds, order_, opts, rec);
+      ++evaluations;
+      iterations_total += r.iterations;
+      for (std::size_t i = first; i < rec.history.size(); ++i) {
+        rec.history[i]["stage"] = 2;
+        rec.history[i]["evaluation"] = evaluations;
+        rec.history[i]["mu"] = mu;
+      }
+      return r;
+    };
+    auto count_of = [&](const dm::SignResult& r) { return 0.5 * (n - trace(ctx, *r.x)); };
+
+    double mu = s.mu;
+    dm::SignResult x;
+    if (s.mu_given) {
+      x = evaluate(mu, s.iteration);
+    } else {
+      // Bisection on mu inside the spectral bounds: the number of levels below mu rises with it.
+      // Evaluations on the way may meet a level close to mu and converge slowly; they are kept
+      // unconverged when the count still tells the side.
+      double lo = o.bounds.min, hi = o.bounds.max;
+      const double width = hi - lo;
+      for (;;) {
+        mu = 0.5 * (lo + hi);
+        dm::IterationOptions opts = s.iteration;
+        opts.keep_unconverged = true;
+        opts.quiet = true;
+        x = evaluate(mu, opts);
+        const double count = count_of(x);
+        if (dm::speaks(ctx, s.iteration))
+          log().info("sign: mu = {:.8f} -> {:.4f} levels below it (want {}), {} iterations{}", mu, count, occupied,
+                     x.iterations, x.converged ? "" : " (not converged)");
+        if (x.converged && std::abs(count - occupied) < 0.5) break;
+        if (count < occupied - 0.5)
+          lo = mu;
+        else if (count > occupied + 0.5)
+          hi = mu;
+        else
+          throw Error("sign/Electrons", "no chemical potential gives " + std::to_string(static_cast<long>(occupied)) +
+                                            " occupied levels: a level lies at mu = " + std::to_string(mu) +
+                                            " (no gap at the Fermi level; give sign/Mu, or raise sign/MaxIterations)");
+        if (hi - lo < 1e-12 * width)
+          throw Error("sign/Electrons", "no chemical potential gives " + std::to_string(static_cast<long>(occupied)) +
+                                            " occupied levels (bisection closed at mu = " + std::to_string(mu) +
+                                            "): degenerate levels at the Fermi level");
+      }
+      if (!x.converged && !s.iteration.keep_unconverged)
+        throw Error("sign/MaxIterations", "the sign iteration did not converge at mu = " + std::to_string(mu));
+    }
+    const double count = count_of(x);
+    if (count < 0.5 || count > n - 0.5)
+      throw InputError("sign/Mu", "sign/Mu = " + std::to_string(mu) + " lies outside the spectrum: " +
+                                      (count < 0.5 ? "no level is" : "every level is") + " occupied");
+    if (s.mu_given && s.electrons > 0 && std::abs(count - occupied) >= 0.5 && dm::speaks(ctx, s.iteration))
+      log().warn("sign: {:.4f} levels lie below sign/Mu = {}, but sign/Electrons = {} fills {}", count, mu,
+                 s.electrons, occupied);
+
+    // D = (I - X)/2 in the orthogonal basis.
+    scale(ctx, *x.x, -0.5);
+    add_on_diag(ctx, *x.x, 0.5);
+    SolverResult result;
+    dm::finish(ctx, o, *x.x, s, rec, result);
+    auto& f = result.figures;
+    f["mu"] = mu;
+    f["iterations"] = x.iterations;
+    f["sign_evaluations"] = evaluations;
+    f["sign_iterations_total"] = iterations_total;
+    f["residual"] = x.residual;
+    f["occupied_levels"] = count;
+    f["converged"] = x.converged ? 1 : 0;
+    if (dm::speaks(ctx, s.iteration))
+      log().info("sign: mu = {:.8f} ({} evaluation{}), energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", mu, evaluations,
+                 evaluations == 1 ? "" : "s", f["energy"], f["trace_PS"]);
+    result.operations = ctx.log_since(mark);
+    return result;
+  }
+
+ private:
+  dm::Settings settings_;
+  int order_;
+};
+
+ParameterListPtr valid_parameters() {
+  auto v = Teuchos::rcp(new ParameterList("sign"));
+  dm::declare_common(*v);
+  declare_int(*v, "Order", 2,
+              "order of the Newton-Schulz sign iteration: 2 (X <- X(3I - X^2)/2, two multiplies a step) or 3 "
+              "(X <- X(15I - 10X^2 + 3X^4)/8, three)",
+              2, 3);
+  return v;
+}
+
+const PluginDescriptor& describe() {
+  static const PluginDescriptor d = [] {
+    PluginDescriptor p;
+    p.name = "solver_sign";
+    p.version = "0.1.0";
+    ComponentDescriptor c;
+    c.kind = ComponentKind::Solver;
+    c.name = "sign";
+    c.summary =
+        "density matrix by the matrix sign iteration (S^-1/2 by Newton-Schulz, mu given or found by bisection); "
+        "figures: energy, trace_PS, mu, iterations, idempotency_error";
+    c.valid_parameters = valid_parameters;
+    c.make_solver = [](const ParameterList& p) -> std::unique_ptr<Solver> { return std::make_unique<SignSolver>(p); };
+    p.components.push_back(std::move(c));
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+PLEXUS_PLUGIN(describe)

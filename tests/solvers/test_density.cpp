@@ -1,0 +1,319 @@
+// The density-matrix solvers (sign, purification) against a dense reference (LAPACK dsygvd on the
+// gathered H and S): the real Kohn-Sham and overlap matrices of 32 water molecules
+// (PLEXUS_TEST_DATA_DIR/h2o-32), through every multiply algorithm the registry finds, and small
+// made-up problems for the error cases. One test source for both solvers (Ginkgo's pattern).
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dense_reference.hpp"
+#include "density_reference.hpp"
+#include "plexus/context.hpp"
+#include "plexus/error.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/problem.hpp"
+#include "plexus/registry.hpp"
+#include "plexus/solver.hpp"
+
+using namespace plexus;
+namespace fs = std::filesystem;
+
+namespace {
+
+int rank_of() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+std::vector<std::string> algorithms() {
+  Registry::global().load_default();
+  return Registry::global().names(ComponentKind::Comm);
+}
+
+// One solver run: its figures and P gathered on every rank.
+struct Solved {
+  std::map<std::string, double> figures;
+  std::vector<double> p;
+  std::vector<std::map<std::string, double>> history;
+};
+
+ParameterList problem_of(const std::string& file_h, const std::string& file_s, const std::string& sizes = "23") {
+  ParameterList p("Problem");
+  p.set("Generator", std::string("matrix-market"));
+  p.set("FileH", file_h);
+  p.set("FileS", file_s);
+  p.set("BlockSizes", sizes);
+  return p;
+}
+
+Solved solve(const std::string& algorithm, const std::string& solver, const std::vector<std::string>& settings,
+          const ParameterList& problem) {
+  Registry::global().load_default();
+  auto& reg = Registry::global();
+  ParameterList comm(algorithm), kern("cpu"), sub(solver);
+  std::shared_ptr<MultiplyAlgorithm> algo = reg.make_comm(algorithm, comm, "Communication/" + algorithm);
+  std::shared_ptr<Kernel> kernel = reg.make_kernel("cpu", kern, "Kernel/cpu");
+  for (const auto& kv : settings) apply_override(sub, kv);
+  auto s = reg.make_solver(solver, sub, solver);
+  Context ctx(MPI_COMM_WORLD, algo, kernel);
+  Solved out;
+  {
+    SolverContext sc;
+    sc.context = &ctx;
+    sc.problem = &problem;
+    sc.quiet = true;
+    SolverResult r = s->run(sc);
+    out.figures = r.figures;
+    out.history = r.history;
+    out.p = r.result->to_dense();
+  }
+  ctx.release();
+  return out;
+}
+
+// ---- h2o-32 ----------------------------------------------------------------------------------
+
+const std::string kData = PLEXUS_TEST_DATA_DIR;
+const std::string kH = kData + "/h2o-32/H.mtx.gz", kS = kData + "/h2o-32/S.mtx.gz";
+constexpr int kOccupied = 128;  // 256 electrons, spin-restricted
+
+bool have_data() { return fs::exists(kH) && fs::exists(kS); }
+
+const test::DenseDensity& h2o_reference() {
+  static const test::DenseDensity ref = [] {
+    Registry::global().load_default();
+    ParameterList comm("cannon"), kern("cpu");
+    std::shared_ptr<MultiplyAlgorithm> algo = Registry::global().make_comm("cannon", comm, "Communication/cannon");
+    std::shared_ptr<Kernel> kernel = Registry::global().make_kernel("cpu", kern, "Kernel/cpu");
+    Context ctx(MPI_COMM_WORLD, algo, kernel);
+    std::vector<double> h, s;
+    int n = 0;
+    {
+      auto m = build_hamiltonian(problem_of(kH, kS), ctx);
+      h = m.h->to_dense();
+      s = m.s->to_dense();
+      n = static_cast<int>(m.h->nrows());
+    }
+    ctx.release();
+    return test::dense_density(h, s, n, kOccupied, MPI_COMM_WORLD);
+  }();
+  return ref;
+}
+
+// The accuracy the issue asks for without filtering: the band energy to 1e-9 relative, Tr(P S)
+// to 1e-9 relative, P to 1e-8 relative in the Frobenius norm.
+void expect_exact(const Solved& r, const test::DenseDensity& ref, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_LT(std::abs(r.figures.at("energy") - ref.band_energy), 1e-9 * std::abs(ref.band_energy))
+      << r.figures.at("energy") << " vs " << ref.band_energy;
+  EXPECT_LT(std::abs(r.figures.at("trace_PS") - ref.occupied), 1e-9 * ref.occupied) << r.figures.at("trace_PS");
+  EXPECT_LT(test::relative_error(r.p, ref.p), 1e-8);
+  EXPECT_LT(r.figures.at("idempotency_error"), 1e-8);
+  EXPECT_EQ(r.figures.at("converged"), 1.0);
+  EXPECT_FALSE(r.history.empty());
+}
+
+std::string mu_text(double mu) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", mu);
+  return buf;
+}
+
+// Both solvers through every multiply algorithm (sign at a given mu in the gap, canonical
+// purification at the electron count).
+TEST(H2O, EveryAlgorithmBothSolvers) {
+  if (!have_data()) GTEST_SKIP() << "no " << kH;
+  const auto& ref = h2o_reference();
+  const auto problem = problem_of(kH, kS);
+  for (const auto& algo : algorithms()) {
+    expect_exact(solve(algo, "sign", {"Mu=" + mu_text(ref.mid_gap())}, problem), ref, "sign via " + algo);
+    expect_exact(solve(algo, "purification", {"Electrons=256"}, problem), ref, "purification via " + algo);
+  }
+}
+
+// The other ways to the same P: mu found from the electron count (inside the gap), the third-order
+// sign iteration, TRS4, McWeeny at a given mu, atomic blocks.
+TEST(H2O, Variants) {
+  if (!have_data()) GTEST_SKIP() << "no " << kH;
+  const auto& ref = h2o_reference();
+  const auto problem = problem_of(kH, kS);
+  const std::string algo = algorithms().front();
+  const Solved found = solve(algo, "sign", {"Electrons=256"}, problem);
+  expect_exact(found, ref, "sign, mu found");
+  EXPECT_GT(found.figures.at("mu"), ref.homo());
+  EXPECT_LT(found.figures.at("mu"), ref.lumo());
+  EXPECT_GE(found.figures.at("sign_evaluations"), 1.0);
+  expect_exact(solve(algo, "sign", {"Mu=" + mu_text(ref.mid_gap()), "Order=3"}, problem), ref, "sign, order 3");
+  expect_exact(solve(algo, "purification", {"Electrons=256", "Method=trs4"}, problem), ref, "trs4");
+  expect_exact(solve(algo, "purification", {"Mu=" + mu_text(ref.mid_gap()), "Method=mcweeny"}, problem), ref,
+               "mcweeny");
+  expect_exact(solve(algo, "sign", {"Mu=" + mu_text(ref.mid_gap())}, problem_of(kH, kS, "13,5,5")), ref,
+               "sign, atomic blocks");
+}
+
+// Filtering: the energy error shrinks with FilterEps and stays within a bound. Each filtering
+// drops blocks of Frobenius norm below eps, a perturbation of at most eps per block that the
+// iterations carry to first order into P; the energy 2 Tr(P H) changes by 2 Tr(dP H), where the
+// levels that matter (those near the Fermi level, which converge last) are within 1 Ha of it
+// here and each of the 32 block rows adds at most about eps: |dE| <~ 2 * 32 * eps = 64 eps. The
+// test asserts |dE| < 100 eps (1e-4 Ha at eps = 1e-6); the errors measured are 0.4 to 8 eps.
+TEST(H2O, FilteringErrorShrinksWithEps) {
+  if (!have_data()) GTEST_SKIP() << "no " << kH;
+  const auto& ref = h2o_reference();
+  const auto problem = problem_of(kH, kS);
+  const std::string algo = algorithms().front();
+  for (const std::string solver : {"sign", "purification"}) {
+    double previous = HUGE_VAL;
+    for (double eps : {1e-5, 1e-6, 1e-7}) {
+      const std::vector<std::string> settings = {
+          solver == "sign" ? "Mu=" + mu_text(ref.mid_gap()) : std::string("Electrons=256"),
+          "FilterEps=" + mu_text(eps)};
+      const Solved r = solve(algo, solver, settings, problem);
+      const double error = std::abs(r.figures.at("energy") - ref.band_energy);
+      if (rank_of() == 0) std::printf("%s FilterEps %g: energy error %.3e Ha\n", solver.c_str(), eps, error);
+      EXPECT_LT(error, 100 * eps) << solver << " eps " << eps;
+      EXPECT_LT(error, previous) << solver << " eps " << eps;
+      previous = error;
+    }
+  }
+}
+
+// ---- small problems: an orthogonal basis and every bad input ---------------------------------
+
+// A small symmetric H with a gap (levels -2..-1 and 1..2 of a rotated diagonal, n = 12) and an
+// S close to I, written by rank 0 into a fresh directory.
+struct Small {
+  std::string dir, h, s, h_asym, s_indef;
+  int n = 12;
+  Small() {
+    int pid = ::getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    dir = (fs::temp_directory_path() / ("plexus_density_" + std::to_string(pid))).string();
+    h = dir + "/h.mtx";
+    s = dir + "/s.mtx";
+    h_asym = dir + "/h_asym.mtx";
+    s_indef = dir + "/s_indef.mtx";
+    if (rank_of() == 0) {
+      fs::create_directories(dir);
+      auto write = [&](const std::string& path, auto value) {
+        std::ofstream f(path);
+        f << "%%MatrixMarket matrix coordinate real general\n" << n << " " << n << " " << n * n << "\n";
+        f.precision(17);
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < n; ++i) f << i + 1 << " " << j + 1 << " " << value(i, j) << "\n";
+      };
+      auto hv = [](int i, int j) {
+        const double level = i < 6 ? -2.0 + 0.2 * i : 1.0 + 0.2 * (i - 6);
+        return (i == j ? level : 0.0) + 0.05 / (1.0 + std::abs(i - j));
+      };
+      write(h, hv);
+      write(s, [](int i, int j) { return i == j ? 1.0 : 0.02 / (1.0 + std::abs(i - j)); });
+      write(h_asym, [&](int i, int j) { return hv(i, j) + (i == 0 && j == 1 ? 0.1 : 0.0); });
+      write(s_indef, [](int i, int j) { return i == j ? (i == 3 ? -0.5 : 1.0) : 0.0; });
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~Small() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank_of() == 0) fs::remove_all(dir);
+  }
+};
+
+std::vector<double> read_dense(const std::string& file_h, const std::string& file_s, bool want_s, int& n) {
+  Registry::global().load_default();
+  ParameterList comm("cannon"), kern("cpu");
+  std::shared_ptr<MultiplyAlgorithm> algo = Registry::global().make_comm("cannon", comm, "Communication/cannon");
+  std::shared_ptr<Kernel> kernel = Registry::global().make_kernel("cpu", kern, "Kernel/cpu");
+  Context ctx(MPI_COMM_WORLD, algo, kernel);
+  std::vector<double> out;
+  {
+    auto m = build_hamiltonian(problem_of(file_h, file_s, "4"), ctx);
+    out = want_s ? m.s->to_dense() : m.h->to_dense();
+    n = static_cast<int>(m.h->nrows());
+  }
+  ctx.release();
+  return out;
+}
+
+TEST(Small, OrthogonalBasisAndOverlapMatchDense) {
+  Small sm;
+  int n = 0;
+  const auto h = read_dense(sm.h, "", false, n);
+  const auto s = read_dense(sm.h, sm.s, true, n);
+  const auto ortho = test::dense_density(h, {}, n, 6, MPI_COMM_WORLD);
+  const auto gen = test::dense_density(h, s, n, 6, MPI_COMM_WORLD);
+  for (const auto& algo : algorithms()) {
+    expect_exact(solve(algo, "sign", {"Electrons=12"}, problem_of(sm.h, "", "4")), ortho, "sign, S = I, " + algo);
+    expect_exact(solve(algo, "purification", {"Electrons=12", "Method=trs4"}, problem_of(sm.h, sm.s, "4")), gen,
+                 "trs4 with S, " + algo);
+  }
+}
+
+// Every bad input ends with an InputError naming the parameter, on every rank alike.
+template <class F>
+std::string input_error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+TEST(Small, BadInputsAreNamed) {
+  Small sm;
+  const std::string algo = algorithms().front();
+  auto has = [](const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; };
+  std::string m;
+  m = input_error_of([&] { solve(algo, "sign", {"Electrons=11"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "sign/Electrons") && has(m, "odd")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Electrons=26"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "sign/Electrons") && has(m, "24")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "sign/Electrons") && has(m, "sign/Mu")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Mu=100"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "sign/Mu") && has(m, "outside the spectrum")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Mu=abc"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "sign/Mu") && has(m, "not a number")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Electrons=12"}, problem_of(sm.h_asym, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "not symmetric")) << m;
+  m = input_error_of([&] { solve(algo, "purification", {"Electrons=12"}, problem_of(sm.h, sm.s_indef, "4")); });
+  EXPECT_TRUE(has(m, "S is not positive definite")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Electrons=12"}, problem_of(sm.h, sm.s, "5")); });
+  EXPECT_TRUE(has(m, "Problem/BlockSizes") && has(m, "does not add up")) << m;
+  m = input_error_of([&] { solve(algo, "purification", {"Mu=0"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "purification/Electrons")) << m;
+  m = input_error_of([&] { solve(algo, "purification", {"Method=mcweeny", "Electrons=12"}, problem_of(sm.h, sm.s, "4")); });
+  EXPECT_TRUE(has(m, "purification/Mu")) << m;
+}
+
+// No convergence within MaxIterations: an error carrying the last residual; or, with
+// KeepUnconverged, the last iterate and converged = 0.
+TEST(Small, NoConvergenceCarriesTheResidual) {
+  Small sm;
+  const std::string algo = algorithms().front();
+  std::string msg = "(no error)";
+  try {
+    solve(algo, "sign", {"Mu=0", "MaxIterations=2"}, problem_of(sm.h, "", "4"));
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("sign/MaxIterations"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("last residual"), std::string::npos) << msg;
+  const Solved kept = solve(algo, "purification", {"Electrons=12", "MaxIterations=2", "KeepUnconverged=true"},
+                         problem_of(sm.h, "", "4"));
+  EXPECT_EQ(kept.figures.at("converged"), 0.0);
+  EXPECT_GT(kept.figures.at("residual"), 1e-9);
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
+#include "plexus/solver.hpp"
 
 namespace plexus::app {
 
@@ -117,5 +118,17 @@ std::string format_table(const std::vector<std::string>& head, const std::vector
 std::string format_bytes(double bytes);
 std::string format_number(const char* fmt, double v);
 std::string json_escape(const std::string& s);
+
+/// What `plexus run --json` writes (rank 0's view; the summaries are already reduced over ranks).
+struct RunRecord {
+  std::string solver, strategy, kernel, grid;
+  int ranks = 1;
+  std::vector<double> run_seconds;  ///< each counted solver run, its slowest rank
+  const Summary* summary = nullptr;
+  const std::map<std::string, OperationSummary>* operations = nullptr;
+  const SolverResult* result = nullptr;  ///< figures and history of the last counted run
+};
+/// The JSON text of a run (NaN and infinite figures as null).
+std::string run_json(const RunRecord& r);
 
 }  // namespace plexus::app

@@ -80,7 +80,7 @@ Options parse_command_line(int argc, char** argv) {
   }
 
   std::vector<std::string> valued, flags = {"--help", "-h"};
-  if (o.command == "run") valued = {"--set", "--write-params", "--log-level"};
+  if (o.command == "run") valued = {"--set", "--write-params", "--log-level", "--json"};
   if (o.command == "compare")
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};

@@ -2,12 +2,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "app.hpp"
 
@@ -219,6 +223,61 @@ std::string json_escape(const std::string& s) {
     }
   }
   return out;
+}
+
+namespace {
+// A number, or null where JSON has none (NaN, infinities).
+nlohmann::json json_value(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json json_figures(const std::map<std::string, double>& figures) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : figures) out[k] = json_value(v);
+  return out;
+}
+}  // namespace
+
+std::string run_json(const RunRecord& r) {
+  nlohmann::json j;
+  j["solver"] = r.solver;
+  j["strategy"] = r.strategy;
+  j["kernel"] = r.kernel;
+  j["ranks"] = r.ranks;
+  j["grid"] = r.grid;
+  j["run_seconds"] = r.run_seconds;
+  if (r.result) {
+    j["figures"] = json_figures(r.result->figures);
+    nlohmann::json history = nlohmann::json::array();
+    for (const auto& row : r.result->history) history.push_back(json_figures(row));
+    j["history"] = std::move(history);
+  }
+  if (r.summary) {
+    const Summary& s = *r.summary;
+    j["summary"] = {{"multiplies", s.multiplies},
+                    {"seconds_per_multiply_min", s.seconds_min},
+                    {"seconds_per_multiply_median", s.seconds_median},
+                    {"seconds_per_multiply_mean", s.seconds},
+                    {"seconds_per_multiply_max", s.seconds_max},
+                    {"multiply_seconds_total", std::accumulate(s.times.begin(), s.times.end(), 0.0)},
+                    {"flops_per_multiply", s.flops},
+                    {"gflops", s.gflops},
+                    {"volume_per_rank_max", s.volume_max},
+                    {"volume_per_rank_avg", s.volume_avg},
+                    {"model_volume_per_rank_max", s.model_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.model_max)},
+                    {"wait_seconds_max", s.wait_max},
+                    {"kernel_seconds_max", s.kernel_seconds},
+                    {"peak_memory_bytes_max", s.peak_memory_max}};
+  }
+  if (r.operations) {
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& [name, o] : *r.operations)
+      ops[name] = {{"count", o.count},
+                   {"seconds", o.seconds},
+                   {"bytes_received", o.bytes_received},
+                   {"predicted_bytes_received",
+                    o.predicted_bytes_received < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.predicted_bytes_received)}};
+    j["operations"] = std::move(ops);
+  }
+  return j.dump(2) + "\n";
 }
 
 }  // namespace plexus::app

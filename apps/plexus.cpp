@@ -36,7 +36,7 @@ const char* const kOverview =
     "plexus: distributed block-sparse matrix algebra with pluggable communication strategies and kernels\n"
     "\n"
     "Usage:\n"
-    "  plexus run [FILE.xml] [--set Path/Key=value]... [--write-params FILE] [--log-level LEVEL]\n"
+    "  plexus run [FILE.xml] [--set Path/Key=value]... [--json FILE] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
     "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
     "  plexus plugins [--verbose]\n"
@@ -71,6 +71,9 @@ const char* const kRunHelp =
     "  --set Path/Key=value   override one parameter (repeatable), e.g. --set Problem/Blocks=40\n"
     "                         --set Communication/Strategy=cannon --set Kernel/Type=reference\n"
     "  --write-params FILE    also write the complete parameter list used to FILE (XML)\n"
+    "  --json FILE            write the run as JSON: the solver's figures (e.g. energy, trace_PS, mu,\n"
+    "                         iterations, idempotency_error), its per-iteration history, the timing\n"
+    "                         summary and the operations (\"-\": standard output)\n"
     "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs)\n"
     "  -h, --help             this text\n"
     "\n"
@@ -81,6 +84,7 @@ const char* const kRunHelp =
     "Examples:\n"
     "  mpiexec -n 4 plexus run examples/h2o.xml\n"
     "  mpiexec -n 2 plexus run --set Problem/Blocks=40 --set multiply/Repetitions=1 --write-params used.xml\n"
+    "  mpiexec -n 4 plexus run examples/h2o-sign.xml --json sign.json   (density matrix of 32 waters)\n"
     "  plexus plugins --verbose     (lists every parameter of every component)\n";
 
 const char* const kCompareHelp =
@@ -434,6 +438,7 @@ int command_run(const Options& o, int rank, int size) {
         configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
         c = make_components(*params);
         check_solver(c);
+        agreed([&] { check_outputs(o, rank); });  // an unwritable --json is found now, not at the end
         if (!o.write_params.empty() && rank == 0) write_parameter_file(*params, o.write_params);
       },
       rank, size, exit_code);
@@ -456,6 +461,7 @@ int command_run(const Options& o, int rank, int size) {
   std::map<std::string, OperationSummary> operations;
   SolverResult last;
   Summary s;
+  std::vector<double> run_seconds;
   run_or_abort(
       [&] {
         for (int w = 0; w < plan.warm_up; ++w) {
@@ -471,7 +477,11 @@ int command_run(const Options& o, int rank, int size) {
           if (rank == 0 && plan.rounds > 1) log().info("counted run {}/{}", k + 1, plan.rounds);
           SolverContext ctx = context_for(*params, c, false);
           last = SolverResult{};  // the previous run's result is not held while the next one runs
+          const double t0 = MPI_Wtime();
           last = c.solver->run(ctx);
+          double seconds = MPI_Wtime() - t0;
+          MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          run_seconds.push_back(seconds);
           for (auto& r : last.reports) counted.push_back(std::move(r));
           for (auto& op : last.operations) counted_operations.push_back(std::move(op));
           last.reports.clear();
@@ -488,6 +498,37 @@ int command_run(const Options& o, int rank, int size) {
     print_summary_lines(s, plan);
     print_operation_lines(operations);
     for (const auto& [name, value] : last.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
+  }
+  if (!o.json.empty()) {
+    // Rank 0 writes; every rank learns whether it could (a failed write is this run's error).
+    int failed = 0;
+    std::string why;
+    if (rank == 0) {
+      try {
+        RunRecord rec;
+        rec.solver = sel.solver;
+        rec.strategy = sel.strategy;
+        rec.kernel = sel.kernel;
+        rec.grid = last.result ? last.result->grid().describe() : "";
+        rec.ranks = size;
+        rec.run_seconds = run_seconds;
+        rec.summary = &s;
+        rec.operations = &operations;
+        rec.result = &last;
+        output::write_text(o.json, run_json(rec), "--json");
+        if (o.json != "-") log().info("wrote JSON to '{}'", o.json);
+      } catch (const std::exception& e) {
+        failed = 1;
+        why = e.what();
+      }
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (failed) {
+      if (rank == 0) log().error("{}", why);
+      last = SolverResult{};
+      free_components(c);
+      return 1;
+    }
   }
   // Every rank frees the result and then the components here, together, before MPI_Finalize.
   last = SolverResult{};

@@ -55,7 +55,8 @@ function(plexus_add_mpi_test name)
 endfunction()
 
 # plexus_app_test(<name> [RANKS n] [EXPECT zero|nonzero|<code>] ARGS <args...> [MATCH <regex>...]
-#                 [NOMATCH <regex>...] [JSON file rows [keys...]] [CSV file rows] [ENV VAR=value...]
+#                 [NOMATCH <regex>...] [JSON file rows [keys...]] [JSON_KEYS file path...]
+#                 [CSV file rows] [ENV VAR=value...]
 #                 [JSON_COUNTS file key n [key n...]] [JSON_EQUAL file key i j [key i j...]]
 #                 [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
 # Runs `plexus ARGS` (under mpiexec with RANKS ranks when given) in ${PLEXUS_APP_TEST_DIR} (set by
@@ -64,7 +65,7 @@ endfunction()
 # JSON_COUNTS / JSON_EQUAL facts about the JSON rows (see check_run.cmake).
 function(plexus_app_test name)
   cmake_parse_arguments(T "" "RANKS;EXPECT;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
-                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL" ${ARGN})
+                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL;JSON_KEYS" ${ARGN})
   if(NOT T_EXPECT)
     set(T_EXPECT zero)
   endif()
@@ -83,10 +84,12 @@ function(plexus_app_test name)
   string(REPLACE ";" "<;>" csv_joined "${T_CSV}")
   string(REPLACE ";" "<;>" json_counts_joined "${T_JSON_COUNTS}")
   string(REPLACE ";" "<;>" json_equal_joined "${T_JSON_EQUAL}")
+  string(REPLACE ";" "<;>" json_keys_joined "${T_JSON_KEYS}")
   add_test(NAME ${name}
     COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd_joined}" "-DEXPECT=${T_EXPECT}" "-DMATCH=${match_joined}"
             "-DNOMATCH=${nomatch_joined}" "-DJSON=${json_joined}" "-DCSV=${csv_joined}"
             "-DJSON_COUNTS=${json_counts_joined}" "-DJSON_EQUAL=${json_equal_joined}"
+            "-DJSON_KEYS=${json_keys_joined}"
             -P ${PROJECT_SOURCE_DIR}/tests/app/check_run.cmake
     WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2

@@ -52,7 +52,7 @@ class IterationLog {
  public:
   IterationLog(Context& ctx, Trace& rec) : ctx_(ctx), trace_(rec), first_(rec.reports.size()), t0_(MPI_Wtime()) {}
 
-  std::map<std::string, double>& done(double residual, const DistMatrix& x) {
+  std::map<std::string, double>& done(int iteration, double residual, const DistMatrix& x) {
     double mine[2] = {MPI_Wtime() - t0_, 0};
     double sums[2] = {0, 0};  // flops, data bytes received
     for (std::size_t i = first_; i < trace_.reports.size(); ++i) {
@@ -65,7 +65,7 @@ class IterationLog {
     mpi::check(MPI_Allreduce(mine, maxima, 2, MPI_DOUBLE, MPI_MAX, ctx_.comm()), "MPI_Allreduce");
     mpi::check(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, ctx_.comm()), "MPI_Allreduce");
     std::map<std::string, double> row;
-    row["iteration"] = static_cast<double>(trace_.history.size() + 1);
+    row["iteration"] = iteration;  // within its iteration (S^-1/2, one sign evaluation, ...)
     row["residual"] = residual;
     row["occupancy"] = x.occupancy();
     row["seconds"] = maxima[0];
@@ -196,7 +196,7 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
     std::swap(z, next);
     filter_iterate(ctx, o, *y);
     filter_iterate(ctx, o, *z);
-    say_iteration(ctx, o, "S^-1/2", iter.done(r, *z));
+    say_iteration(ctx, o, "S^-1/2", iter.done(it, r, *z));
     out.iterations = it;
     out.residual = r;
     if (done) break;
@@ -251,7 +251,7 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
     }
     std::swap(x, next);
     filter_iterate(ctx, o, *x);
-    say_iteration(ctx, o, label, iter.done(r, *x));
+    say_iteration(ctx, o, label, iter.done(it, r, *x));
     out.iterations = it;
     out.residual = r;
     if (done) {
@@ -355,7 +355,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
     }
     std::swap(d, next);
     filter_iterate(ctx, o, *d);
-    auto& row = iter.done(r, *d);
+    auto& row = iter.done(it, r, *d);
     row["trace"] = tr1;
     say_iteration(ctx, o, label, row);
     out.iterations = it;

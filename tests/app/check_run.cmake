@@ -8,15 +8,18 @@
 #   JSON_COUNTS "<file> <key> <n> [<key> <n>...]": in every row of the JSON file, `key` is an array
 #             of n entries or the number n
 #   JSON_EQUAL  "<file> <key> <i> <j> [<key> <i> <j>...]": rows i and j (0-based) hold the same `key`
+#   JSON_KEYS "<file> <path> [<path>...]": the JSON file holds every path (keys and array indices
+#             joined by dots, e.g. figures.energy or history.0.residual), each a number or null
 #   CSV       "<file> <rows>": the CSV file must exist with a header and that many rows
 string(REPLACE "<;>" ";" command "${COMMAND}")
+string(REPLACE "<;>" ";" JSON_KEYS "${JSON_KEYS}")
 string(REPLACE "<;>" ";" JSON_COUNTS "${JSON_COUNTS}")
 string(REPLACE "<;>" ";" JSON_EQUAL "${JSON_EQUAL}")
 string(REPLACE "<;>" ";" match "${MATCH}")
 string(REPLACE "<;>" ";" nomatch "${NOMATCH}")
 string(REPLACE "<;>" ";" JSON "${JSON}")
 string(REPLACE "<;>" ";" CSV "${CSV}")
-foreach(f JSON CSV JSON_COUNTS JSON_EQUAL)
+foreach(f JSON CSV JSON_COUNTS JSON_EQUAL JSON_KEYS)
   if(${f})
     list(GET ${f} 0 _file)
     file(REMOVE ${_file})
@@ -92,6 +95,21 @@ macro(_read_json spec)
     file(READ ${_jfile} text)
   endif()
 endmacro()
+
+if(JSON_KEYS)
+  _read_json(JSON_KEYS)
+  if(text)
+    foreach(path IN LISTS rest)
+      string(REPLACE "." ";" _members "${path}")
+      string(JSON type ERROR_VARIABLE jerr TYPE "${text}" ${_members})
+      if(jerr)
+        list(APPEND failures "JSON file ${_jfile} lacks ${path}")
+      elseif(NOT type STREQUAL "NUMBER" AND NOT type STREQUAL "NULL")
+        list(APPEND failures "JSON file ${_jfile}: ${path} is a ${type}, not a number")
+      endif()
+    endforeach()
+  endif()
+endif()
 
 if(JSON_COUNTS)
   _read_json(JSON_COUNTS)

@@ -64,6 +64,19 @@ MultiplyReport multiply(Context& ctx, Trans ta, Trans tb, double alpha, const Di
   return r;
 }
 
+bool square_and_cube(Context& ctx, const DistMatrix& D, DistMatrix& D2, DistMatrix& D3,
+                     std::vector<MultiplyReport>& reports, const MultiplyOptions& options) {
+  const std::size_t first = reports.size();
+  bool fused = ctx.multiply_algorithm().square_and_cube(ctx.kernel(), D, D2, D3, options, reports);
+  if (!fused) {
+    reports.resize(first);  // an algorithm that declined left nothing to count
+    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D, 0.0, D2, options));
+    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D2, 0.0, D3, options));
+  }
+  for (std::size_t i = first; i < reports.size(); ++i) ctx.record(OperationReport::of(reports[i]));
+  return fused;
+}
+
 void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatrix& X) {
   Recorder rec(ctx, "add");
   if (!(X.layout() == Y.layout()))

@@ -88,6 +88,11 @@ Panel MultiplyAlgorithm::run(MultiplyTask&) {
 
 std::optional<ModelPrediction> MultiplyAlgorithm::model(const ModelSpec&, int, int) const { return std::nullopt; }
 
+bool MultiplyAlgorithm::square_and_cube(Kernel&, const DistMatrix&, DistMatrix&, DistMatrix&, const MultiplyOptions&,
+                                        std::vector<MultiplyReport>&) {
+  return false;
+}
+
 // ---- transpose ------------------------------------------------------------------------------
 
 namespace {

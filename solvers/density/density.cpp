@@ -302,11 +302,20 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   auto d2 = like(F, "D^2");
   auto d3 = like(F, "D^3");
   auto next = like(F, "next");
+  // Canonical and McWeeny need D^2 and D^3 each iteration: the algorithm's fused operation when it
+  // has one. TRS4 needs D^2 and one product of its own.
+  const bool cubes = method != Purification::Trs4;
+  MultiplyOptions mo;
+  mo.filter_eps = o.filter_eps;
   PurifyResult out;
   Convergence conv;
   for (int it = 1;; ++it) {
     IterationLog iter(ctx, rec);
-    mul(ctx, o, rec, 1.0, *d, *d, *d2);
+    if (cubes) {
+      if (square_and_cube(ctx, *d, *d2, *d3, rec.reports, mo)) ++out.fused;
+    } else {
+      mul(ctx, o, rec, 1.0, *d, *d, *d2);
+    }
     auto e = std::make_shared<DistMatrix>(copy(ctx, *d2, "D^2 - D"));
     add(ctx, 1.0, *e, -1.0, *d);
     const double r = 4.0 * norm(ctx, *e) / std::sqrt(n);
@@ -316,31 +325,31 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
                              std::to_string(it) + ")");
     const bool done = conv.reached(r, o);
     const double tr1 = trace(ctx, *d), tr2 = trace(ctx, *d2);
-    const double tr3 = dot(ctx, *d, *d2);  // Tr(D D^2) of a symmetric D
-    if (done || method == Purification::McWeeny) {
-      // McWeeny: D <- 3D^2 - 2D^3 (also the last step of the others, squaring the error).
-      mul(ctx, o, rec, -2.0, *d, *d2, *next);
-      add(ctx, 1.0, *next, 3.0, *d2);
-    } else if (method == Purification::Canonical) {
-      const double denom = tr1 - tr2;
-      double c = denom > 0 ? (tr2 - tr3) / denom : 0.5;
-      if (!(c >= 0 && c <= 1)) c = 0.5;  // rounding near convergence: the McWeeny step
-      mul(ctx, o, rec, -1.0, *d, *d2, *next);  // -D^3
-      if (c <= 0.5) {
-        add(ctx, 1.0, *next, 1.0 + c, *d2);
-        add(ctx, 1.0, *next, 1.0 - 2.0 * c, *d);
-        scale(ctx, *next, 1.0 / (1.0 - c));
-      } else {
-        add(ctx, 1.0, *next, 1.0 + c, *d2);
-        scale(ctx, *next, 1.0 / c);
+    if (cubes) {
+      const double tr3 = trace(ctx, *d3);
+      double c = 0.5;  // McWeeny: D <- 3D^2 - 2D^3 (also the last step of canonical, squaring the error)
+      if (method == Purification::Canonical && !done) {
+        const double denom = tr1 - tr2;
+        c = denom > 0 ? (tr2 - tr3) / denom : 0.5;
+        if (!(c >= 0 && c <= 1)) c = 0.5;  // rounding near convergence: the McWeeny step
       }
+      // c <= 1/2: [(1 - 2c) D + (1 + c) D^2 - D^3] / (1 - c); else [(1 + c) D^2 - D^3] / c.
+      *next = copy(ctx, *d3, "next");
+      const double by = c <= 0.5 ? 1.0 - c : c;
+      add(ctx, -1.0 / by, *next, (1.0 + c) / by, *d2);
+      if (c <= 0.5 && c != 0.5) add(ctx, 1.0, *next, (1.0 - 2.0 * c) / by, *d);
     } else {
       // TRS4: F(X) = X^2 (4X - 3X^2), G(X) = X^2 (I - X)^2, gamma = (N - Tr F)/Tr G.
+      const double tr3 = dot(ctx, *d, *d2);  // Tr(X X^2) of a symmetric X
       const double tr4 = dot(ctx, *d2, *d2);
       const double trf = 4 * tr3 - 3 * tr4;
       const double trg = tr2 - 2 * tr3 + tr4;
-      const double gamma = trg > 0 ? (occupied - trf) / trg : 3.0;
-      if (gamma > 6) {
+      const double gamma = done ? -1.0 : trg > 0 ? (occupied - trf) / trg : 3.0;
+      if (done) {
+        // The last step: McWeeny's 3X^2 - 2X^3, squaring the error.
+        mul(ctx, o, rec, -2.0, *d, *d2, *next);
+        add(ctx, 1.0, *next, 3.0, *d2);
+      } else if (gamma > 6) {
         *next = copy(ctx, *d, "next");  // 2X - X^2
         add(ctx, 2.0, *next, -1.0, *d2);
       } else if (gamma < 0) {

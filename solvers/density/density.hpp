@@ -82,6 +82,7 @@ struct PurifyResult {
   int iterations = 0;
   double residual = 0;  ///< 4 ||D^2 - D||_F / sqrt(n) (the sign iteration's measure, X = I - 2D)
   bool converged = false;
+  int fused = 0;  ///< iterations whose D^2 and D^3 came from the algorithm's fused operation
 };
 PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, double occupied, double mu,
                     const Bounds& bounds, const IterationOptions& o, Trace& rec);

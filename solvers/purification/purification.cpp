@@ -72,6 +72,7 @@ class PurificationSolver final : public Solver {
     f["residual"] = d.residual;
     f["occupied_levels"] = levels;
     f["converged"] = d.converged ? 1 : 0;
+    f["fused_iterations"] = d.fused;  // D^2 and D^3 by the algorithm's SymmSquareCube
     if (dm::speaks(ctx, s.iteration))
       log().info("purification ({}): {} iterations, energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", method_name_,
                  d.iterations, f["energy"], f["trace_PS"]);

@@ -56,12 +56,21 @@ ParameterList problem_of(const std::string& file_h, const std::string& file_s, c
   return p;
 }
 
+Solved solve(std::shared_ptr<MultiplyAlgorithm> algo, const std::string& solver,
+             const std::vector<std::string>& settings, const ParameterList& problem);
+
 Solved solve(const std::string& algorithm, const std::string& solver, const std::vector<std::string>& settings,
-          const ParameterList& problem) {
+             const ParameterList& problem) {
+  Registry::global().load_default();
+  ParameterList comm(algorithm);
+  return solve(Registry::global().make_comm(algorithm, comm, "Communication/" + algorithm), solver, settings, problem);
+}
+
+Solved solve(std::shared_ptr<MultiplyAlgorithm> algo, const std::string& solver,
+             const std::vector<std::string>& settings, const ParameterList& problem) {
   Registry::global().load_default();
   auto& reg = Registry::global();
-  ParameterList comm(algorithm), kern("cpu"), sub(solver);
-  std::shared_ptr<MultiplyAlgorithm> algo = reg.make_comm(algorithm, comm, "Communication/" + algorithm);
+  ParameterList kern("cpu"), sub(solver);
   std::shared_ptr<Kernel> kernel = reg.make_kernel("cpu", kern, "Kernel/cpu");
   for (const auto& kv : settings) apply_override(sub, kv);
   auto s = reg.make_solver(solver, sub, solver);
@@ -295,6 +304,53 @@ TEST(Small, BadInputsAreNamed) {
   EXPECT_TRUE(has(m, "purification/Electrons")) << m;
   m = input_error_of([&] { solve(algo, "purification", {"Method=mcweeny", "Electrons=12"}, problem_of(sm.h, sm.s, "4")); });
   EXPECT_TRUE(has(m, "purification/Mu")) << m;
+}
+
+// An algorithm with a fused D^2 and D^3 (SymmSquareCube): purification asks for it in every
+// iteration that needs both, and the result is the same. The wrapper multiplies through another
+// algorithm and counts the calls.
+class FusedWrapper final : public MultiplyAlgorithm {
+ public:
+  explicit FusedWrapper(std::shared_ptr<MultiplyAlgorithm> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "fused-" + inner_->name(); }
+  std::shared_ptr<const Distribution> distribution_for(std::shared_ptr<const Distribution> p) const override {
+    return inner_->distribution_for(std::move(p));
+  }
+  void check_operands(const DistMatrix& A, const DistMatrix& B, const DistMatrix& C) const override {
+    inner_->check_operands(A, B, C);
+  }
+  Panel run(MultiplyTask& task) override { return inner_->run(task); }
+  bool square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2, DistMatrix& D3,
+                       const MultiplyOptions& options, std::vector<MultiplyReport>& reports) override {
+    ++calls;
+    reports.push_back(multiply(*inner_, kernel, Trans::N, Trans::N, 1.0, D, D, 0.0, D2, options));
+    reports.push_back(multiply(*inner_, kernel, Trans::N, Trans::N, 1.0, D, D2, 0.0, D3, options));
+    return true;
+  }
+  int calls = 0;
+
+ private:
+  std::shared_ptr<MultiplyAlgorithm> inner_;
+};
+
+TEST(Small, PurificationUsesTheFusedSquareAndCube) {
+  Small sm;
+  int n = 0;
+  const auto h = read_dense(sm.h, "", false, n);
+  const auto s = read_dense(sm.h, sm.s, true, n);
+  const auto gen = test::dense_density(h, s, n, 6, MPI_COMM_WORLD);
+  Registry::global().load_default();
+  for (const auto& algo : algorithms()) {
+    ParameterList comm(algo);
+    auto wrapper = std::make_shared<FusedWrapper>(Registry::global().make_comm(algo, comm, "Communication/" + algo));
+    for (const std::string method : {"canonical", "trs4"}) {
+      const Solved r = solve(wrapper, "purification", {"Electrons=12", "Method=" + method}, problem_of(sm.h, sm.s, "4"));
+      expect_exact(r, gen, method + " through " + wrapper->name());
+      // canonical: every iteration; TRS4 needs no D^3 and never asks.
+      EXPECT_EQ(r.figures.at("fused_iterations"), method == "canonical" ? r.figures.at("iterations") : 0.0) << method;
+    }
+    EXPECT_GT(wrapper->calls, 0);
+  }
 }
 
 // No convergence within MaxIterations: an error carrying the last residual; or, with

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "plexus/context.hpp"
 #include "plexus/matrix.hpp"
@@ -19,6 +20,13 @@ MultiplyReport multiply(Context& ctx, Trans trans_a, Trans trans_b, double alpha
                         const DistMatrix& B, double beta, DistMatrix& C);
 MultiplyReport multiply(Context& ctx, Trans trans_a, Trans trans_b, double alpha, const DistMatrix& A,
                         const DistMatrix& B, double beta, DistMatrix& C, const MultiplyOptions& options);
+
+/// D2 = D D and D3 = D D D of a symmetric D: the multiply algorithm's fused operation when it
+/// has one (MultiplyAlgorithm::square_and_cube), else two multiplies (D2 = D D, D3 = D D2). D2
+/// and D3 need D's layout and distribution. Every multiply's report goes to `reports` and to the
+/// context's log. Returns whether the fused operation ran.
+bool square_and_cube(Context& ctx, const DistMatrix& D, DistMatrix& D2, DistMatrix& D3,
+                     std::vector<MultiplyReport>& reports, const MultiplyOptions& options);
 
 /// Y = alpha * Y + beta * X over the union of their block patterns. X must have Y's layout; when
 /// its distribution differs it is redistributed onto Y's first (counted).

@@ -142,6 +142,14 @@ class MultiplyAlgorithm {
   /// The dry-run model for rank (prow, pcol) of spec's grid, without moving data or needing
   /// MPI: the same schedule the real run follows. Default: not modelled (nullopt).
   virtual std::optional<ModelPrediction> model(const ModelSpec& spec, int prow, int pcol) const;
+
+  /// A fused D^2 and D^3 of a symmetric D (Huang and Chow's SymmSquareCube), which purification
+  /// asks for in every iteration. An algorithm that provides one sets D2 = D D and D3 = D D D
+  /// (filtered as `options` say; D2 and D3 have D's layout and distribution and are replaced),
+  /// appends one report per multiply-equivalent it ran to `reports`, and returns true. Collective
+  /// over D's grid. Default: false, nothing done (the caller multiplies twice).
+  virtual bool square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2, DistMatrix& D3,
+                               const MultiplyOptions& options, std::vector<MultiplyReport>& reports);
 };
 
 /// 'N' (op(X) = X) or 'T' (op(X) = X^T).

@@ -16,7 +16,9 @@
 #include "plexus/generator.hpp"
 #include "plexus/input.hpp"
 #include "plexus/layout.hpp"
+#include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
+#include "plexus/model.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus {
@@ -143,6 +145,34 @@ std::shared_ptr<const Grid> problem_grid(const ParameterList& problem, Context& 
   return ctx.grid(grid_rows, grid_cols);
 }
 
+// Problem/Generator = model: H and S generated on the grid (docs/model-generator.md).
+HamiltonianMatrices build_model(const ParameterList& problem, Context& ctx) {
+  const MoleculeModel spec = model_spec(problem);
+  const MoleculeModelBounds bounds = model_bounds(spec);
+  const int ranks = mpi::size(ctx.comm());
+  const double n = static_cast<double>(spec.molecules), b = spec.block;
+  const double value_bytes = 2 * n * bounds.max_blocks_per_row * b * b * sizeof(double);
+  require_memory(2 * n * kIndexBytesPerBlock + value_bytes / ranks,
+                 "the model problem (Problem/Molecules = " + std::to_string(spec.molecules) + ", blocks of " +
+                     std::to_string(spec.block) + ", at most " + std::to_string(bounds.max_blocks_per_row) +
+                     " blocks a block row: up to " + input::format_size(value_bytes) + " of values for H and S)",
+                 ctx.comm());
+  auto grid = problem_grid(problem, ctx);
+  const int blocks = static_cast<int>(spec.molecules);
+  auto dist = strategy_distribution(
+      ctx.multiply_algorithm(),
+      Distribution::by_name(problem.get<std::string>("Distribution"), grid, blocks, blocks,
+                            static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
+  const auto box = model_box(spec.molecules);
+  log().info("model: {} molecules ({}x{}x{} box), blocks of {}: Electrons = {}; the generalized eigenvalues of (H, "
+             "S) lie in [-{:.4g}, {:.4g}] with none in ({:.4g}, {:.4g}); S's in [{:.4g}, {:.4g}]; at most {} blocks "
+             "a block row",
+             spec.molecules, box[0], box[1], box[2], spec.block, spec.molecules * spec.block, bounds.spectrum_max,
+             bounds.spectrum_max, bounds.homo_max, bounds.lumo_min, bounds.s_min, bounds.s_max,
+             bounds.max_blocks_per_row);
+  return allocating("generating the model's H and S", [&] { return generate_model(spec, dist); });
+}
+
 }  // namespace
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& where) {
@@ -179,10 +209,12 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& wher
 
 ParameterListPtr problem_valid_parameters() {
   auto v = Teuchos::rcp(new ParameterList("Problem"));
-  declare_choice(*v, "Generator", "random", {"random", "matrix-market", "cp2k-csr"},
+  declare_choice(*v, "Generator", "random", {"random", "matrix-market", "cp2k-csr", "model"},
                  "where the matrices come from: 'random' generates A, B and C; 'matrix-market' reads FileA, FileB, "
                  "FileC (multiply) or FileH, FileS (sign, purification); 'cp2k-csr' reads FileH, FileS written by "
-                 "CP2K's KS_CSR_WRITE / S_CSR_WRITE (density-matrix solvers only); files may be gzip-compressed");
+                 "CP2K's KS_CSR_WRITE / S_CSR_WRITE (density-matrix solvers only); files may be gzip-compressed; "
+                 "'model' generates H and S of Molecules molecules (density-matrix solvers only; "
+                 "docs/model-generator.md)");
   declare_int(*v, "Blocks", 160, "random: block rows = block columns of the square matrices A, B and C", 1, kIntMax);
   declare_string(*v, "BlockSizes", "23",
                  "block sizes, cycled over the blocks (\"23\" or \"1,5,13\"); matrix-market: cycled to cover the "
@@ -204,6 +236,29 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "FileS", "",
                  "matrix-market or cp2k-csr, density-matrix solvers: file of the overlap matrix S (symmetric "
                  "positive definite, H's dimension; empty: an orthogonal basis, S = I)");
+  declare_int(*v, "Molecules", 64,
+              "model: molecules N on a periodic simple cubic lattice of spacing 1 (n1 x n2 x n3 = N, as near a cube "
+              "as N's factors allow); each is one block of BlockSizes (a single even size b); electrons: N*b",
+              1, kIntMax);
+  declare_double(*v, "ModelGap", 0.25, "model: gap between a molecule's b/2 occupied and b/2 empty levels", 0.0,
+                 1e6, true);
+  declare_double(*v, "ModelWidth", 1.0, "model: width of each band of on-site levels", 0.0, 1e6);
+  declare_double(*v, "ModelRadius", 1.8,
+                 "model: coupling cut-off distance in lattice spacings (1.8: 26 neighbours undisplaced)", 0.0, 10.0,
+                 true);
+  declare_double(*v, "ModelDecay", 0.5,
+                 "model: couplings of H decay as exp(-d/ModelDecay), those of S as exp(-2d/ModelDecay)", 0.0, 10.0,
+                 true);
+  declare_double(*v, "ModelCoupling", 0.5,
+                 "model: the couplings of H move no level by more than ModelCoupling * ModelGap/2 (the gap "
+                 "survives)",
+                 0.0, 0.95);
+  declare_double(*v, "ModelOverlap", 0.3, "model: ||S - I||_2 <= ModelOverlap (S positive definite)", 0.0, 0.95);
+  declare_double(*v, "ModelDisplacement", 0.1,
+                 "model: each coordinate of a molecule moved off its lattice site by up to this (0: a perfect "
+                 "lattice)",
+                 0.0, 0.25);
+  declare_int(*v, "ModelSeed", 1, "model: seed of the displacements, levels, rotations and couplings", 0, kIntMax);
   declare_choice(*v, "Distribution", "random", {"block-cyclic", "random", "rows-1d"},
                  "proposed distribution of the blocks over the grid (a strategy may ask for another one); "
                  "rows-1d: a P x 1 grid");
@@ -279,8 +334,8 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     return out;
   }
 
-  if (generator == "cp2k-csr")
-    throw InputError("Problem/Generator", "Problem/Generator = 'cp2k-csr' gives the Kohn-Sham matrices H and S of the "
+  if (generator == "cp2k-csr" || generator == "model")
+    throw InputError("Problem/Generator", "Problem/Generator = '" + generator + "' gives the Kohn-Sham matrices H and S of the "
                                           "density-matrix solvers (sign, purification), not A and B; use "
                                           "'matrix-market' or 'random' for a multiply problem");
   if (generator != "matrix-market")
@@ -376,10 +431,11 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
   const std::string generator = problem.get<std::string>("Generator");
+  if (generator == "model") return build_model(problem, ctx);
   if (generator != "matrix-market" && generator != "cp2k-csr")
     throw InputError("Problem/Generator", "the density-matrix solvers need H (and S): Problem/Generator = '" +
                                               generator + "' does not give them; use 'matrix-market' or 'cp2k-csr' "
-                                              "with Problem/FileH (and Problem/FileS)");
+                                              "with Problem/FileH (and Problem/FileS), or 'model'");
   const bool cp2k = generator == "cp2k-csr";
   const std::string file_h = problem.get<std::string>("FileH");
   const std::string file_s = problem.get<std::string>("FileS");

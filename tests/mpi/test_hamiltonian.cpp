@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,9 +16,20 @@
 
 #include "multiply_fixtures.hpp"
 #include "plexus/context.hpp"
+#include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
+#include "plexus/model.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/problem.hpp"
+
+// LAPACK (OpenBLAS): the dense references of the model's spectrum. The trailing lengths are the
+// hidden lengths of the character arguments (gfortran's convention).
+extern "C" void dsygvd_(const int* itype, const char* jobz, const char* uplo, const int* n, double* a, const int* lda,
+                        double* b, const int* ldb, double* w, double* work, const int* lwork, int* iwork,
+                        const int* liwork, int* info, std::size_t jobz_len, std::size_t uplo_len);
+extern "C" void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+                        double* work, const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len,
+                        std::size_t uplo_len);
 
 using namespace plexus;
 
@@ -118,6 +131,47 @@ std::string input_error(const ParameterList& p, Context& ctx) {
   return "no error";
 }
 
+ParameterList model(int molecules, const std::string& sizes, const std::vector<std::string>& more = {}) {
+  ParameterList p("Problem");
+  p.set("Generator", std::string("model"));
+  p.set("Molecules", molecules);
+  p.set("BlockSizes", sizes);
+  for (const auto& kv : more) apply_override(p, kv);
+  return p;
+}
+
+// Eigenvalues, ascending, of the dense symmetric-definite pair (a, b) (b empty: of a alone);
+// info != 0 from LAPACK (b not positive definite: info > n) fails the test.
+std::vector<double> eigenvalues(std::vector<double> a, std::vector<double> b, int n) {
+  std::vector<double> w(static_cast<std::size_t>(n));
+  const int lwork = 1 + 6 * n + 2 * n * n, liwork = 3 + 5 * n, itype = 1;
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  std::vector<int> iwork(static_cast<std::size_t>(liwork));
+  int info = 0;
+  if (b.empty())
+    dsyevd_("N", "L", &n, a.data(), &n, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
+  else
+    dsygvd_(&itype, "N", "L", &n, a.data(), &n, b.data(), &n, w.data(), work.data(), &lwork, iwork.data(), &liwork,
+            &info, 1, 1);
+  EXPECT_EQ(info, 0) << (info > n ? "the overlap is not positive definite" : "LAPACK failed");
+  return w;
+}
+
+bool symmetric(const std::vector<double>& d, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = j + 1; i < n; ++i)
+      if (d[static_cast<std::size_t>(i + j * n)] != d[static_cast<std::size_t>(j + i * n)]) return false;
+  return true;
+}
+
+// Blocks in each block row of m (on every rank).
+std::vector<int> blocks_per_row(const DistMatrix& m) {
+  const auto g = m.gather_blocks();
+  std::vector<int> count(static_cast<std::size_t>(m.layout().rows.count()), 0);
+  for (std::size_t q = 0; q < g.index.size(); q += 2) ++count[static_cast<std::size_t>(g.index[q])];
+  return count;
+}
+
 }  // namespace
 
 TEST(Hamiltonian, Cp2kCsrAndMatrixMarketGiveTheSameMatrices) {
@@ -169,5 +223,107 @@ TEST(Hamiltonian, RefusedProblemsSayWhy) {
   EXPECT_NE(msg.find("expected '%%MatrixMarket' banner"), std::string::npos) << msg;
   remove_shared(h_csr);
   remove_shared(small);
+  ctx->release();
+}
+
+// The model's matrices do not depend on the ranks: the distributed H and S equal those one rank
+// generates alone, for two distributions; both exactly symmetric.
+TEST(HamiltonianModel, SameMatricesOnAnyRankCountAndDistribution) {
+  auto ctx = make_context();
+  const auto alone_dist = Distribution::block_cyclic(Grid::create(MPI_COMM_SELF), 30, 30);
+  const auto spec = model_spec(model(30, "4", {"ModelDisplacement=0.2", "ModelSeed=5"}));
+  const auto alone = generate_model(spec, alone_dist);
+  const auto h1 = alone.h->to_dense(), s1 = alone.s->to_dense();
+  EXPECT_TRUE(symmetric(h1, 120));
+  EXPECT_TRUE(symmetric(s1, 120));
+  for (const char* dist : {"random", "block-cyclic"}) {
+    const auto m = build_hamiltonian(model(30, "4", {"ModelDisplacement=0.2", "ModelSeed=5",
+                                                     std::string("Distribution=") + dist}),
+                                     *ctx);
+    ASSERT_TRUE(m.h && m.s);
+    EXPECT_EQ(m.h->to_dense(), h1) << dist;
+    EXPECT_EQ(m.s->to_dense(), s1) << dist;
+  }
+  // Another seed, another matrix.
+  EXPECT_NE(build_hamiltonian(model(30, "4", {"ModelDisplacement=0.2", "ModelSeed=6"}), *ctx).h->to_dense(), h1);
+  ctx->release();
+}
+
+// The bounds of docs/model-generator.md against LAPACK: S positive definite within [1-s, 1+s],
+// exactly N*b/2 generalized eigenvalues below the gap, none inside it, all within the spectrum
+// bound; also with the largest couplings the parameters allow.
+TEST(HamiltonianModel, DenseSpectrumKeepsTheGap) {
+  auto ctx = make_context();
+  for (const auto& extra : {std::vector<std::string>{},
+                            std::vector<std::string>{"ModelCoupling=0.95", "ModelOverlap=0.95", "ModelDecay=2",
+                                                     "ModelRadius=2.5", "ModelDisplacement=0.25", "ModelWidth=0.1"}}) {
+    const auto p = model(12, "6", extra);
+    const auto spec = model_spec(p);
+    const auto bounds = model_bounds(spec);
+    EXPECT_EQ(model_electrons(p), 72);
+    const auto m = build_hamiltonian(p, *ctx);
+    const int n = 72;
+    const auto h = m.h->to_dense(), s = m.s->to_dense();
+    ASSERT_TRUE(symmetric(h, n));
+    ASSERT_TRUE(symmetric(s, n));
+    // The couplings are there: some element outside the diagonal blocks is not zero.
+    double coupling = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i)
+        if (i / 6 != j / 6) coupling = std::max(coupling, std::abs(h[static_cast<std::size_t>(i + j * n)]));
+    EXPECT_GT(coupling, 0.0);
+    const auto sw = eigenvalues(s, {}, n);
+    EXPECT_GE(sw.front(), bounds.s_min);
+    EXPECT_LE(sw.back(), bounds.s_max);
+    EXPECT_GT(bounds.s_min, 0.0);
+    const auto e = eigenvalues(h, s, n);
+    const int occupied = 72 / 2;
+    EXPECT_LE(e[occupied - 1], bounds.homo_max);
+    EXPECT_GE(e[occupied], bounds.lumo_min);
+    EXPECT_LT(bounds.homo_max, 0.0);
+    EXPECT_GT(bounds.lumo_min, 0.0);
+    EXPECT_GE(e.front(), -bounds.spectrum_max);
+    EXPECT_LE(e.back(), bounds.spectrum_max);
+  }
+  ctx->release();
+}
+
+// Localised: a perfect lattice has 27 blocks in every block row (the molecule and its 26
+// neighbours within 1.8 spacings) whatever N; displaced, never more than the bound.
+TEST(HamiltonianModel, BlocksPerRowDoNotGrowWithN) {
+  auto ctx = make_context();
+  for (int n : {27, 64, 125}) {
+    const auto m = build_hamiltonian(model(n, "2", {"ModelDisplacement=0"}), *ctx);
+    for (const auto* x : {m.h.get(), m.s.get()})
+      for (int c : blocks_per_row(*x)) ASSERT_EQ(c, 27) << n;
+  }
+  for (int n : {64, 216}) {
+    const auto p = model(n, "2", {"ModelDisplacement=0.25"});
+    const int bound = model_bounds(model_spec(p)).max_blocks_per_row;
+    const auto m = build_hamiltonian(p, *ctx);
+    const auto count = blocks_per_row(*m.h);
+    EXPECT_LE(*std::max_element(count.begin(), count.end()), bound) << n;
+    EXPECT_EQ(count, blocks_per_row(*m.s));
+  }
+  EXPECT_EQ(model_box(64), (std::array<std::int64_t, 3>{4, 4, 4}));
+  EXPECT_EQ(model_box(12), (std::array<std::int64_t, 3>{3, 2, 2}));
+  EXPECT_EQ(model_box(7), (std::array<std::int64_t, 3>{7, 1, 1}));
+  EXPECT_EQ(model_box(1000), (std::array<std::int64_t, 3>{10, 10, 10}));
+  ctx->release();
+}
+
+TEST(HamiltonianModel, RefusedParametersSayWhy) {
+  auto ctx = make_context();
+  std::string msg = input_error(model(8, "13,5,5"), *ctx);
+  EXPECT_NE(msg.find("Problem/Generator = 'model' needs one block size"), std::string::npos) << msg;
+  msg = input_error(model(8, "23"), *ctx);
+  EXPECT_NE(msg.find("needs an even block size of at most 2048 (b/2 occupied and b/2 empty levels a molecule), got 23; "
+                     "e.g. 22 or 24"),
+            std::string::npos)
+      << msg;
+  msg = input_error(model(8, "4", {"ModelCoupling=1"}), *ctx);
+  EXPECT_NE(msg.find("ModelCoupling"), std::string::npos) << msg;
+  msg = input_error(model(0, "4"), *ctx);
+  EXPECT_NE(msg.find("Molecules"), std::string::npos) << msg;
   ctx->release();
 }

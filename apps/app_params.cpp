@@ -151,6 +151,10 @@ void validate_top_level_here(ParameterList& user) {
     throw InputError("plexus/Problem/FileA",
                      "plexus/Problem/Generator = 'matrix-market' needs plexus/Problem/FileA and plexus/Problem/FileB "
                      "(multiply), or plexus/Problem/FileH (sign, purification)");
+  if (problem.get<std::string>("Generator") == "cp2k-csr" && problem.get<std::string>("FileH").empty())
+    throw InputError("plexus/Problem/FileH",
+                     "plexus/Problem/Generator = 'cp2k-csr' needs plexus/Problem/FileH (the Kohn-Sham matrix CP2K's "
+                     "KS_CSR_WRITE wrote; plexus/Problem/FileS, the overlap, is optional)");
 
   // The grid against the job, before anything is made of it (the product in 64 bits: 4 x
   // 1073741825 wrapped to 4 in int).

@@ -5,25 +5,12 @@
 #include <utility>
 
 #include "plexus/error.hpp"
+#include "random_hash.hpp"
 
 namespace plexus {
 
-namespace {
-
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-std::uint64_t hash(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-  return mix(mix(mix(mix(seed) ^ a) ^ b) ^ c);
-}
-
-double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }  // [0, 1)
-
-}  // namespace
+using detail::hash;
+using detail::unit;
 
 bool generator_block_present(const GeneratorSpec& spec, int i, int j) {
   if (spec.symmetric && i > j) std::swap(i, j);

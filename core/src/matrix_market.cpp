@@ -20,6 +20,7 @@
 #include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
+#include "local_blocks.hpp"
 #include "text_reader.hpp"
 
 namespace plexus {
@@ -184,31 +185,8 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
                                " but the block sizes cover " + std::to_string(layout.rows.total()) + "x" +
                                std::to_string(layout.cols.total()));
   DistMatrix m(name, dist, layout);
-  // Local blocks touched by the file: their values, and which of them the file gave.
-  struct Block {
-    std::vector<double> values;
-    std::vector<bool> given;
-  };
-  std::map<std::pair<int, int>, Block> blocks;
-  std::int64_t duplicate_line = 0;  // the first line giving again an entry this rank holds
-  auto store = [&](std::int64_t r, std::int64_t c, double v) {
-    const int i = layout.rows.block_of(r), j = layout.cols.block_of(c);
-    if (!m.is_local(i, j)) return;
-    auto& b = blocks[{i, j}];
-    const int mi = layout.rows.size(i);
-    if (b.values.empty()) {
-      const std::size_t n = static_cast<std::size_t>(mi) * static_cast<std::size_t>(layout.cols.size(j));
-      b.values.assign(n, 0.0);
-      b.given.assign(n, false);
-    }
-    const auto k = static_cast<std::size_t>((r - layout.rows.offset(i)) + (c - layout.cols.offset(j)) * mi);
-    if (b.given[k]) {
-      if (duplicate_line == 0) duplicate_line = line;
-      return;
-    }
-    b.given[k] = true;
-    b.values[k] = v;
-  };
+  detail::LocalBlocks blocks(m);
+  auto store = [&](std::int64_t r, std::int64_t c, double v) { blocks.store(r, c, v, line); };
   const bool symmetric = h.symmetry == "symmetric";
   std::string text, extra;
   std::int64_t seen = 0;
@@ -242,10 +220,8 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
   if (seen != h.entries)
     fail(path, line, "file ends after " + std::to_string(seen) + " of " + std::to_string(h.entries) + " entries");
   // The rank holding an entry sees it given twice; every rank reports the first such line.
-  std::int64_t first_duplicate = duplicate_line > 0 ? duplicate_line : std::numeric_limits<std::int64_t>::max();
-  mpi::check(MPI_Allreduce(MPI_IN_PLACE, &first_duplicate, 1, MPI_INT64_T, MPI_MIN, dist->grid().comm()),
-             "MPI_Allreduce");
-  if (first_duplicate != std::numeric_limits<std::int64_t>::max()) {
+  const std::int64_t first_duplicate = blocks.first_duplicate_line(dist->grid().comm());
+  if (first_duplicate > 0) {
     std::int64_t first = 0;
     const auto [r, c] = first_and_entry(path, first_duplicate, first);
     fail(path, first_duplicate,
@@ -254,11 +230,7 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name, 
              "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
              (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
   }
-  Panel panel(dist->local_rows());
-  for (auto& [ij, b] : blocks)
-    std::copy(b.values.begin(), b.values.end(),
-              panel.append_block(panel.row_index(ij.first), ij.second, static_cast<int>(b.values.size())));
-  m.set_local(std::move(panel));
+  blocks.move_into(m);
   return m;
 }
 

@@ -10,12 +10,15 @@
 #include <numeric>
 #include <tuple>
 
+#include "plexus/cp2k_csr.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/input.hpp"
 #include "plexus/layout.hpp"
+#include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
+#include "plexus/model.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus {
@@ -142,6 +145,34 @@ std::shared_ptr<const Grid> problem_grid(const ParameterList& problem, Context& 
   return ctx.grid(grid_rows, grid_cols);
 }
 
+// Problem/Generator = model: H and S generated on the grid (docs/model-generator.md).
+HamiltonianMatrices build_model(const ParameterList& problem, Context& ctx) {
+  const MoleculeModel spec = model_spec(problem);
+  const MoleculeModelBounds bounds = model_bounds(spec);
+  const int ranks = mpi::size(ctx.comm());
+  const double n = static_cast<double>(spec.molecules), b = spec.block;
+  const double value_bytes = 2 * n * bounds.max_blocks_per_row * b * b * sizeof(double);
+  require_memory(2 * n * kIndexBytesPerBlock + value_bytes / ranks,
+                 "the model problem (Problem/Molecules = " + std::to_string(spec.molecules) + ", blocks of " +
+                     std::to_string(spec.block) + ", at most " + std::to_string(bounds.max_blocks_per_row) +
+                     " blocks a block row: up to " + input::format_size(value_bytes) + " of values for H and S)",
+                 ctx.comm());
+  auto grid = problem_grid(problem, ctx);
+  const int blocks = static_cast<int>(spec.molecules);
+  auto dist = strategy_distribution(
+      ctx.multiply_algorithm(),
+      Distribution::by_name(problem.get<std::string>("Distribution"), grid, blocks, blocks,
+                            static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
+  const auto box = model_box(spec.molecules);
+  log().info("model: {} molecules ({}x{}x{} box), blocks of {}: Electrons = {}; the generalized eigenvalues of (H, "
+             "S) lie in [-{:.4g}, {:.4g}] with none in ({:.4g}, {:.4g}); S's in [{:.4g}, {:.4g}]; at most {} blocks "
+             "a block row",
+             spec.molecules, box[0], box[1], box[2], spec.block, spec.molecules * spec.block, bounds.spectrum_max,
+             bounds.spectrum_max, bounds.homo_max, bounds.lumo_min, bounds.s_min, bounds.s_max,
+             bounds.max_blocks_per_row);
+  return allocating("generating the model's H and S", [&] { return generate_model(spec, dist); });
+}
+
 }  // namespace
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& where) {
@@ -178,8 +209,12 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& wher
 
 ParameterListPtr problem_valid_parameters() {
   auto v = Teuchos::rcp(new ParameterList("Problem"));
-  declare_choice(*v, "Generator", "random", {"random", "matrix-market"},
-                 "where A, B (and C) come from: 'random' generates them, 'matrix-market' reads FileA, FileB, FileC");
+  declare_choice(*v, "Generator", "random", {"random", "matrix-market", "cp2k-csr", "model"},
+                 "where the matrices come from: 'random' generates A, B and C; 'matrix-market' reads FileA, FileB, "
+                 "FileC (multiply) or FileH, FileS (sign, purification); 'cp2k-csr' reads FileH, FileS written by "
+                 "CP2K's KS_CSR_WRITE / S_CSR_WRITE (density-matrix solvers only); files may be gzip-compressed; "
+                 "'model' generates H and S of Molecules molecules (density-matrix solvers only; "
+                 "docs/model-generator.md)");
   declare_int(*v, "Blocks", 160, "random: block rows = block columns of the square matrices A, B and C", 1, kIntMax);
   declare_string(*v, "BlockSizes", "23",
                  "block sizes, cycled over the blocks (\"23\" or \"1,5,13\"); matrix-market: cycled to cover the "
@@ -196,11 +231,34 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "FileB", "", "matrix-market: file of B");
   declare_string(*v, "FileC", "", "matrix-market: file of C (optional; empty: C starts empty)");
   declare_string(*v, "FileH", "",
-                 "matrix-market, density-matrix solvers (sign, purification): file of the Kohn-Sham matrix H "
-                 "(square, symmetric)");
+                 "matrix-market or cp2k-csr, density-matrix solvers (sign, purification): file of the Kohn-Sham "
+                 "matrix H (square, symmetric)");
   declare_string(*v, "FileS", "",
-                 "matrix-market, density-matrix solvers: file of the overlap matrix S (symmetric positive "
-                 "definite, H's dimension; empty: an orthogonal basis, S = I)");
+                 "matrix-market or cp2k-csr, density-matrix solvers: file of the overlap matrix S (symmetric "
+                 "positive definite, H's dimension; empty: an orthogonal basis, S = I)");
+  declare_int(*v, "Molecules", 64,
+              "model: molecules N on a periodic simple cubic lattice of spacing 1 (n1 x n2 x n3 = N, as near a cube "
+              "as N's factors allow); each is one block of BlockSizes (a single even size b); electrons: N*b",
+              1, kIntMax);
+  declare_double(*v, "ModelGap", 0.25, "model: gap between a molecule's b/2 occupied and b/2 empty levels", 0.0,
+                 1e6, true);
+  declare_double(*v, "ModelWidth", 1.0, "model: width of each band of on-site levels", 0.0, 1e6);
+  declare_double(*v, "ModelRadius", 1.8,
+                 "model: coupling cut-off distance in lattice spacings (1.8: 26 neighbours undisplaced)", 0.0, 10.0,
+                 true);
+  declare_double(*v, "ModelDecay", 0.5,
+                 "model: couplings of H decay as exp(-d/ModelDecay), those of S as exp(-2d/ModelDecay)", 0.0, 10.0,
+                 true);
+  declare_double(*v, "ModelCoupling", 0.5,
+                 "model: the couplings of H move no level by more than ModelCoupling * ModelGap/2 (the gap "
+                 "survives)",
+                 0.0, 0.95);
+  declare_double(*v, "ModelOverlap", 0.3, "model: ||S - I||_2 <= ModelOverlap (S positive definite)", 0.0, 0.95);
+  declare_double(*v, "ModelDisplacement", 0.1,
+                 "model: each coordinate of a molecule moved off its lattice site by up to this (0: a perfect "
+                 "lattice)",
+                 0.0, 0.25);
+  declare_int(*v, "ModelSeed", 1, "model: seed of the displacements, levels, rotations and couplings", 0, kIntMax);
   declare_choice(*v, "Distribution", "random", {"block-cyclic", "random", "rows-1d"},
                  "proposed distribution of the blocks over the grid (a strategy may ask for another one); "
                  "rows-1d: a P x 1 grid");
@@ -276,6 +334,10 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     return out;
   }
 
+  if (generator == "cp2k-csr" || generator == "model")
+    throw InputError("Problem/Generator", "Problem/Generator = '" + generator + "' gives the Kohn-Sham matrices H and S of the "
+                                          "density-matrix solvers (sign, purification), not A and B; use "
+                                          "'matrix-market' or 'random' for a multiply problem");
   if (generator != "matrix-market")
     throw InputError("Problem/Generator", "unknown Problem/Generator '" + generator + "'");
   const std::string file_a = problem.get<std::string>("FileA");
@@ -369,26 +431,51 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
   const std::string generator = problem.get<std::string>("Generator");
-  if (generator != "matrix-market")
-    throw InputError("Problem/Generator", "the density-matrix solvers need H (and S) from files: Problem/Generator = '" +
-                                              generator + "' does not give them; use 'matrix-market' with Problem/FileH "
-                                              "(and Problem/FileS)");
+  if (generator == "model") return build_model(problem, ctx);
+  if (generator != "matrix-market" && generator != "cp2k-csr")
+    throw InputError("Problem/Generator", "the density-matrix solvers need H (and S): Problem/Generator = '" +
+                                              generator + "' does not give them; use 'matrix-market' or 'cp2k-csr' "
+                                              "with Problem/FileH (and Problem/FileS), or 'model'");
+  const bool cp2k = generator == "cp2k-csr";
   const std::string file_h = problem.get<std::string>("FileH");
   const std::string file_s = problem.get<std::string>("FileS");
   if (file_h.empty())
-    throw InputError("Problem/FileH", "Problem/Generator = 'matrix-market' for a density-matrix solver needs "
-                                      "Problem/FileH (the Kohn-Sham matrix; Problem/FileS, the overlap, is optional)");
+    throw InputError("Problem/FileH", "Problem/Generator = '" + generator +
+                                          "' for a density-matrix solver needs Problem/FileH (the Kohn-Sham matrix; "
+                                          "Problem/FileS, the overlap, is optional)");
   const std::string sizes_text = problem.get<std::string>("BlockSizes");
   const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
   check_block_sizes(pattern);
 
-  const auto hh = read_matrix_market_header(file_h);
+  // The dimensions, and the bytes of values each file gives at least.
+  struct Source {
+    std::int64_t rows = 0, cols = 0;
+    double value_bytes = 0;
+    Cp2kCsrHeader csr;
+  };
+  auto header = [&](const std::string& file) {
+    Source src;
+    if (cp2k) {
+      src.csr = read_cp2k_csr_header(file);
+      src.rows = src.cols = src.csr.dimension;
+      src.value_bytes = static_cast<double>(src.csr.entries) * (src.csr.mirrored ? 2 : 1) * sizeof(double);
+    } else {
+      const auto h = read_matrix_market_header(file);
+      src.rows = h.rows;
+      src.cols = h.cols;
+      const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)
+                                                : static_cast<double>(h.entries) * (h.symmetry == "symmetric" ? 2 : 1);
+      src.value_bytes = stored * sizeof(double);
+    }
+    return src;
+  };
+  const Source hh = header(file_h);
   if (hh.rows != hh.cols)
     throw InputError("Problem/FileH", "H ('" + file_h + "') is " + std::to_string(hh.rows) + " x " +
                                           std::to_string(hh.cols) + "; a Kohn-Sham matrix is square");
-  MatrixMarketHeader hs;
+  Source hs;
   if (!file_s.empty()) {
-    hs = read_matrix_market_header(file_s);
+    hs = header(file_s);
     if (hs.rows != hs.cols || hs.rows != hh.rows)
       throw InputError("Problem/FileS", "S ('" + file_s + "') is " + std::to_string(hs.rows) + " x " +
                                             std::to_string(hs.cols) + "; the overlap must be square with H's dimension " +
@@ -418,12 +505,7 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
                                                "'; at most " + std::to_string(kIntMax) + " blocks are supported");
   const int ranks = mpi::size(comm);
   {
-    auto values = [](const MatrixMarketHeader& h) {
-      const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)
-                                                : static_cast<double>(h.entries) * (h.symmetry == "symmetric" ? 2 : 1);
-      return stored * sizeof(double);
-    };
-    const double value_bytes = values(hh) + (file_s.empty() ? 0.0 : values(hs));
+    const double value_bytes = hh.value_bytes + (file_s.empty() ? 0.0 : hs.value_bytes);
     require_memory(2 * static_cast<double>(blocks) * kIndexBytesPerBlock + value_bytes / ranks,
                    "the Hamiltonian problem ('" + file_h + "' " + std::to_string(n) + " x " + std::to_string(n) +
                        (file_s.empty() ? std::string() : ", '" + file_s + "'") + ", blocks of '" + sizes_text +
@@ -437,13 +519,15 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
       ctx.multiply_algorithm(),
       Distribution::by_name(problem.get<std::string>("Distribution"), grid, sizes.count(), sizes.count(),
                             static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
-  auto read = [&](const std::string& file, const char* name) {
-    return allocating("reading Matrix Market file '" + file + "'",
-                      [&] { return std::make_shared<DistMatrix>(read_matrix_market(file, name, dist, layout)); });
+  auto read = [&](const std::string& file, const char* name, const Source& src) {
+    return allocating(std::string(cp2k ? "reading CP2K CSR file '" : "reading Matrix Market file '") + file + "'", [&] {
+      return std::make_shared<DistMatrix>(cp2k ? read_cp2k_csr(file, name, dist, layout, src.csr)
+                                               : read_matrix_market(file, name, dist, layout));
+    });
   };
   HamiltonianMatrices out;
-  out.h = read(file_h, "H");
-  if (!file_s.empty()) out.s = read(file_s, "S");
+  out.h = read(file_h, "H", hh);
+  if (!file_s.empty()) out.s = read(file_s, "S", hs);
   return out;
 }
 

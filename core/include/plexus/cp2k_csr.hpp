@@ -1,0 +1,34 @@
+#pragma once
+// CP2K's CSR text output (KS_CSR_WRITE, S_CSR_WRITE in DFT/PRINT): one matrix element a line,
+// `row col value`, indices from 1, plain or gzip-compressed (told by the gzip magic bytes).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plexus/matrix.hpp"
+
+namespace plexus {
+
+/// What a scan of the whole file finds.
+struct Cp2kCsrHeader {
+  std::int64_t dimension = 0;  ///< the largest row or column index: H and S always have their diagonal
+  std::int64_t entries = 0;    ///< lines with an entry
+  /// The file gives one triangle only (CP2K's UPPER_TRIANGULAR, or only the lower one): it is
+  /// mirrored. With entries on both sides of the diagonal every entry is taken as given.
+  bool mirrored = false;
+};
+
+/// Reads the whole file once and checks every line: three fields, indices whole numbers >= 1,
+/// values finite. Blank lines are skipped. Throws InputError "CP2K CSR file <path>, line <n>: ..."
+/// for the first bad line (a file without entries too). Local, no communication.
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path);
+
+/// Reads the matrix (square, `header.dimension` = the layout's totals, `header` as
+/// read_cp2k_csr_header gave it for this file) into a DistMatrix: every rank reads the file and
+/// keeps its own blocks; a block is present when the file gives an entry in it (or, mirrored, in
+/// its transpose). An entry given twice is an InputError naming both lines, on every rank alike.
+/// Collective over the distribution's grid.
+DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
+                         const BlockLayout& layout, const Cp2kCsrHeader& header);
+
+}  // namespace plexus

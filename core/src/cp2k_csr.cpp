@@ -1,0 +1,145 @@
+#include "plexus/cp2k_csr.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "local_blocks.hpp"
+#include "plexus/distribution.hpp"
+#include "plexus/error.hpp"
+#include "plexus/input.hpp"
+#include "text_reader.hpp"
+
+namespace plexus {
+
+namespace {
+
+constexpr const char* kWhat = "CP2K CSR file";
+
+[[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
+  throw InputError(path, std::string(kWhat) + " " + path + ", line " + std::to_string(line) + ": " + what);
+}
+
+// (Built by insert and push_back: "'" + excerpt + "'" trips g++ 12's -Wrestrict.)
+std::string quoted(const std::string& text) {
+  std::string q = input::excerpt(text);
+  q.insert(q.begin(), '\'');
+  q.push_back('\'');
+  return q;
+}
+
+// The white-space separated fields of `text` (at most four are looked at).
+int split(const std::string& text, std::string fields[4]) {
+  int count = 0;
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (count < 4) {
+    while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i == n) break;
+    const std::size_t start = i;
+    while (i < n && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    fields[count++] = text.substr(start, i - start);
+  }
+  return count;
+}
+
+std::int64_t parse_index(const std::string& tok, const char* what, const std::string& path, std::int64_t line) {
+  const char* s = tok.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s, &end, 10);
+  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted(tok) + " is not an integer");
+  if (errno == ERANGE) fail(path, line, std::string(what) + " index " + quoted(tok) + " is outside the range of int64");
+  if (v < 1) fail(path, line, std::string(what) + " index " + quoted(tok) + " is below 1 (CP2K CSR indices start at 1)");
+  return v - 1;
+}
+
+double parse_value(const std::string& tok, const std::string& path, std::int64_t line) {
+  const char* s = tok.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0') fail(path, line, "value " + quoted(tok) + " is not a number");
+  if (!std::isfinite(v))
+    fail(path, line,
+         "value " + quoted(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
+             "; matrix values must be finite");
+  return v;
+}
+
+// Calls entry(row, col, value, line) (0-based indices) for every entry line of the file.
+template <class F>
+void scan(detail::TextReader& in, const std::string& path, F&& entry) {
+  std::string text, fields[4];
+  std::int64_t line = 0;
+  while (in.getline(text)) {
+    ++line;
+    const int count = split(text, fields);
+    if (count == 0) continue;
+    if (count != 3) fail(path, line, "expected 'row col value', found " + quoted(text));
+    const std::int64_t r = parse_index(fields[0], "row", path, line);
+    const std::int64_t c = parse_index(fields[1], "column", path, line);
+    entry(r, c, parse_value(fields[2], path, line), line);
+  }
+}
+
+}  // namespace
+
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path) {
+  detail::TextReader in(path, kWhat);
+  Cp2kCsrHeader h;
+  bool lower = false, upper = false;
+  scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t) {
+    h.dimension = std::max({h.dimension, r + 1, c + 1});
+    lower = lower || r > c;
+    upper = upper || r < c;
+    ++h.entries;
+  });
+  if (h.entries == 0) fail(path, 1, "no entries (expected lines 'row col value')");
+  h.mirrored = !(lower && upper);
+  return h;
+}
+
+DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
+                         const BlockLayout& layout, const Cp2kCsrHeader& header) {
+  if (header.dimension != layout.rows.total() || header.dimension != layout.cols.total())
+    throw InputError(path, std::string(kWhat) + " " + path + " is " + std::to_string(header.dimension) + "x" +
+                               std::to_string(header.dimension) + " but the block sizes cover " +
+                               std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+  detail::TextReader in(path, kWhat);
+  DistMatrix m(name, dist, layout);
+  detail::LocalBlocks blocks(m);
+  scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
+    if (r >= header.dimension || c >= header.dimension)
+      fail(path, line, "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) +
+                           ") is outside the dimension " + std::to_string(header.dimension) +
+                           " (the file changed while it was read?)");
+    blocks.store(r, c, v, line);
+    if (header.mirrored && r != c) blocks.store(c, r, v, line);
+  });
+  const std::int64_t duplicate = blocks.first_duplicate_line(dist->grid().comm());
+  if (duplicate > 0) {
+    // Every rank finds the entry of that line and the first line giving it.
+    std::pair<std::int64_t, std::int64_t> entry{-1, -1};
+    std::int64_t first = 0;
+    in.rewind();
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+      if (line == duplicate) entry = {r, c};
+    });
+    in.rewind();
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+      if (first == 0 && std::pair{r, c} == entry) first = line;
+    });
+    fail(path, duplicate,
+         "entry (" + std::to_string(entry.first + 1) + ", " + std::to_string(entry.second + 1) +
+             ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate) +
+             "; plexus does not add repeated entries up");
+  }
+  blocks.move_into(m);
+  return m;
+}
+
+}  // namespace plexus

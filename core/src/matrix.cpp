@@ -36,6 +36,27 @@ bool DistMatrix::is_local(int i, int j) const {
   return i >= 0 && j >= 0 && i < dist_->nblkrows() && j < dist_->nblkcols() && dist_->owner(i, j) == grid().rank();
 }
 
+namespace {
+// alpha * y + beta * x: in place when both have the same block pattern (every iteration of a
+// dense or settled sparse matrix), else through add_panels.
+Panel added(Panel& y, double alpha, const Panel& x, double beta, const BlockLayout& layout) {
+  bool same = y.nrows() == x.nrows() && y.nblocks() == x.nblocks();
+  for (int r = 0; same && r < y.nrows(); ++r) {
+    same = y.row_begin(r) == x.row_begin(r) && y.row_end(r) == x.row_end(r);
+    for (std::int64_t b = y.row_begin(r); same && b < y.row_end(r); ++b) same = y.col(b) == x.col(b);
+  }
+  if (!same) return add_panels(y.view(), alpha, x.view(), beta, layout);
+  for (int r = 0; r < y.nrows(); ++r)
+    for (std::int64_t b = y.row_begin(r); b < y.row_end(r); ++b) {
+      const std::int64_t n = block_values(layout, y.row_id(r), y.col(b));
+      double* out = y.data().data() + y.offset(b);
+      const double* in = x.data().data() + x.offset(b);
+      for (std::int64_t q = 0; q < n; ++q) out[q] = alpha * out[q] + beta * in[q];
+    }
+  return std::move(y);
+}
+}  // namespace
+
 void DistMatrix::put_block(int i, int j, const double* values) {
   if (!is_local(i, j))
     throw Error("DistMatrix " + name_, "put_block(" + std::to_string(i) + ", " + std::to_string(j) +
@@ -108,14 +129,30 @@ void DistMatrix::add(double alpha, double beta, const DistMatrix& other) {
     throw Error("DistMatrix " + name_, "add: matrices " + name_ + " and " + other.name_ + " have different block layouts");
   if (!other.dist_->same_maps(*dist_)) {
     const DistMatrix moved = other.redistribute(dist_);
-    local_ = add_panels(local_.view(), alpha, moved.local_.view(), beta, layout_);
+    local_ = added(local_, alpha, moved.local_, beta, layout_);
     return;
   }
-  local_ = add_panels(local_.view(), alpha, other.local_.view(), beta, layout_);
+  local_ = added(local_, alpha, other.local_, beta, layout_);
 }
 
 void DistMatrix::add_identity(double alpha) {
   if (!(layout_.rows == layout_.cols)) throw Error("DistMatrix " + name_, "add_identity needs a square block layout");
+  // Every local diagonal block present (the usual case in iterations): in place.
+  bool present = true;
+  for (int r = 0; present && r < local_.nrows(); ++r) {
+    const int i = local_.row_id(r);
+    if (dist_->col_dist()[i] == grid().mypcol() && local_.find(r, i) < 0) present = false;
+  }
+  if (present) {
+    for (int r = 0; r < local_.nrows(); ++r) {
+      const int i = local_.row_id(r);
+      if (dist_->col_dist()[i] != grid().mypcol()) continue;
+      const int m = layout_.rows.size(i);
+      double* d = local_.data().data() + local_.offset(local_.find(r, i));
+      for (int q = 0; q < m; ++q) d[q + std::int64_t{q} * m] += alpha;
+    }
+    return;
+  }
   Panel diag(dist_->local_rows());
   for (int r = 0; r < diag.nrows(); ++r) {
     const int i = diag.row_id(r);
@@ -177,6 +214,7 @@ std::int64_t DistMatrix::filter(double eps) {
   if (eps <= 0) return 0;
   const PanelView v = local_.view();
   const std::vector<double> norms = plexus::block_norms(v, layout_);
+  if (std::none_of(norms.begin(), norms.end(), [&](double x) { return x < eps; })) return 0;  // nothing to drop
   Panel kept(dist_->local_rows());
   std::int64_t dropped = 0;
   for (int r = 0; r < v.nrows; ++r)

@@ -19,6 +19,7 @@
 #include "density_reference.hpp"
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
+#include "plexus/model.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/problem.hpp"
 #include "plexus/registry.hpp"
@@ -193,6 +194,48 @@ TEST(H2O, FilteringErrorShrinksWithEps) {
       EXPECT_LT(error, 100 * eps) << solver << " eps " << eps;
       EXPECT_LT(error, previous) << solver << " eps " << eps;
       previous = error;
+    }
+  }
+}
+
+// ---- the model generator (docs/model-generator.md) ---------------------------------------------
+
+ParameterList model_problem(int molecules, int block) {
+  ParameterList p("Problem");
+  p.set("Generator", std::string("model"));
+  p.set("Molecules", molecules);
+  p.set("BlockSizes", std::to_string(block));
+  return p;
+}
+
+// Both solvers on small models against the dense reference: N = 8 (a 2x2x2 box, every molecule
+// a neighbour of every other) and N = 27 (3x3x3), blocks of 6; filtering off.
+TEST(Model, BothSolversMatchDense) {
+  for (const auto& [molecules, block] : {std::pair{8, 6}, std::pair{27, 6}}) {
+    Registry::global().load_default();
+    ParameterList comm("cannon"), kern("cpu");
+    std::shared_ptr<MultiplyAlgorithm> algo = Registry::global().make_comm("cannon", comm, "Communication/cannon");
+    std::shared_ptr<Kernel> kernel = Registry::global().make_kernel("cpu", kern, "Kernel/cpu");
+    Context ctx(MPI_COMM_WORLD, algo, kernel);
+    const ParameterList problem = model_problem(molecules, block);
+    std::vector<double> h, s;
+    int n = 0;
+    {
+      auto m = build_hamiltonian(problem, ctx);
+      h = m.h->to_dense();
+      s = m.s->to_dense();
+      n = static_cast<int>(m.h->nrows());
+    }
+    ctx.release();
+    const int electrons = static_cast<int>(model_electrons(problem));
+    ASSERT_EQ(electrons, molecules * block);
+    const auto ref = test::dense_density(h, s, n, electrons / 2, MPI_COMM_WORLD);
+    const std::string e = "Electrons=" + std::to_string(electrons);
+    for (const auto& algorithm : algorithms()) {
+      const std::string what = std::to_string(molecules) + " molecules via " + algorithm;
+      expect_exact(solve(algorithm, "sign", {e}, problem), ref, "sign, " + what);
+      expect_exact(solve(algorithm, "purification", {e}, problem), ref, "canonical, " + what);
+      expect_exact(solve(algorithm, "purification", {e, "Method=trs4"}, problem), ref, "trs4, " + what);
     }
   }
 }

@@ -118,6 +118,16 @@ auto allocating(const std::string& step, F&& f) {
   }
 }
 
+// RowBlockSizes or ColBlockSizes: its pattern, or BlockSizes' when empty.
+std::vector<int> dimension_pattern(const ParameterList& problem, const std::string& name,
+                                   const std::vector<int>& fallback) {
+  const std::string text = problem.get<std::string>(name);
+  if (input::trim(text).empty()) return fallback;
+  auto p = parse_int_list(text, "Problem/" + name);
+  check_block_sizes(p);
+  return p;
+}
+
 // The grid Problem/GridRows x GridCols (or Distribution = rows-1d) asks for. Collective.
 std::shared_ptr<const Grid> problem_grid(const ParameterList& problem, Context& ctx) {
   const MPI_Comm comm = ctx.comm();
@@ -219,6 +229,12 @@ ParameterListPtr problem_valid_parameters() {
   declare_string(*v, "BlockSizes", "23",
                  "block sizes, cycled over the blocks (\"23\" or \"1,5,13\"); matrix-market: cycled to cover the "
                  "file's dimensions");
+  declare_string(*v, "RowBlockSizes", "",
+                 "multiply problem: block sizes of the rows of A and C, where they differ from BlockSizes (empty: "
+                 "BlockSizes)");
+  declare_string(*v, "ColBlockSizes", "",
+                 "multiply problem: block sizes of the columns of B and C, where they differ from BlockSizes "
+                 "(empty: BlockSizes); BlockSizes then cuts the inner dimension (A's columns, B's rows)");
   declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1] (the diagonal always is)", 0.0,
                  1.0, true);
   declare_bool(*v, "Symmetric", true, "random: generate symmetric A and B (square problems)");
@@ -278,6 +294,10 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   const std::string sizes_text = problem.get<std::string>("BlockSizes");
   const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
   check_block_sizes(pattern);
+  // Rows of A and C, inner dimension, columns of B and C.
+  const auto row_pattern = dimension_pattern(problem, "RowBlockSizes", pattern);
+  const auto col_pattern = dimension_pattern(problem, "ColBlockSizes", pattern);
+  const bool one_pattern = row_pattern == pattern && col_pattern == pattern;
   const std::string dist_kind = problem.get<std::string>("Distribution");
   const auto dist_seed = static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"));
   const int ranks = mpi::size(comm);
@@ -292,6 +312,10 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     const int seed = problem.get<int>("Seed");
     const bool symmetric = problem.get<bool>("Symmetric");
     const int bandwidth = problem.get<int>("Bandwidth");
+    if (symmetric && !one_pattern)
+      throw InputError("Problem/Symmetric", "Problem/Symmetric = true generates square symmetric A and B, whose rows and "
+                                            "columns are cut alike: give Problem/RowBlockSizes and ColBlockSizes only "
+                                            "with Problem/Symmetric = false");
     {
       // Blocks present: the diagonal, and Occupancy of the others (inside the band).
       const double nb = blocks;
@@ -299,7 +323,8 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
       const double off_diagonal = 2 * (nb * bw - bw * (bw + 1) / 2);
       const double present = nb + occupancy * off_diagonal;
       const double matrices = with_c ? 3 : 2;
-      const double element_bytes = mean_size(pattern) * mean_size(pattern) * sizeof(double);
+      const double largest = std::max({mean_size(pattern), mean_size(row_pattern), mean_size(col_pattern)});
+      const double element_bytes = largest * largest * sizeof(double);
       const double need = matrices * (present / ranks * element_bytes + nb * kIndexBytesPerBlock);
       char shown[32];
       std::snprintf(shown, sizeof(shown), "%g", occupancy);
@@ -310,25 +335,29 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
                          std::to_string(ranks) + " ranks)",
                      comm);
     }
-    const BlockSizes sizes = allocating("making the block sizes", [&] { return BlockSizes::cyclic(blocks, pattern); });
-    const BlockLayout layout{sizes, sizes};
+    const auto [rows, inner, cols] = allocating("making the block sizes", [&] {
+      return std::tuple{BlockSizes::cyclic(blocks, row_pattern), BlockSizes::cyclic(blocks, pattern),
+                        BlockSizes::cyclic(blocks, col_pattern)};
+    });
+    const BlockLayout la{rows, inner}, lb{inner, cols}, lc{rows, cols};
+    // One proposal for all three (the block counts are equal); the strategy may change it.
     auto dist = strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, blocks, blocks, dist_seed));
     GeneratorSpec spec;
     spec.occupancy = occupancy;
     spec.symmetric = symmetric;
     spec.force_diagonal = true;
     spec.bandwidth = bandwidth;
-    auto generate = [&](const char* name, std::uint64_t offset) {
+    auto generate = [&](const char* name, std::uint64_t offset, const BlockLayout& layout) {
       spec.seed = static_cast<std::uint64_t>(seed) + offset;
       return allocating(std::string("generating the random matrix ") + name,
                         [&] { return std::make_shared<DistMatrix>(generate_random(name, dist, layout, spec)); });
     };
-    out.a = generate("A", 0);
-    out.b = generate("B", 1);
+    out.a = generate("A", 0, la);
+    out.b = generate("B", 1, lb);
     if (with_c) {
-      out.c = generate("C", 2);
+      out.c = generate("C", 2, lc);
     } else {
-      out.c = std::make_shared<DistMatrix>("C", dist, layout);
+      out.c = std::make_shared<DistMatrix>("C", dist, lc);
       out.c->finalize();
     }
     return out;
@@ -364,9 +393,10 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   // The blocks the dimensions are cut into, counted before they are made: a file of two entries
   // may declare 10^12 rows.
   std::int64_t index_blocks = 0;
-  for (const auto& [dim, file, where] : {std::tuple{ha.rows, file_a, "rows"}, std::tuple{ha.cols, file_a, "columns"},
-                                         std::tuple{hb.cols, file_b, "columns"}}) {
-    const std::int64_t count = covering_count(dim, pattern);
+  for (const auto& [dim, file, where, pat] :
+       {std::tuple{ha.rows, file_a, "rows", &row_pattern}, std::tuple{ha.cols, file_a, "columns", &pattern},
+        std::tuple{hb.cols, file_b, "columns", &col_pattern}}) {
+    const std::int64_t count = covering_count(dim, *pat);
     if (count > kIntMax)
       throw InputError("Problem/BlockSizes", "the " + std::to_string(dim) + " " + where + " of '" + file + "' make " +
                                                  std::to_string(count) + " blocks of Problem/BlockSizes '" +
@@ -392,9 +422,9 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
                    comm);
   }
   const auto [m, k, n] = allocating("cutting the matrices into blocks", [&] {
-    return std::tuple{covering_sizes(ha.rows, pattern, "Problem/FileA"),
+    return std::tuple{covering_sizes(ha.rows, row_pattern, "Problem/FileA"),
                       covering_sizes(ha.cols, pattern, "Problem/FileA"),
-                      covering_sizes(hb.cols, pattern, "Problem/FileB")};
+                      covering_sizes(hb.cols, col_pattern, "Problem/FileB")};
   });
   const BlockLayout la{m, k}, lb{k, n}, lc{m, n};
   std::shared_ptr<const Distribution> da, db, dc;
@@ -431,6 +461,15 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
   const std::string generator = problem.get<std::string>("Generator");
+  {
+    const auto pattern = parse_int_list(problem.get<std::string>("BlockSizes"), "Problem/BlockSizes");
+    for (const char* name : {"RowBlockSizes", "ColBlockSizes"})
+      if (dimension_pattern(problem, name, pattern) != pattern)
+        throw InputError(std::string("Problem/") + name,
+                         std::string("Problem/") + name + " cuts rows and columns differently, but H, S and the "
+                         "density matrix are square with one blocking: give Problem/BlockSizes only ('23' per "
+                         "molecule or '13,5,5' per atom for water)");
+  }
   if (generator == "model") return build_model(problem, ctx);
   if (generator != "matrix-market" && generator != "cp2k-csr")
     throw InputError("Problem/Generator", "the density-matrix solvers need H (and S): Problem/Generator = '" +

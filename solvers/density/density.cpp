@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "plexus/error.hpp"
@@ -276,6 +277,10 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   PLEXUS_CHECK(width > 0, "purification: empty spectral bounds");
   auto d = std::make_shared<DistMatrix>(copy(ctx, F, "D"));
   const char* label = method == Purification::Canonical ? "canonical" : method == Purification::Trs4 ? "trs4" : "mcweeny";
+  // The scalar map every level takes: x0 = a e + b, then each step's polynomial. The level that
+  // ends at 1/2 is the chemical potential the iteration found (inside the gap once converged).
+  double a = 0, b = 0;
+  std::vector<std::function<double(double)>> steps;
   switch (method) {
     case Purification::Canonical: {
       // Palser-Manolopoulos: D0 = lambda/n (mu_bar I - F) + N/n I, its trace N, its spectrum in [0, 1].
@@ -284,18 +289,24 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
           std::min(occupied / (bounds.max - mu_bar), (n - occupied) / (mu_bar - bounds.min));
       scale(ctx, *d, -lambda / n);
       add_on_diag(ctx, *d, lambda / n * mu_bar + occupied / n);
+      a = -lambda / n;
+      b = lambda / n * mu_bar + occupied / n;
       break;
     }
     case Purification::Trs4:
       // X0 = (max I - F) / (max - min): the spectrum in [0, 1], the lowest levels near 1.
       scale(ctx, *d, -1.0 / width);
       add_on_diag(ctx, *d, bounds.max / width);
+      a = -1.0 / width;
+      b = bounds.max / width;
       break;
     case Purification::McWeeny: {
       // D0 = I/2 - (F - mu I) / (2 b): levels below mu above 1/2.
-      const double b = std::max(mu - bounds.min, bounds.max - mu);
-      scale(ctx, *d, -0.5 / b);
-      add_on_diag(ctx, *d, 0.5 + 0.5 * mu / b);
+      const double half = std::max(mu - bounds.min, bounds.max - mu);
+      scale(ctx, *d, -0.5 / half);
+      add_on_diag(ctx, *d, 0.5 + 0.5 * mu / half);
+      a = -0.5 / half;
+      b = 0.5 + 0.5 * mu / half;
       break;
     }
   }
@@ -338,6 +349,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
       const double by = c <= 0.5 ? 1.0 - c : c;
       add(ctx, -1.0 / by, *next, (1.0 + c) / by, *d2);
       if (c <= 0.5 && c != 0.5) add(ctx, 1.0, *next, (1.0 - 2.0 * c) / by, *d);
+      steps.push_back([c, by](double x) { return ((c <= 0.5 ? (1.0 - 2.0 * c) * x : 0.0) + (1.0 + c) * x * x - x * x * x) / by; });
     } else {
       // TRS4: F(X) = X^2 (4X - 3X^2), G(X) = X^2 (I - X)^2, gamma = (N - Tr F)/Tr G.
       const double tr3 = dot(ctx, *d, *d2);  // Tr(X X^2) of a symmetric X
@@ -349,12 +361,17 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
         // The last step: McWeeny's 3X^2 - 2X^3, squaring the error.
         mul(ctx, o, rec, -2.0, *d, *d2, *next);
         add(ctx, 1.0, *next, 3.0, *d2);
+        steps.push_back([](double x) { return 3 * x * x - 2 * x * x * x; });
       } else if (gamma > 6) {
         *next = copy(ctx, *d, "next");  // 2X - X^2
         add(ctx, 2.0, *next, -1.0, *d2);
+        steps.push_back([](double x) { return 2 * x - x * x; });
       } else if (gamma < 0) {
         *next = copy(ctx, *d2, "next");  // X^2
+        steps.push_back([](double x) { return x * x; });
       } else {
+        steps.push_back(
+            [gamma](double x) { return x * x * (gamma + (4 - 2 * gamma) * x + (gamma - 3) * x * x); });
         // X^2 (gamma I + (4 - 2 gamma) X + (gamma - 3) X^2)
         *d3 = copy(ctx, *d2, "T");
         add(ctx, gamma - 3.0, *d3, 4.0 - 2.0 * gamma, *d);
@@ -381,6 +398,18 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   }
   d->set_name("D");
   out.d = d;
+  // mu: bisection on the level e whose image is 1/2 (the composed map falls as e rises).
+  auto image = [&](double e) {
+    double x = a * e + b;
+    for (const auto& f : steps) x = f(x);
+    return x;
+  };
+  double lo = bounds.min, hi = bounds.max;
+  for (int i = 0; i < 200 && hi - lo > 1e-14 * width; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (image(mid) > 0.5 ? lo : hi) = mid;
+  }
+  out.mu = 0.5 * (lo + hi);
   return out;
 }
 
@@ -439,6 +468,7 @@ Settings Settings::from(const ParameterList& p, const std::string& solver) {
 
 Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Settings& s, Trace& rec) {
   Orthogonal o;
+  const double t0 = MPI_Wtime();
   auto m = build_hamiltonian(problem, ctx);
   o.h = m.h;
   o.s = m.s;
@@ -457,13 +487,15 @@ Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Setti
                                   "^T||_F / ||" + mat->name() + "||_F = " + num(a) + " (at most " + num(kSymmetric) +
                                   " is taken as symmetric)");
   }
+  o.solve_start = MPI_Wtime();
+  o.read_seconds = o.solve_start - t0;
   if (o.s) {
-    const double t0 = MPI_Wtime();
+    const double t1 = MPI_Wtime();
     auto inv = inverse_sqrt(ctx, *o.s, s.iteration, rec);
     o.z = inv.inv_sqrt;
     if (speaks(ctx, s.iteration))
       log().info("{}: S^-1/2 in {} Newton-Schulz iterations ({:.3f} s, residual {:.3e})", s.solver, inv.iterations,
-                 MPI_Wtime() - t0, inv.residual);
+                 MPI_Wtime() - t1, inv.residual);
     auto zh = like(*o.h, "Z H");
     mul(ctx, s.iteration, rec, 1.0, *o.z, *o.h, *zh);
     o.k = like(*o.h, "K");
@@ -509,6 +541,16 @@ void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d, const Settin
     f["idempotency_error"] = norm(ctx, *psp);
   }
   f["occupancy_P"] = p->occupancy();
+  {
+    // The solve's time (after reading) against its multiplies': what the solver itself costs.
+    double times[3] = {o.read_seconds, MPI_Wtime() - o.solve_start, 0};
+    for (const auto& r : rec.reports) times[2] += r.seconds;
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, times, 3, MPI_DOUBLE, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+    f["read_seconds"] = times[0];
+    f["solve_seconds"] = times[1];
+    f["multiply_seconds"] = times[2];
+    f["overhead_fraction"] = times[1] > 0 ? (times[1] - times[2]) / times[1] : 0.0;
+  }
   f["n"] = static_cast<double>(o.n);
   f["spectrum_min"] = o.bounds.min;
   f["spectrum_max"] = o.bounds.max;

@@ -83,6 +83,9 @@ struct PurifyResult {
   double residual = 0;  ///< 4 ||D^2 - D||_F / sqrt(n) (the sign iteration's measure, X = I - 2D)
   bool converged = false;
   int fused = 0;  ///< iterations whose D^2 and D^3 came from the algorithm's fused operation
+  /// The chemical potential the iteration found: the level its polynomials map to 1/2 (inside
+  /// the gap once converged; McWeeny's is the mu it was given).
+  double mu = 0;
 };
 PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, double occupied, double mu,
                     const Bounds& bounds, const IterationOptions& o, Trace& rec);
@@ -109,14 +112,18 @@ struct Orthogonal {
   std::shared_ptr<DistMatrix> k;      ///< Z H Z (H itself when s is null)
   Bounds bounds;                      ///< of K
   std::int64_t n = 0;
+  double read_seconds = 0;  ///< reading and checking H and S (this rank)
+  double solve_start = 0;   ///< MPI_Wtime when the solve proper began (after reading)
 };
 /// Reads the problem, checks H and S (square, symmetric, the electron count), computes S^{-1/2}
 /// and K. Collective; bad input throws InputError naming the parameter.
 Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Settings& s, Trace& rec);
 
 /// P = Z D Z (D itself in an orthogonal basis), filtered; then the figures (energy = 2 Tr(P H),
-/// trace_PS, idempotency_error = ||P S P - P||_F, occupancy), P written when asked; fills
-/// `result` (its result matrix, reports, history, figures).
+/// trace_PS, idempotency_error = ||P S P - P||_F, occupancy; read_seconds, solve_seconds,
+/// multiply_seconds and overhead_fraction, the solve's time outside its multiplies, each the
+/// maximum over ranks), P written when asked; fills `result` (its result matrix, reports,
+/// history, figures).
 void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d_orthogonal, const Settings& s, Trace& rec,
             SolverResult& result);
 

@@ -65,9 +65,8 @@ class PurificationSolver final : public Solver {
     SolverResult result;
     dm::finish(ctx, o, *d.d, s, rec, result);
     auto& f = result.figures;
-    // mu: as given (McWeeny); the canonical methods fix the electron count, not mu, and leave it
-    // undetermined within the gap.
-    f["mu"] = method_ == dm::Purification::McWeeny ? s.mu : std::numeric_limits<double>::quiet_NaN();
+    // mu: the level the iteration's polynomials map to 1/2 (canonical, TRS4); as given (McWeeny).
+    f["mu"] = method_ == dm::Purification::McWeeny ? s.mu : d.mu;
     f["iterations"] = d.iterations;
     f["residual"] = d.residual;
     f["occupied_levels"] = levels;

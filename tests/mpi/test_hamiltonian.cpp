@@ -327,3 +327,54 @@ TEST(HamiltonianModel, RefusedParametersSayWhy) {
   EXPECT_NE(msg.find("Molecules"), std::string::npos) << msg;
   ctx->release();
 }
+
+// Problem/RowBlockSizes and ColBlockSizes: the multiply problem's rows of A and C, and columns of B
+// and C, cut apart from the inner dimension (BlockSizes); the product is the dense one. The
+// density-matrix problem and symmetric generation refuse them.
+TEST(ProblemBlockSizes, PerDimensionListsCutRowsInnerAndColumns) {
+  auto ctx = make_context();
+  ParameterList p("Problem");
+  p.set("Blocks", 6);
+  p.set("BlockSizes", std::string("3"));
+  p.set("RowBlockSizes", std::string("2,4"));
+  p.set("ColBlockSizes", std::string("5"));
+  p.set("Symmetric", false);
+  p.set("Occupancy", 0.5);
+  {
+    auto m = build_problem(p, *ctx, true);
+    EXPECT_EQ(m.a->nrows(), 18);  // 2,4,2,4,2,4
+    EXPECT_EQ(m.a->ncols(), 18);  // 6 x 3
+    EXPECT_EQ(m.b->nrows(), 18);
+    EXPECT_EQ(m.b->ncols(), 30);  // 6 x 5
+    EXPECT_EQ(m.c->nrows(), 18);
+    EXPECT_EQ(m.c->ncols(), 30);
+    EXPECT_EQ(m.a->layout().rows.size(1), 4);
+    std::vector<double> c = m.c->to_dense();
+    const auto a = m.a->to_dense(), b = m.b->to_dense();
+    multiply(ctx->multiply_algorithm(), ctx->kernel(), Trans::N, Trans::N, 1.0, *m.a, *m.b, 1.0, *m.c);
+    test::dense_gemm(18, 30, 18, 1.0, a, b, 1.0, c);
+    EXPECT_LT(test::relative_error(m.c->to_dense(), c), 1e-13);
+  }
+  auto refused = [&](const ParameterList& q, bool hamiltonian) {
+    try {
+      if (hamiltonian)
+        build_hamiltonian(q, *ctx);
+      else
+        build_problem(q, *ctx, false);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ParameterList sym(p);
+  sym.set("Symmetric", true);
+  EXPECT_NE(refused(sym, false).find("Problem/RowBlockSizes and ColBlockSizes only with Problem/Symmetric = false"),
+            std::string::npos);
+  ParameterList bad(p);
+  bad.set("ColBlockSizes", std::string("5,x"));
+  EXPECT_NE(refused(bad, false).find("Problem/ColBlockSizes"), std::string::npos);
+  ParameterList ham = model(8, "4");
+  ham.set("RowBlockSizes", std::string("2"));
+  EXPECT_NE(refused(ham, true).find("Problem/RowBlockSizes cuts rows and columns differently"), std::string::npos);
+  ctx->release();
+}

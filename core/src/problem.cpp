@@ -54,10 +54,10 @@ std::shared_ptr<const Distribution> strategy_distribution(const MultiplyAlgorith
 // 46340, whose square still fits.
 constexpr int kMaxBlockSize = 46340;
 
-void check_block_sizes(const std::vector<int>& pattern) {
+void check_block_sizes(const std::vector<int>& pattern, const std::string& name = "BlockSizes") {
   for (int s : pattern)
     if (s > kMaxBlockSize)
-      throw InputError("Problem/BlockSizes", "Problem/BlockSizes: a block of " + std::to_string(s) + " x " +
+      throw InputError("Problem/" + name, "Problem/" + name + ": a block of " + std::to_string(s) + " x " +
                                                  std::to_string(s) + " has " + std::to_string(std::int64_t{s} * s) +
                                                  " elements, more than a block can hold (" + std::to_string(kIntMax) +
                                                  "); block sizes are at most " + std::to_string(kMaxBlockSize));
@@ -124,7 +124,7 @@ std::vector<int> dimension_pattern(const ParameterList& problem, const std::stri
   const std::string text = problem.get<std::string>(name);
   if (input::trim(text).empty()) return fallback;
   auto p = parse_int_list(text, "Problem/" + name);
-  check_block_sizes(p);
+  check_block_sizes(p, name);
   return p;
 }
 
@@ -393,15 +393,22 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   // The blocks the dimensions are cut into, counted before they are made: a file of two entries
   // may declare 10^12 rows.
   std::int64_t index_blocks = 0;
-  for (const auto& [dim, file, where, pat] :
-       {std::tuple{ha.rows, file_a, "rows", &row_pattern}, std::tuple{ha.cols, file_a, "columns", &pattern},
-        std::tuple{hb.cols, file_b, "columns", &col_pattern}}) {
+  // The parameter that cuts each dimension, and its text, for the message.
+  auto cut_by = [&](const char* name) {
+    const std::string text = problem.get<std::string>(name);
+    return input::trim(text).empty() ? std::pair<std::string, std::string>{"BlockSizes", sizes_text}
+                                     : std::pair<std::string, std::string>{name, text};
+  };
+  for (const auto& [dim, file, where, pat, by] :
+       {std::tuple{ha.rows, file_a, "rows", &row_pattern, cut_by("RowBlockSizes")},
+        std::tuple{ha.cols, file_a, "columns", &pattern, std::pair<std::string, std::string>{"BlockSizes", sizes_text}},
+        std::tuple{hb.cols, file_b, "columns", &col_pattern, cut_by("ColBlockSizes")}}) {
     const std::int64_t count = covering_count(dim, *pat);
     if (count > kIntMax)
-      throw InputError("Problem/BlockSizes", "the " + std::to_string(dim) + " " + where + " of '" + file + "' make " +
-                                                 std::to_string(count) + " blocks of Problem/BlockSizes '" +
-                                                 sizes_text + "'; at most " + std::to_string(kIntMax) +
-                                                 " blocks a dimension are supported (larger block sizes make fewer)");
+      throw InputError("Problem/" + by.first, "the " + std::to_string(dim) + " " + where + " of '" + file + "' make " +
+                                                  std::to_string(count) + " blocks of Problem/" + by.first + " '" +
+                                                  by.second + "'; at most " + std::to_string(kIntMax) +
+                                                  " blocks a dimension are supported (larger block sizes make fewer)");
     index_blocks += count;
   }
   {
@@ -518,7 +525,11 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
     if (hs.rows != hs.cols || hs.rows != hh.rows)
       throw InputError("Problem/FileS", "S ('" + file_s + "') is " + std::to_string(hs.rows) + " x " +
                                             std::to_string(hs.cols) + "; the overlap must be square with H's dimension " +
-                                            std::to_string(hh.rows));
+                                            std::to_string(hh.rows) +
+                                            (cp2k ? " (a CP2K CSR file's dimension is its largest index: a file whose "
+                                                    "last rows kept no entry above KS_CSR_WRITE's threshold looks "
+                                                    "smaller)"
+                                                  : ""));
   }
   const std::int64_t n = hh.rows;
   // The pattern must tile n: blocks are atoms or molecules, and a cut block is a sign of a wrong

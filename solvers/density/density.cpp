@@ -94,16 +94,24 @@ void say_iteration(Context& ctx, const IterationOptions& o, const std::string& l
 }
 
 // Convergence bookkeeping shared by the iterations: below the tolerance; or, with filtering, the
-// residual has stopped falling in the quadratic regime (the filtering's floor).
+// residual has stopped falling in the quadratic regime (the filtering's floor). The measure r is
+// ||E||_F / sqrt(n), an average over the levels, so one slow level adds only 1/sqrt(n) to it; the
+// quadratic regime is therefore judged on ||E||_F^2 = n r^2, in "levels": below 1/4, every level
+// has |x^2 - 1| < 1/2 and converges quadratically from there, so a residual that then falls by
+// less than half is the floor, not a slow level (those stay above it on large n).
 struct Convergence {
-  double previous = std::numeric_limits<double>::infinity();
-  bool stalled = false;
+  explicit Convergence(double n) : n_(n) {}
   bool reached(double r, const IterationOptions& o) {
     if (r < o.tolerance) return true;
-    if (o.filter_eps > 0 && previous < 1e-2 && r > 0.5 * previous) stalled = true;
-    previous = r;
-    return stalled;
+    if (o.filter_eps > 0 && n_ * previous_ * previous_ < 0.25 && r > 0.5 * previous_) stalled_ = true;
+    previous_ = r;
+    return stalled_;
   }
+
+ private:
+  double n_;
+  double previous_ = std::numeric_limits<double>::infinity();
+  bool stalled_ = false;
 };
 
 [[noreturn]] void no_convergence(const std::string& where, const std::string& what, double residual,
@@ -176,7 +184,7 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
   auto t = like(S, "T");
   auto next = like(S, "next");
   InverseSqrt out;
-  Convergence conv;
+  Convergence conv(n);
   for (int it = 1;; ++it) {
     IterationLog iter(ctx, rec);
     mul(ctx, o, rec, 1.0, *z, *y, *t);  // T = Z Y
@@ -202,7 +210,11 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
     out.residual = r;
     if (done) break;
     if (it >= o.max_iterations) {
-      if (!o.keep_unconverged) no_convergence(o.solver + "/MaxIterations", "the Newton-Schulz iteration for S^-1/2", r, o);
+      if (!o.keep_unconverged)
+        no_convergence(o.solver + "/MaxIterations",
+                       "the Newton-Schulz iteration for S^-1/2 (S may be singular or nearly so: a tiny eigenvalue "
+                       "converges last)",
+                       r, o);
       if (speaks(ctx, o)) log().warn("S^-1/2: not converged after {} iterations (residual {:.3e}); going on", it, r);
       break;
     }
@@ -229,7 +241,7 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
   auto x4 = like(K, "X^4");
   auto next = like(K, "next");
   SignResult out;
-  Convergence conv;
+  Convergence conv(n);
   for (int it = 1;; ++it) {
     IterationLog iter(ctx, rec);
     mul(ctx, o, rec, 1.0, *x, *x, *x2);
@@ -319,7 +331,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   MultiplyOptions mo;
   mo.filter_eps = o.filter_eps;
   PurifyResult out;
-  Convergence conv;
+  Convergence conv(n);
   for (int it = 1;; ++it) {
     IterationLog iter(ctx, rec);
     if (cubes) {
@@ -438,6 +450,10 @@ void declare_common(ParameterList& v) {
   declare_string(v, "OutputFile", "", "write the density matrix P to this Matrix Market file (empty: no output)");
 }
 
+std::shared_ptr<DistMatrix> identity(Context& ctx, const DistMatrix& like_this) {
+  return identity_like(ctx, like_this, "I");
+}
+
 Settings Settings::from(const ParameterList& p, const std::string& solver) {
   Settings s;
   s.solver = solver;
@@ -466,13 +482,14 @@ Settings Settings::from(const ParameterList& p, const std::string& solver) {
   return s;
 }
 
-Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Settings& s, Trace& rec) {
+Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s, Trace& rec) {
   Orthogonal o;
   const double t0 = MPI_Wtime();
   auto m = build_hamiltonian(problem, ctx);
   o.h = m.h;
   o.s = m.s;
   o.n = o.h->nrows();
+  s.n = o.n;
   if (s.electrons > 2 * o.n)
     throw InputError(s.solver + "/Electrons", s.solver + "/Electrons = " + std::to_string(s.electrons) +
                                                   " is more than the " + std::to_string(2 * o.n) +
@@ -505,6 +522,12 @@ Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Setti
     o.k = o.h;
   }
   o.bounds = gershgorin(ctx, *o.k);
+  if (!(o.bounds.max > o.bounds.min) && !s.full())
+    throw InputError(s.solver + "/Electrons",
+                     s.solver + "/Electrons = " + std::to_string(s.electrons) + " (or Mu) cannot be met: every level of " +
+                         std::string(o.s ? "S^-1/2 H S^-1/2" : "H") + " lies at " + num(o.bounds.min) +
+                         " (its Gershgorin bounds meet): no gap separates occupied from empty levels, so only "
+                         "Electrons = 2n (P = S^-1) has one density matrix");
   if (s.mu_given && (s.mu <= o.bounds.min || s.mu >= o.bounds.max))
     throw InputError(s.solver + "/Mu", s.solver + "/Mu = " + num(s.mu) + " is outside the spectrum of " +
                                            (o.s ? "S^-1/2 H S^-1/2" : "H") + " (within [" + num(o.bounds.min) + ", " +

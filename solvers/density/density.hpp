@@ -102,8 +102,14 @@ struct Settings {
   double mu = 0;
   std::string output;  ///< P's Matrix Market file (empty: none)
   std::string solver;  ///< "sign" or "purification": the sublist that names are reported under
+  std::int64_t n = 0;  ///< the dimension, once the problem is read (orthogonalise sets it)
   static Settings from(const ParameterList& p, const std::string& solver);
+  /// Every level occupied (Electrons = 2n, no Mu): D = I and P = S^-1, no iteration needed.
+  bool full() const { return !mu_given && n > 0 && electrons == 2 * n; }
 };
+
+/// The identity with X's layout and distribution.
+std::shared_ptr<DistMatrix> identity(Context& ctx, const DistMatrix& like_this);
 
 /// The problem after set-up: H, S, the orthogonalisation and the orthogonalised K = Z H Z.
 struct Orthogonal {
@@ -117,7 +123,7 @@ struct Orthogonal {
 };
 /// Reads the problem, checks H and S (square, symmetric, the electron count), computes S^{-1/2}
 /// and K. Collective; bad input throws InputError naming the parameter.
-Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, const Settings& s, Trace& rec);
+Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s, Trace& rec);
 
 /// P = Z D Z (D itself in an orthogonal basis), filtered; then the figures (energy = 2 Tr(P H),
 /// trace_PS, idempotency_error = ||P S P - P||_F, occupancy; read_seconds, solve_seconds,

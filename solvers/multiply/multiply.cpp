@@ -57,7 +57,8 @@ class MultiplySolver final : public plexus::Solver {
                            m.a->grid().describe(), report.strategy, report.kernel);
       result.reports.push_back(std::move(report));
     }
-    if (m.c->nrows() == m.c->ncols()) result.figures["trace"] = m.c->trace();
+    // The trace needs one blocking of rows and columns (RowBlockSizes/ColBlockSizes may differ).
+    if (m.c->layout().rows == m.c->layout().cols) result.figures["trace"] = m.c->trace();
     result.figures["norm"] = m.c->frobenius_norm();
     result.figures["occupancy"] = m.c->occupancy();
     if (!output_.empty()) {

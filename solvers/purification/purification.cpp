@@ -4,6 +4,7 @@
 // H2O-DFT-LS benchmark), or McWeeny's grand-canonical one at a given mu; P = S^-1/2 D S^-1/2.
 #include <mpi.h>
 
+#include <limits>
 #include <string>
 
 #include "density.hpp"
@@ -56,7 +57,15 @@ class PurificationSolver final : public Solver {
     for (auto& row : rec.history) row["stage"] = 1;
     const std::size_t first = rec.history.size();
     const double occupied = s.electrons / 2.0;
-    auto d = dm::purify(ctx, *o.k, method_, occupied, s.mu, o.bounds, s.iteration, rec);
+    dm::PurifyResult d;
+    if (s.full()) {
+      // Every level occupied: D = I, no iteration; mu lies above the spectrum.
+      d.d = dm::identity(ctx, *o.k);
+      d.converged = true;
+      d.mu = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      d = dm::purify(ctx, *o.k, method_, occupied, s.mu, o.bounds, s.iteration, rec);
+    }
     for (std::size_t i = first; i < rec.history.size(); ++i) rec.history[i]["stage"] = 2;
     const double levels = trace(ctx, *d.d);
     if (method_ == dm::Purification::McWeeny && (levels < 0.5 || levels > static_cast<double>(o.n) - 0.5))

@@ -59,7 +59,13 @@ class SignSolver final : public Solver {
 
     double mu = s.mu;
     dm::SignResult x;
-    if (s.mu_given) {
+    if (s.full()) {
+      // Every level occupied: X = -I (mu above the spectrum), no iteration.
+      x.x = dm::identity(ctx, *o.k);
+      scale(ctx, *x.x, -1.0);
+      x.converged = true;
+      mu = std::numeric_limits<double>::quiet_NaN();
+    } else if (s.mu_given) {
       x = evaluate(mu, s.iteration);
     } else {
       // Bisection on mu inside the spectral bounds: the number of levels below mu rises with it.
@@ -83,19 +89,20 @@ class SignSolver final : public Solver {
         else if (count > occupied + 0.5)
           hi = mu;
         else
-          throw Error("sign/Electrons", "no chemical potential gives " + std::to_string(static_cast<long>(occupied)) +
-                                            " occupied levels: a level lies at mu = " + std::to_string(mu) +
-                                            " (no gap at the Fermi level; give sign/Mu, or raise sign/MaxIterations)");
+          throw InputError("sign/Electrons", "no chemical potential gives " +
+                                                 std::to_string(static_cast<long>(occupied)) +
+                                                 " occupied levels: a level lies at mu = " + std::to_string(mu) +
+                                                 " (no gap at the Fermi level; give sign/Mu, or raise "
+                                                 "sign/MaxIterations)");
         if (hi - lo < 1e-12 * width)
-          throw Error("sign/Electrons", "no chemical potential gives " + std::to_string(static_cast<long>(occupied)) +
-                                            " occupied levels (bisection closed at mu = " + std::to_string(mu) +
-                                            "): degenerate levels at the Fermi level");
+          throw InputError("sign/Electrons", "no chemical potential gives " +
+                                                 std::to_string(static_cast<long>(occupied)) +
+                                                 " occupied levels (bisection closed at mu = " + std::to_string(mu) +
+                                                 "): degenerate levels at the Fermi level");
       }
-      if (!x.converged && !s.iteration.keep_unconverged)
-        throw Error("sign/MaxIterations", "the sign iteration did not converge at mu = " + std::to_string(mu));
     }
     const double count = count_of(x);
-    if (count < 0.5 || count > n - 0.5)
+    if (s.mu_given && (count < 0.5 || count > n - 0.5))
       throw InputError("sign/Mu", "sign/Mu = " + std::to_string(mu) + " lies outside the spectrum: " +
                                       (count < 0.5 ? "no level is" : "every level is") + " occupied");
     if (s.mu_given && s.electrons > 0 && std::abs(count - occupied) >= 0.5 && dm::speaks(ctx, s.iteration))

@@ -252,7 +252,7 @@ TEST(Model, BothSolversMatchDense) {
 // A small symmetric H with a gap (levels -2..-1 and 1..2 of a rotated diagonal, n = 12) and an
 // S close to I, written by rank 0 into a fresh directory.
 struct Small {
-  std::string dir, h, s, h_asym, s_indef;
+  std::string dir, h, s, h_asym, s_indef, h_flat;
   int n = 12;
   Small() {
     int pid = ::getpid();
@@ -262,6 +262,7 @@ struct Small {
     s = dir + "/s.mtx";
     h_asym = dir + "/h_asym.mtx";
     s_indef = dir + "/s_indef.mtx";
+    h_flat = dir + "/h_flat.mtx";
     if (rank_of() == 0) {
       fs::create_directories(dir);
       auto write = [&](const std::string& path, auto value) {
@@ -279,6 +280,7 @@ struct Small {
       write(s, [](int i, int j) { return i == j ? 1.0 : 0.02 / (1.0 + std::abs(i - j)); });
       write(h_asym, [&](int i, int j) { return hv(i, j) + (i == 0 && j == 1 ? 0.1 : 0.0); });
       write(s_indef, [](int i, int j) { return i == j ? (i == 3 ? -0.5 : 1.0) : 0.0; });
+      write(h_flat, [](int i, int j) { return i == j ? 2.0 : 0.0; });
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -318,6 +320,21 @@ TEST(Small, OrthogonalBasisAndOverlapMatchDense) {
   }
 }
 
+// Electrons = 2n: every level occupied, P = S^-1 (the dense reference with all n levels), by
+// both solvers and both canonical methods, without iterating.
+TEST(Small, EveryLevelOccupiedGivesTheInverseOfS) {
+  Small sm;
+  int n = 0;
+  const auto h = read_dense(sm.h, "", false, n);
+  const auto s = read_dense(sm.h, sm.s, true, n);
+  const auto all = test::dense_density(h, s, n, n, MPI_COMM_WORLD);
+  const std::string algo = algorithms().front();
+  const std::string e = "Electrons=" + std::to_string(2 * n);
+  expect_exact(solve(algo, "sign", {e}, problem_of(sm.h, sm.s, "4")), all, "sign, full");
+  expect_exact(solve(algo, "purification", {e}, problem_of(sm.h, sm.s, "4")), all, "canonical, full");
+  expect_exact(solve(algo, "purification", {e, "Method=trs4"}, problem_of(sm.h, sm.s, "4")), all, "trs4, full");
+}
+
 // Every bad input ends with an InputError naming the parameter, on every rank alike.
 template <class F>
 std::string input_error_of(F&& f) {
@@ -350,6 +367,8 @@ TEST(Small, BadInputsAreNamed) {
   EXPECT_TRUE(has(m, "S is not positive definite")) << m;
   m = input_error_of([&] { solve(algo, "sign", {"Electrons=12"}, problem_of(sm.h, sm.s, "5")); });
   EXPECT_TRUE(has(m, "Problem/BlockSizes") && has(m, "does not add up")) << m;
+  m = input_error_of([&] { solve(algo, "sign", {"Electrons=12"}, problem_of(sm.h_flat, "", "4")); });
+  EXPECT_TRUE(has(m, "sign/Electrons") && has(m, "every level of H lies at 2")) << m;
   m = input_error_of([&] { solve(algo, "purification", {"Mu=0"}, problem_of(sm.h, sm.s, "4")); });
   EXPECT_TRUE(has(m, "purification/Electrons")) << m;
   m = input_error_of([&] { solve(algo, "purification", {"Method=mcweeny", "Electrons=12"}, problem_of(sm.h, sm.s, "4")); });

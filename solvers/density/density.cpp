@@ -114,11 +114,22 @@ struct Convergence {
   bool stalled_ = false;
 };
 
-[[noreturn]] void no_convergence(const std::string& where, const std::string& what, double residual,
-                                 const IterationOptions& o) {
-  throw Error(where, what + " did not converge within " + where + " = " + std::to_string(o.max_iterations) +
-                         " iterations: the last residual is " + num(residual) + " (tolerance " + num(o.tolerance) +
-                         "); raise MaxIterations or Tolerance, or set KeepUnconverged to go on with the last iterate");
+// After step `it` of an iteration, its measure r: whether the iteration ends here, converged
+// (`done`) or at MaxIterations with KeepUnconverged (warned); at MaxIterations otherwise, an error
+// carrying the last residual. `what` names the iteration in the error, `label` in the warning.
+bool ends(Context& ctx, const IterationOptions& o, bool done, int it, double r, const std::string& what,
+          const std::string& label) {
+  if (done) return true;
+  if (it < o.max_iterations) return false;
+  if (!o.keep_unconverged) {
+    const std::string where = o.solver + "/MaxIterations";
+    throw Error(where, what + " did not converge within " + where + " = " + std::to_string(o.max_iterations) +
+                           " iterations: the last residual is " + num(r) + " (tolerance " + num(o.tolerance) +
+                           "); raise MaxIterations or Tolerance, or set KeepUnconverged to go on with the last "
+                           "iterate");
+  }
+  if (speaks(ctx, o)) log().warn("{}: not converged after {} iterations (residual {:.3e}); going on", label, it, r);
+  return true;
 }
 
 double residual_of_square(Context& ctx, DistMatrix& x2_minus_i, double n) {
@@ -208,16 +219,11 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
     say_iteration(ctx, o, "S^-1/2", iter.done(it, r, *z));
     out.iterations = it;
     out.residual = r;
-    if (done) break;
-    if (it >= o.max_iterations) {
-      if (!o.keep_unconverged)
-        no_convergence(o.solver + "/MaxIterations",
-                       "the Newton-Schulz iteration for S^-1/2 (S may be singular or nearly so: a tiny eigenvalue "
-                       "converges last)",
-                       r, o);
-      if (speaks(ctx, o)) log().warn("S^-1/2: not converged after {} iterations (residual {:.3e}); going on", it, r);
+    if (ends(ctx, o, done, it, r,
+             "the Newton-Schulz iteration for S^-1/2 (S may be singular or nearly so: a tiny eigenvalue converges "
+             "last)",
+             "S^-1/2"))
       break;
-    }
   }
   scale(ctx, *z, 1.0 / std::sqrt(c));
   scale(ctx, *y, std::sqrt(c));
@@ -267,15 +273,8 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
     say_iteration(ctx, o, label, iter.done(it, r, *x));
     out.iterations = it;
     out.residual = r;
-    if (done) {
-      out.converged = true;
-      break;
-    }
-    if (it >= o.max_iterations) {
-      if (!o.keep_unconverged) no_convergence(o.solver + "/MaxIterations", "the sign iteration", r, o);
-      if (speaks(ctx, o)) log().warn("{}: not converged after {} iterations (residual {:.3e}); going on", label, it, r);
-      break;
-    }
+    out.converged = done;
+    if (ends(ctx, o, done, it, r, "the sign iteration", label)) break;
   }
   x->set_name("sign");
   out.x = x;
@@ -398,15 +397,8 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
     say_iteration(ctx, o, label, row);
     out.iterations = it;
     out.residual = r;
-    if (done) {
-      out.converged = true;
-      break;
-    }
-    if (it >= o.max_iterations) {
-      if (!o.keep_unconverged) no_convergence(o.solver + "/MaxIterations", std::string("the ") + label + " purification", r, o);
-      if (speaks(ctx, o)) log().warn("{}: not converged after {} iterations (residual {:.3e}); going on", label, it, r);
-      break;
-    }
+    out.converged = done;
+    if (ends(ctx, o, done, it, r, std::string("the ") + label + " purification", label)) break;
   }
   d->set_name("D");
   out.d = d;
@@ -533,6 +525,29 @@ Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s
                                            (o.s ? "S^-1/2 H S^-1/2" : "H") + " (within [" + num(o.bounds.min) + ", " +
                                            num(o.bounds.max) + "]): no level or every level would be occupied");
   return o;
+}
+
+namespace {
+Context& context_of(const SolverContext& sc) {
+  PLEXUS_CHECK(sc.problem && sc.context, "density solver: incomplete solver context");
+  return *sc.context;
+}
+Settings quiet_as(Settings s, bool quiet) {
+  s.iteration.quiet = quiet;
+  return s;
+}
+}  // namespace
+
+Start::Start(SolverContext& sc, const Settings& settings)
+    : ctx(context_of(sc)),
+      mark(ctx.log_mark()),
+      s(quiet_as(settings, sc.quiet)),
+      o(orthogonalise(ctx, *sc.problem, s, rec)) {
+  for (auto& row : rec.history) row["stage"] = 1;
+}
+
+void check_output(const Context& ctx, const Settings& s) {
+  if (!s.output.empty() && ctx.rank() == 0) output::check(s.output, s.solver + "/OutputFile");
 }
 
 void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d, const Settings& s, Trace& rec,

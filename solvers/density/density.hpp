@@ -125,6 +125,21 @@ struct Orthogonal {
 /// and K. Collective; bad input throws InputError naming the parameter.
 Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s, Trace& rec);
 
+/// What a density solver's run begins with: the context, the mark of its log, the run's settings
+/// (quiet as the caller asks), the record of the run, and the orthogonalised problem (its history
+/// rows marked stage 1). Collective, as orthogonalise.
+struct Start {
+  Start(SolverContext& sc, const Settings& settings);
+  Context& ctx;
+  std::size_t mark;
+  Settings s;
+  Trace rec;
+  Orthogonal o;
+};
+
+/// Solver::check of a density solver: its OutputFile, checked by rank 0 before any work.
+void check_output(const Context& ctx, const Settings& s);
+
 /// P = Z D Z (D itself in an orthogonal basis), filtered; then the figures (energy = 2 Tr(P H),
 /// trace_PS, idempotency_error = ||P S P - P||_F, occupancy; read_seconds, solve_seconds,
 /// multiply_seconds and overhead_fraction, the solve's time outside its multiplies, each the

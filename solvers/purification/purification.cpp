@@ -10,7 +10,6 @@
 #include "density.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
-#include "plexus/output.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -42,19 +41,14 @@ class PurificationSolver final : public Solver {
 
   std::string name() const override { return "purification"; }
 
-  void check(const Context& ctx) const override {
-    if (!settings_.output.empty() && ctx.rank() == 0) output::check(settings_.output, "purification/OutputFile");
-  }
+  void check(const Context& ctx) const override { dm::check_output(ctx, settings_); }
 
   SolverResult run(SolverContext& sc) override {
-    PLEXUS_CHECK(sc.problem && sc.context, "purification: incomplete solver context");
-    Context& ctx = *sc.context;
-    const std::size_t mark = ctx.log_mark();
-    dm::Settings s = settings_;
-    s.iteration.quiet = sc.quiet;
-    dm::Trace rec;
-    const dm::Orthogonal o = dm::orthogonalise(ctx, *sc.problem, s, rec);
-    for (auto& row : rec.history) row["stage"] = 1;
+    dm::Start run(sc, settings_);
+    Context& ctx = run.ctx;
+    const dm::Settings& s = run.s;
+    dm::Trace& rec = run.rec;
+    const dm::Orthogonal& o = run.o;
     const std::size_t first = rec.history.size();
     const double occupied = s.electrons / 2.0;
     dm::PurifyResult d;
@@ -84,7 +78,7 @@ class PurificationSolver final : public Solver {
     if (dm::speaks(ctx, s.iteration))
       log().info("purification ({}): {} iterations, energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", method_name_,
                  d.iterations, f["energy"], f["trace_PS"]);
-    result.operations = ctx.log_since(mark);
+    result.operations = ctx.log_since(run.mark);
     return result;
   }
 

@@ -10,7 +10,6 @@
 #include "density.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
-#include "plexus/output.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -25,19 +24,14 @@ class SignSolver final : public Solver {
 
   std::string name() const override { return "sign"; }
 
-  void check(const Context& ctx) const override {
-    if (!settings_.output.empty() && ctx.rank() == 0) output::check(settings_.output, "sign/OutputFile");
-  }
+  void check(const Context& ctx) const override { dm::check_output(ctx, settings_); }
 
   SolverResult run(SolverContext& sc) override {
-    PLEXUS_CHECK(sc.problem && sc.context, "sign: incomplete solver context");
-    Context& ctx = *sc.context;
-    const std::size_t mark = ctx.log_mark();
-    dm::Settings s = settings_;
-    s.iteration.quiet = sc.quiet;
-    dm::Trace rec;
-    const dm::Orthogonal o = dm::orthogonalise(ctx, *sc.problem, s, rec);
-    for (auto& row : rec.history) row["stage"] = 1;
+    dm::Start run(sc, settings_);
+    Context& ctx = run.ctx;
+    const dm::Settings& s = run.s;
+    dm::Trace& rec = run.rec;
+    const dm::Orthogonal& o = run.o;
     const double n = static_cast<double>(o.n);
     const double occupied = s.electrons / 2.0;
 
@@ -125,7 +119,7 @@ class SignSolver final : public Solver {
     if (dm::speaks(ctx, s.iteration))
       log().info("sign: mu = {:.8f} ({} evaluation{}), energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", mu, evaluations,
                  evaluations == 1 ? "" : "s", f["energy"], f["trace_PS"]);
-    result.operations = ctx.log_since(mark);
+    result.operations = ctx.log_since(run.mark);
     return result;
   }
 

@@ -1,5 +1,5 @@
 // The collectives conformance suite (Ginkgo's pattern): every collectives component the registry
-// finds (core's "mpi" and whatever the plugins add; PLEXUS_CONFORMANCE_ONLY=name,... limits the
+// finds (core's "mpi" and whatever the plugins add, plus PLEXUS_CONFORMANCE_EXTRA; PLEXUS_CONFORMANCE_ONLY limits the
 // list) runs every operation against plain blocking MPI on the same data: sizes 0, 1 and 1000,
 // every root, the whole communicator and a split one, completion by wait() and by test()
 // polling, several requests in flight completed in reverse order, the counted volume against
@@ -15,37 +15,36 @@
 #include <string>
 #include <vector>
 
+#include "conformance_specs.hpp"
 #include "plexus/collectives.hpp"
 #include "plexus/error.hpp"
+#include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
 
 using namespace plexus;
 
 namespace {
 
-std::vector<std::string> components() {
+// The components under test: every collectives component the registry finds, with its defaults,
+// then the specs of PLEXUS_CONFORMANCE_EXTRA (comma-separated name[:Key=Value...], e.g.
+// "nboverlap:NDup=3:MinPartBytes=0"); PLEXUS_CONFORMANCE_ONLY (same syntax) replaces the list.
+std::vector<test::Spec> components() {
   Registry::global().load_default();
-  std::vector<std::string> out;
-  if (const char* only = std::getenv("PLEXUS_CONFORMANCE_ONLY"); only != nullptr && *only != '\0') {
-    std::string s(only);
-    for (std::size_t a = 0; a <= s.size();) {
-      const std::size_t b = std::min(s.find(',', a), s.size());
-      if (b > a) out.push_back(s.substr(a, b - a));
-      a = b + 1;
-    }
-    return out;
-  }
-  return Registry::global().names(ComponentKind::Collectives);
+  std::vector<test::Spec> out;
+  for (const auto& name : Registry::global().names(ComponentKind::Collectives))
+    out.push_back(test::Spec{name, name, {}});
+  return test::specs_under_test(out);
 }
 
-// Runs f(component) for every component under test, each with its defaults, bound to a pool of
-// its own that is released afterwards (collectively: every rank runs the same list).
+// Runs f(component) for every component under test, bound to a pool of its own that is released
+// afterwards (collectively: every rank runs the same list).
 template <class F>
 void for_each_component(F&& f) {
-  for (const auto& name : components()) {
-    SCOPED_TRACE("collectives " + name);
-    ParameterList p(name);
-    auto c = Registry::global().make_collectives(name, p, "Communication/" + name);
+  for (const auto& spec : components()) {
+    SCOPED_TRACE("collectives " + spec.text);
+    ParameterList p(spec.name);
+    for (const auto& kv : spec.params) apply_override(p, kv);
+    auto c = Registry::global().make_collectives(spec.name, p, "Communication/" + spec.name);
     CommPool pool;
     c->bind(pool);
     f(*c);
@@ -77,7 +76,7 @@ TEST(CollectivesConformance, ComponentsAreFound) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0) {
     std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n.text;
     std::printf("collectives under test: %s\n", list.c_str());
   }
 }

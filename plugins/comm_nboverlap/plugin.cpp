@@ -1,0 +1,57 @@
+// Huang and Chow's "overlapping communication with communication" (IPDPS'19) as a plugin:
+// the nboverlap collectives (every operation in NDup parts on duplicated communicators).
+#include <limits>
+#include <memory>
+
+#include "collectives.hpp"
+#include "plexus/plugin.hpp"
+
+namespace {
+
+using plexus::nboverlap::PartPlan;
+
+void declare_parts(plexus::ParameterList& p) {
+  plexus::declare_int(p, "NDup", 4,
+                      "N_DUP: an operation's data is cut into up to NDup parts, part c on the c-th duplicate of the "
+                      "communicator, all posted at once (1: the plain nonblocking collective)",
+                      1, 64);
+  plexus::declare_int(p, "MinPartBytes", 16 * 1024,
+                      "no part smaller than this many bytes: fewer parts for small data (the paper's n_t >= 16 KB; "
+                      "0: always NDup parts, at most one per value)",
+                      0, std::numeric_limits<int>::max());
+}
+
+PartPlan plan_of(const plexus::ParameterList& p) {
+  return PartPlan{p.get<int>("NDup"), static_cast<std::int64_t>(p.get<int>("MinPartBytes"))};
+}
+
+plexus::ParameterListPtr collectives_parameters() {
+  auto p = Teuchos::rcp(new plexus::ParameterList("nboverlap"));
+  declare_parts(*p);
+  return p;
+}
+
+const plexus::PluginDescriptor& describe() {
+  static const plexus::PluginDescriptor d = [] {
+    plexus::PluginDescriptor p;
+    p.name = "comm_nboverlap";
+    p.version = "1.0.0";
+    plexus::ComponentDescriptor k;
+    k.kind = plexus::ComponentKind::Collectives;
+    k.name = "nboverlap";
+    k.summary =
+        "Huang and Chow's nonblocking overlap (IPDPS'19): allreduce, bcast, reduce, alltoall(v) and circulate cut "
+        "into NDup parts on duplicated communicators, all parts in flight at once.";
+    k.valid_parameters = collectives_parameters;
+    k.make_collectives = [](const plexus::ParameterList& params) {
+      return std::make_unique<plexus::nboverlap::NbOverlapCollectives>(plan_of(params));
+    };
+    p.components.push_back(std::move(k));
+    return p;
+  }();
+  return d;
+}
+
+}  // namespace
+
+PLEXUS_PLUGIN(describe)

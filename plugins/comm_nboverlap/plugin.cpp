@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "collectives.hpp"
+#include "mesh3d.hpp"
 #include "plexus/plugin.hpp"
 
 namespace {
@@ -25,6 +26,20 @@ PartPlan plan_of(const plexus::ParameterList& p) {
   return PartPlan{p.get<int>("NDup"), static_cast<std::int64_t>(p.get<int>("MinPartBytes"))};
 }
 
+plexus::ParameterListPtr strategy_parameters() {
+  auto p = Teuchos::rcp(new plexus::ParameterList("nboverlap"));
+  declare_parts(*p);
+  plexus::declare_choice(*p, "Variant", "optimized", {"original", "baseline", "optimized"},
+                         "SymmSquareCube algorithm of the paper: original (Alg. 3, GTFock), baseline (Alg. 4), "
+                         "optimized (Alg. 5: pipelined in NDup parts; with NDup = 1 it is the baseline). The 3D multiply "
+                         "is pipelined under optimized, one part otherwise");
+  plexus::declare_int(*p, "ActiveRanks", 0,
+                      "ranks taking part: the largest cube p^3 <= ActiveRanks (0: <= the number of ranks); the "
+                      "others wait (MPI_Ibarrier, MPI_Test, 10 ms sleeps) and their blocks move to the active ranks",
+                      0, std::numeric_limits<int>::max());
+  return p;
+}
+
 plexus::ParameterListPtr collectives_parameters() {
   auto p = Teuchos::rcp(new plexus::ParameterList("nboverlap"));
   declare_parts(*p);
@@ -36,6 +51,22 @@ const plexus::PluginDescriptor& describe() {
     plexus::PluginDescriptor p;
     p.name = "comm_nboverlap";
     p.version = "1.0.0";
+    plexus::ComponentDescriptor c;
+    c.kind = plexus::ComponentKind::Comm;
+    c.name = "nboverlap";
+    c.summary =
+        "Huang and Chow's 3D multiply on a p x p x p mesh of the active ranks (operands on the first plane): A "
+        "along the fibre, B along the mesh rows, C reduced along the columns, in NDup pipelined parts; "
+        "SymmSquareCube (D^2 and D^3 at once, Algorithms 3/4/5) for purification; idle ranks beyond p^3.";
+    c.valid_parameters = strategy_parameters;
+    c.make_comm = [](const plexus::ParameterList& params) {
+      plexus::nboverlap::MeshOptions o;
+      o.plan = plan_of(params);
+      o.variant = plexus::nboverlap::variant_of(params.get<std::string>("Variant"));
+      o.active_ranks = params.get<int>("ActiveRanks");
+      return std::make_unique<plexus::nboverlap::Mesh3D>(o);
+    };
+    p.components.push_back(std::move(c));
     plexus::ComponentDescriptor k;
     k.kind = plexus::ComponentKind::Collectives;
     k.name = "nboverlap";

@@ -59,6 +59,10 @@ class Grid : public std::enable_shared_from_this<Grid> {
   /// this grid's pool (made once per shape, freed by that pool's release()); keeps this grid
   /// alive. Throws InputError, the same on every rank, if PR*PC is not the grid's size.
   std::shared_ptr<const Grid> reshaped(int nprows, int npcols) const;
+  /// The pool the grid's communicators come from (the context's for ctx.grid(), else the grid's
+  /// own): an algorithm makes the communicators of its schedule there, once per purpose, freed by
+  /// that pool's release() (e.g. comm_nboverlap's mesh of active ranks).
+  CommPool& pool() const { return *pool_; }
   /// Whether block owners agree: the same shape and the same rank for every (prow, pcol, layer).
   bool same_placement(const Grid& o) const;
 

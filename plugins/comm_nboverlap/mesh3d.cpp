@@ -1,5 +1,6 @@
 #include "mesh3d.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,20 +100,31 @@ Mesh make_mesh(const Grid& g, int active_ranks, const PartPlan& plan) {
   return m;
 }
 
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // The ranks beyond the mesh wait for the operation's end: MPI_Ibarrier, then MPI_Test every 10 ms
-// (Huang and Chow's mechanism); the active ranks join the barrier when they are done.
-void idle_until_released(const Mesh& m, double* idle_seconds) {
+// (Huang and Chow's mechanism); the active ranks join the barrier when they are done. An idle rank
+// tells how long it waited and the CPU time its thread used meanwhile.
+struct IdleTime {
+  double seconds = 0, cpu_seconds = 0;
+};
+
+void idle_until_released(const Mesh& m, IdleTime* idle) {
   if (m.n == m.P) return;
   MPI_Request r = MPI_REQUEST_NULL;
   mpi::check(MPI_Ibarrier(m.release, &r), "MPI_Ibarrier");
-  const double t0 = mpi::now();
+  const double t0 = mpi::now(), c0 = cpu_seconds();
   int done = 0;
   while (true) {
     mpi::check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) break;
     if (!m.active) usleep(10000);
   }
-  if (idle_seconds) *idle_seconds = mpi::now() - t0;
+  if (idle) *idle = IdleTime{mpi::now() - t0, cpu_seconds() - c0};
 }
 
 // Whether X's blocks sit on the plane already: a 2D grid of p columns whose first p process rows
@@ -496,9 +508,9 @@ Panel Mesh3D::run(MultiplyTask& task) {
   place(B, mk, mc, Role::B, pb);
 
   Panel result_plane;  // C_{i,j} on P_{i,j,0}
-  double idle_seconds = 0;
+  IdleTime idle;
   if (!m.active) {
-    idle_until_released(m, &idle_seconds);
+    idle_until_released(m, &idle);
   } else {
     const std::vector<int> rows_i = rows_of_group(mr, m.i);
     const PlaneSizes sizes = gather_sizes(m, m.k == 0 ? pa.panel : nullptr, m.k == 0 ? pb.panel : nullptr, traffic);
@@ -590,7 +602,10 @@ Panel Mesh3D::run(MultiplyTask& task) {
   task.report().extra["mesh_side"] = p;
   task.report().extra["active_ranks"] = m.n;
   task.report().extra["parts"] = plan.ndup;
-  if (m.n < m.P) task.report().extra["idle_seconds"] = idle_seconds;
+  if (m.n < m.P) {
+    task.report().extra["idle_seconds"] = idle.seconds;
+    task.report().extra["idle_cpu_seconds"] = idle.cpu_seconds;
+  }
   Panel start = acc.finish();
   return add_panels(start.view(), 1.0, mine.view(), 1.0, C.layout());
 }
@@ -630,11 +645,12 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
   }
   LocalMultiplyStats s2, s3;
   std::array<mpi::RoleCounts, mpi::kRoles> after_square{};
-  double t_square = 0, idle_seconds = 0;
+  double t_square = 0;
+  IdleTime idle;
   Panel d2_plane, d3_plane;
   const bool original = opt_.variant == Variant::Original;
   if (!m.active) {
-    idle_until_released(m, &idle_seconds);
+    idle_until_released(m, &idle);
   } else {
     const std::vector<int> rows_i = rows_of_group(map, m.i), rows_j = rows_of_group(map, m.j);
     const PlaneSizes sizes = gather_sizes(m, m.k == 0 ? pd.panel : nullptr, nullptr, traffic);
@@ -833,7 +849,10 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
     rep.extra["active_ranks"] = m.n;
     rep.extra["parts"] = plan.ndup;
     rep.extra["symm_square_cube"] = 1;
-    if (m.n < m.P) rep.extra["idle_seconds"] = idle_seconds;
+    if (m.n < m.P) {
+      rep.extra["idle_seconds"] = r == 0 ? idle.seconds : 0.0;
+      rep.extra["idle_cpu_seconds"] = r == 0 ? idle.cpu_seconds : 0.0;
+    }
     reports.push_back(std::move(rep));
   }
   return true;

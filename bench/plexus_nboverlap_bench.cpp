@@ -11,7 +11,10 @@
 //   ppn        "multiple PPN overlap" (the paper's Figure 4): Q column communicators (the ranks
 //              of local rank j on every node, N ranks each) run a blocking collective at the same
 //              time, each on its own n/Q bytes: the same ranks per collective (N) and the same
-//              volume between nodes as the blocking case.
+//              volume between nodes as the blocking case;
+//   ndup1      a control, not in the paper's figure: the leaders, n bytes, the same component with
+//              NDup = 1 (one MPI_Ibcast / MPI_Ireduce, then MPI_Waitall): what a single
+//              nonblocking call costs next to the blocking one, without any cutting.
 // Ranks that take no part in a case (the non-leaders in the first two) wait in MPI_Ibarrier,
 // polled with MPI_Test and usleep (as the paper's inactive processes do), so they leave the cores
 // to the others. Bandwidth as the paper: 2 (p-1) n / p / time, p = N (ranks of one collective).
@@ -72,7 +75,9 @@ first rank of node 0):
              posted at once, then waited for;
   ppn        multiple processes per node: Q communicators (the ranks with local rank j on every
              node, N each) each run a blocking collective on n/Q bytes at the same time (the
-             paper's 4-PPN case: same ranks per collective, same volume between nodes).
+             paper's 4-PPN case: same ranks per collective, same volume between nodes);
+  ndup1      a control (not in the paper's Figure 5): the leaders, n bytes, the component with
+             NDup = 1, i.e. one MPI_Ibcast/MPI_Ireduce and its wait, nothing cut.
 Ranks without a part in a case wait in MPI_Ibarrier polled with MPI_Test and usleep.
 Time of one repetition: after a barrier of the case's ranks, the slowest of them. Bandwidth:
 2 (p-1) n / p / time with p = N. The cases (and both operations) run interleaved: in each round
@@ -94,7 +99,7 @@ Options (sizes take a K, M or G suffix, powers of 1024):
   --min-bytes B        smallest message (default 1K); a multiple of 8
   --max-bytes B        largest message (default 16M); sizes double from --min-bytes
   --ops LIST           bcast,reduce (default both)
-  --cases LIST         blocking,nboverlap,ppn (default all three)
+  --cases LIST         blocking,nboverlap,ppn,ndup1 (default all four)
   --reps R             counted repetitions per size, case and operation (default 20)
   --warmup W           uncounted rounds before them (default 3)
   --pp-min B, --pp-max B   ping-pong sizes (default 8 .. 16M); --no-pingpong skips it
@@ -112,7 +117,7 @@ struct Options {
   std::int64_t min_part_bytes = 16 * 1024;
   std::int64_t min_bytes = 1024, max_bytes = 16 << 20;
   std::vector<std::string> ops = {"bcast", "reduce"};
-  std::vector<std::string> cases = {"blocking", "nboverlap", "ppn"};
+  std::vector<std::string> cases = {"blocking", "nboverlap", "ppn", "ndup1"};
   int reps = 20, warmup = 3;
   bool pingpong = true;
   std::int64_t pp_min = 8, pp_max = 16 << 20;
@@ -211,8 +216,8 @@ Options parse(int argc, char** argv, bool& help) {
   for (const auto& op : o.ops)
     if (op != "bcast" && op != "reduce") throw UsageError("--ops: unknown operation '" + op + "' (bcast, reduce)");
   for (const auto& c : o.cases)
-    if (c != "blocking" && c != "nboverlap" && c != "ppn")
-      throw UsageError("--cases: unknown case '" + c + "' (blocking, nboverlap, ppn)");
+    if (c != "blocking" && c != "nboverlap" && c != "ppn" && c != "ndup1")
+      throw UsageError("--cases: unknown case '" + c + "' (blocking, nboverlap, ppn, ndup1)");
   if (o.ops.empty() || o.cases.empty()) throw UsageError("--ops and --cases need at least one entry");
   if (o.min_bytes % 8 != 0 || o.max_bytes % 8 != 0)
     throw UsageError("--min-bytes and --max-bytes must be multiples of 8 (messages of doubles)");
@@ -372,11 +377,13 @@ struct Layout {
 struct Bench {
   const Options& o;
   Layout& L;
-  plexus::Collectives& nb;
+  plexus::Collectives& nb;   // NDup from the command line
+  plexus::Collectives& nb1;  // NDup = 1
   plexus::mpi::Traffic traffic;
   std::vector<double> buf, in, out;  // n bytes each (the ppn case uses the first n/Q)
 
-  Bench(const Options& opt, Layout& layout, plexus::Collectives& c) : o(opt), L(layout), nb(c) {
+  Bench(const Options& opt, Layout& layout, plexus::Collectives& c, plexus::Collectives& c1)
+      : o(opt), L(layout), nb(c), nb1(c1) {
     const auto cap = static_cast<std::size_t>(o.max_bytes / 8);
     buf.assign(cap, 0.0);
     in.assign(cap, 0.0);
@@ -404,11 +411,12 @@ struct Bench {
     plexus::mpi::check(MPI_Barrier(comm), "MPI_Barrier");
     const auto before = traffic.counts(plexus::mpi::Role::Other);
     const double t0 = MPI_Wtime();
-    if (c == "nboverlap") {
+    if (c == "nboverlap" || c == "ndup1") {
+      plexus::Collectives& comp = c == "nboverlap" ? nb : nb1;
       if (op == "bcast")
-        nb.bcast(std::span<double>(buf.data(), static_cast<std::size_t>(cnt)), 0, comm, traffic);
+        comp.bcast(std::span<double>(buf.data(), static_cast<std::size_t>(cnt)), 0, comm, traffic);
       else
-        nb.reduce(std::span<const double>(in.data(), static_cast<std::size_t>(cnt)),
+        comp.reduce(std::span<const double>(in.data(), static_cast<std::size_t>(cnt)),
                   std::span<double>(out.data(), root ? static_cast<std::size_t>(cnt) : 0), 0, comm, traffic);
     } else if (op == "bcast") {
       plexus::mpi::check(MPI_Bcast(buf.data(), cnt, MPI_DOUBLE, 0, comm), "MPI_Bcast");
@@ -417,7 +425,7 @@ struct Bench {
                          "MPI_Reduce");
     }
     const double t = MPI_Wtime() - t0;
-    if (c == "nboverlap" && root) {
+    if ((c == "nboverlap" || c == "ndup1") && root) {
       const auto& after = traffic.counts(plexus::mpi::Role::Other);
       if (op == "bcast")
         parts = static_cast<int>(after.messages_sent - before.messages_sent);
@@ -589,6 +597,10 @@ int main(int argc, char** argv) {
     params.set("MinPartBytes", static_cast<int>(o.min_part_bytes));
     std::unique_ptr<plexus::Collectives> nb = reg.make_collectives("nboverlap", params, "Communication/nboverlap");
     nb->bind(pool);
+    plexus::ParameterList params1("nboverlap");
+    params1.set("NDup", 1);
+    std::unique_ptr<plexus::Collectives> nb1 = reg.make_collectives("nboverlap", params1, "Communication/nboverlap");
+    nb1->bind(pool);
     L.make(o.nodes);
     const double t_start = MPI_Wtime();
     const double load_before = loadavg1();
@@ -636,6 +648,9 @@ int main(int argc, char** argv) {
       layout["ppn"] = {{"communicators", cols},
                        {"runs", "every communicator at once: MPI_Bcast / MPI_Reduce of its n / ranks_per_node bytes, "
                                 "root = its rank on node 0"}};
+      layout["ndup1"] = {{"communicators", json::array({leaders})},
+                         {"runs", "control: the 'nboverlap' component with NDup = 1 (one MPI_Ibcast / MPI_Ireduce of n "
+                                  "bytes, then its wait)"}};
       layout["idle_ranks"] = "ranks without a part in a case wait in MPI_Ibarrier polled by MPI_Test + usleep(poll_us)";
       layout["time"] = "per repetition: after a barrier of the case's communicator(s), the slowest rank of the case";
       layout["bandwidth"] = "2 (p-1) n / p / time, p = ranks_per_collective";
@@ -653,7 +668,7 @@ int main(int argc, char** argv) {
       if (rank == 0) doc["alpha_beta"] = pp;
     }
 
-    Bench bench(o, L, *nb);
+    Bench bench(o, L, *nb, *nb1);
     // The component makes its duplicated communicators on first use (collective over the leaders):
     // one uncounted call on the largest size makes all of them before anything is timed.
     if (L.leader() && std::find(o.cases.begin(), o.cases.end(), "nboverlap") != o.cases.end())
@@ -687,7 +702,7 @@ int main(int argc, char** argv) {
           int parts = 0;
           const double t = bench.run(combos[ci].first, combos[ci].second, n, parts);
           if (r >= 0) times[ci][static_cast<std::size_t>(r)] = t;
-          if (combos[ci].second == "nboverlap" && L.rank == 0) {
+          if ((combos[ci].second == "nboverlap" || combos[ci].second == "ndup1") && L.rank == 0) {
             parts_seen[ci] = std::max(parts_seen[ci], parts);
             parts_min[ci] = std::min(parts_min[ci], parts);
           }
@@ -723,10 +738,10 @@ int main(int argc, char** argv) {
                     {"bandwidth_bytes_per_second_at_median", number(volume / s.median)},
                     {"bandwidth_bytes_per_second_at_mean", number(volume / s.mean)},
                     {"validated", valid[ci] == 1}};
-        if (c == "nboverlap") {
+        if (c == "nboverlap" || c == "ndup1") {
           row["parts_used"] = parts_seen[ci];
           row["parts_used_varied"] = parts_seen[ci] != parts_min[ci];
-          row["parts_rule"] = part_rule(o.ndup, o.min_part_bytes, n);
+          row["parts_rule"] = c == "ndup1" ? 1 : part_rule(o.ndup, o.min_part_bytes, n);
         } else {
           row["parts_used"] = 1;
         }

@@ -103,7 +103,7 @@ Options (sizes take a K, M or G suffix, powers of 1024):
   --reps R             counted repetitions per size, case and operation (default 20)
   --warmup W           uncounted rounds before them (default 3)
   --pp-min B, --pp-max B   ping-pong sizes (default 8 .. 16M); --no-pingpong skips it
-  --poll-us U          sleep between two MPI_Test of a waiting rank (default 200)
+  --poll-us U          sleep between two MPI_Test of a waiting rank (default 1000)
   --json FILE          write the JSON there (default: stdout, after the table)
   --quick              tiny run for tests: 1K..64K, 3 repetitions, 1 warm-up round,
                        ping-pong 8..64K (options after --quick override it)
@@ -121,7 +121,7 @@ struct Options {
   int reps = 20, warmup = 3;
   bool pingpong = true;
   std::int64_t pp_min = 8, pp_max = 16 << 20;
-  int poll_us = 200;
+  int poll_us = 1000;
   bool quick = false;
   std::string json;
 };

@@ -26,6 +26,11 @@ void check_root(int root, MPI_Comm comm, const char* op) {
 }
 
 // One request for the parts, completed together; `keep` lives until then (counts, displacements).
+// The part communicators of comm, made before any part is posted (a duplicate is collective).
+void prepare(CommPool& pool, MPI_Comm comm, int k) {
+  for (int c = 1; c < k; ++c) part_comm(pool, comm, c);
+}
+
 CollectiveRequest pending(std::vector<MPI_Request> r, mpi::Traffic& t, mpi::Role role,
                           std::shared_ptr<void> keep = nullptr) {
   std::function<void()> done;
@@ -40,6 +45,7 @@ CollectiveRequest NbOverlapCollectives::iallreduce(std::span<double> values, MPI
   const auto n = static_cast<std::int64_t>(values.size());
   const int k = plan_.parts(n), p = mpi::size(comm);
   as_count(part_range(n, k, 0).second, "iallreduce");
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   for (int c = 0; c < k; ++c) {
     const auto [b, e] = part_range(n, k, c);
@@ -60,6 +66,7 @@ CollectiveRequest NbOverlapCollectives::ibcast(std::span<double> values, int roo
   const auto n = static_cast<std::int64_t>(values.size());
   const int k = plan_.parts(n), p = mpi::size(comm), me = mpi::rank(comm);
   as_count(part_range(n, k, 0).second, "ibcast");
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   for (int c = 0; c < k; ++c) {
     const auto [b, e] = part_range(n, k, c);
@@ -85,6 +92,7 @@ CollectiveRequest NbOverlapCollectives::ireduce(std::span<const double> in, std:
     throw Error("nboverlap ireduce", "the root's output holds " + std::to_string(out.size()) + " values, the input " +
                                          std::to_string(in.size()));
   as_count(part_range(n, k, 0).second, "ireduce");
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   for (int c = 0; c < k; ++c) {
     const auto [b, e] = part_range(n, k, c);
@@ -111,6 +119,7 @@ CollectiveRequest NbOverlapCollectives::ialltoall(std::span<const double> send, 
   as_count(static_cast<std::int64_t>(send.size()), "ialltoall");
   // Part c of every rank pair's block: an alltoallv with the blocks' slices.
   auto arrays = std::make_shared<std::vector<int>>(2 * static_cast<std::size_t>(k) * p, 0);
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   for (int c = 0; c < k; ++c) {
     const auto [b, e] = part_range(n, k, c);
@@ -151,6 +160,7 @@ CollectiveRequest NbOverlapCollectives::ialltoallv(std::span<const double> send,
   as_count(std::max(st, rt), "ialltoallv");
   // Per part: send counts, send displacements, receive counts, receive displacements.
   auto arrays = std::make_shared<std::vector<int>>(4 * static_cast<std::size_t>(k) * p, 0);
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   // A pair's part c: the part rule on its own count (parts beyond its count are empty).
   auto slice = [&](int count, int c) -> std::pair<int, int> {
@@ -211,6 +221,7 @@ void NbOverlapCollectives::circulate(MPI_Comm comm, std::span<const double> my_b
   const int k = plan_.parts(largest);
   CommBuffer<double> all(static_cast<std::size_t>(total));
   std::vector<int> pc(static_cast<std::size_t>(k) * p), pd(pc.size());
+  prepare(pool(), comm, k);
   std::vector<MPI_Request> reqs(static_cast<std::size_t>(k), MPI_REQUEST_NULL);
   for (int c = 0; c < k; ++c) {
     int* cnt = pc.data() + static_cast<std::size_t>(c) * p;

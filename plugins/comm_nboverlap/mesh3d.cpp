@@ -425,6 +425,44 @@ struct PlaneOperand {
   Panel owned;                   // when moved
 };
 
+// X's panel on the plane: X's own when it is placed by the maps (`in`), else its blocks moved to
+// P_{rm(r), cm(c), 0} (one counted exchange over all ranks, idle ones included).
+void to_plane(const DistMatrix& X, const std::vector<int>& rm, const std::vector<int>& cm, bool in, const Mesh& m,
+              Traffic& traffic, Role role, PlaneOperand& out) {
+  if (in) {
+    out.panel = &X.local();
+    return;
+  }
+  out.owned = moved(
+      X.local().view(), X.layout(), m.all,
+      [&](int r, int c) { return m.rank_of(rm[static_cast<std::size_t>(r)], cm[static_cast<std::size_t>(c)], 0); },
+      m.active && m.k == 0 ? rows_of_group(rm, m.i) : std::vector<int>{}, traffic, role);
+  out.panel = &out.owned;
+}
+
+// A result held on the plane as the panel of `target`'s distribution on this rank: moved to the
+// owners (role C) when the target is not placed on the plane (`in` false), else kept by the plane
+// ranks (the others hold no rows).
+Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m, Traffic& traffic) {
+  const Distribution& d = target.distribution();
+  if (!in)
+    return moved(plane.view(), target.layout(), m.all, [&d](int r, int c) { return d.owner(r, c); }, d.local_rows(),
+                 traffic, Role::C);
+  if (m.active && m.k == 0) return std::move(plane);
+  return Panel(d.local_rows());
+}
+
+// The strategy figures of one operation on the mesh.
+void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle) {
+  extra["mesh_side"] = m.p;
+  extra["active_ranks"] = m.n;
+  extra["parts"] = plan.ndup;
+  if (m.n < m.P) {
+    extra["idle_seconds"] = idle ? idle->seconds : 0.0;
+    extra["idle_cpu_seconds"] = idle ? idle->cpu_seconds : 0.0;
+  }
+}
+
 // Sizes of every plane panel of up to two operands, known to every active rank (one allgather).
 struct PlaneSizes {
   std::vector<std::int64_t> s;  // per mesh rank: words and values of operand 0, then of operand 1
@@ -491,21 +529,12 @@ Panel Mesh3D::run(MultiplyTask& task) {
   auto plane_rank = [&m](int gi, int gj) { return m.rank_of(gi, gj, 0); };  // in m.all as in m.mesh
 
   // Operands onto the plane (counted), or in place.
-  auto place = [&](const DistMatrix& X, const std::vector<int>& rm, const std::vector<int>& cm, Role role,
-                   PlaneOperand& out) {
-    const bool in = on_plane(X, p) && X.distribution().row_dist() == rm && X.distribution().col_dist() == cm;
-    if (in) {
-      out.panel = &X.local();
-      return;
-    }
-    const bool plane = m.active && m.k == 0;
-    out.owned = moved(X.local().view(), X.layout(), m.all, [&](int r, int c) { return plane_rank(rm[static_cast<std::size_t>(r)], cm[static_cast<std::size_t>(c)]); },
-                      plane ? rows_of_group(rm, m.i) : std::vector<int>{}, traffic, role);
-    out.panel = &out.owned;
+  auto placed = [&](const DistMatrix& X, const std::vector<int>& rm, const std::vector<int>& cm) {
+    return on_plane(X, p) && X.distribution().row_dist() == rm && X.distribution().col_dist() == cm;
   };
   PlaneOperand pa, pb;
-  place(A, mr, mk, Role::A, pa);
-  place(B, mk, mc, Role::B, pb);
+  to_plane(A, mr, mk, placed(A, mr, mk), m, traffic, Role::A, pa);
+  to_plane(B, mk, mc, placed(B, mk, mc), m, traffic, Role::B, pb);
 
   Panel result_plane;  // C_{i,j} on P_{i,j,0}
   IdleTime idle;
@@ -589,23 +618,10 @@ Panel Mesh3D::run(MultiplyTask& task) {
 
   // C's panel: beta C plus the plane's result, moved to C's owners when C is not on the plane.
   LocalProduct& acc = task.c_accumulator();
-  Panel mine = std::move(result_plane);
-  if (!c_in) {
-    const Distribution& cd = C.distribution();
-    mine = moved(mine.view(), C.layout(), m.all, [&cd](int r, int c) { return cd.owner(r, c); }, cd.local_rows(),
-                 traffic, Role::C);
-  } else if (!(m.active && m.k == 0)) {
-    mine = Panel(C.distribution().local_rows());
-  }
+  const Panel mine = from_plane(std::move(result_plane), C, c_in, m, traffic);
   task.traffic().absorb(traffic);
   task.report().ticks = 1;
-  task.report().extra["mesh_side"] = p;
-  task.report().extra["active_ranks"] = m.n;
-  task.report().extra["parts"] = plan.ndup;
-  if (m.n < m.P) {
-    task.report().extra["idle_seconds"] = idle.seconds;
-    task.report().extra["idle_cpu_seconds"] = idle.cpu_seconds;
-  }
+  mesh_figures(task.report().extra, m, plan, &idle);
   Panel start = acc.finish();
   return add_panels(start.view(), 1.0, mine.view(), 1.0, C.layout());
 }
@@ -635,14 +651,7 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
   Traffic traffic;
   Transport tr(*m.pool, traffic);
   PlaneOperand pd;
-  if (in) {
-    pd.panel = &D.local();
-  } else {
-    pd.owned = moved(D.local().view(), D.layout(), m.all,
-                     [&](int r, int c) { return m.rank_of(map[static_cast<std::size_t>(r)], map[static_cast<std::size_t>(c)], 0); },
-                     m.active && m.k == 0 ? rows_of_group(map, m.i) : std::vector<int>{}, traffic, Role::A);
-    pd.panel = &pd.owned;
-  }
+  to_plane(D, map, map, in, m, traffic, Role::A, pd);
   LocalMultiplyStats s2, s3;
   std::array<mpi::RoleCounts, mpi::kRoles> after_square{};
   double t_square = 0;
@@ -801,14 +810,7 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
     idle_until_released(m, nullptr);
   }
   // D2 and D3 on D's distribution.
-  const Distribution& dd = D.distribution();
-  auto finish = [&](Panel&& plane) {
-    if (!in) return moved(plane.view(), D.layout(), m.all, [&dd](int r, int c) { return dd.owner(r, c); },
-                          dd.local_rows(), traffic, Role::C);
-    if (m.active && m.k == 0) return std::move(plane);
-    return Panel(dd.local_rows());
-  };
-  Panel n2 = finish(std::move(d2_plane)), n3 = finish(std::move(d3_plane));
+  Panel n2 = from_plane(std::move(d2_plane), D, in, m, traffic), n3 = from_plane(std::move(d3_plane), D, in, m, traffic);
   D2.set_local(std::move(n2));
   D3.set_local(std::move(n3));
   if (options.filter_eps > 0) {
@@ -845,14 +847,8 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
     rep.seconds = r == 0 ? t_square : t_end - t_square;
     rep.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
     rep.peak_memory_bytes = memory::peak_total();
-    rep.extra["mesh_side"] = p;
-    rep.extra["active_ranks"] = m.n;
-    rep.extra["parts"] = plan.ndup;
+    mesh_figures(rep.extra, m, plan, r == 0 ? &idle : nullptr);
     rep.extra["symm_square_cube"] = 1;
-    if (m.n < m.P) {
-      rep.extra["idle_seconds"] = r == 0 ? idle.seconds : 0.0;
-      rep.extra["idle_cpu_seconds"] = r == 0 ? idle.cpu_seconds : 0.0;
-    }
     reports.push_back(std::move(rep));
   }
   return true;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <string>
 
-#include "mesh3d.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus::nboverlap {
@@ -27,13 +26,28 @@ std::vector<int> cyclic(int n, int p) {
   return m;
 }
 
-Mesh make_mesh(const Grid& g, int active_ranks, const PartPlan& plan) {
+MeshShape mesh_shape(int ranks, int active_ranks, int replication) {
+  const int n = active_ranks > 0 ? std::min(active_ranks, ranks) : ranks;
+  MeshShape s;
+  if (replication == 0) {
+    while ((s.q + 1) * (s.q + 1) * (s.q + 1) <= n) ++s.q;
+    s.c = s.q;
+    return s;
+  }
+  for (s.c = replication; s.c > 1; --s.c)
+    if (std::int64_t{s.c} * s.c * s.c <= n) break;
+  while (std::int64_t{s.q + 1} * (s.q + 1) * s.c <= n) ++s.q;
+  return s;
+}
+
+Mesh make_mesh(const Grid& g, MeshShape shape, const PartPlan& plan) {
   Mesh m;
   m.all = g.comm();
   m.P = g.size();
   m.me = g.rank();
-  m.p = mesh_side(m.P, active_ranks);
-  m.n = m.p * m.p * m.p;
+  m.q = shape.q;
+  m.c = shape.c;
+  m.n = shape.ranks();
   m.active = m.me < m.n;
   m.pool = &g.pool();
   const MPI_Comm act = m.n == m.P ? m.all
@@ -42,7 +56,7 @@ Mesh make_mesh(const Grid& g, int active_ranks, const PartPlan& plan) {
                                                       std::to_string(m.P));
   if (m.n < m.P) m.release = m.pool->dup(m.all, "nboverlap idle release");
   if (!m.active) return m;
-  m.grid = Grid::create(*m.pool, act, m.p, m.p, m.p);
+  m.grid = Grid::create(*m.pool, act, m.q, m.q, m.c);
   m.i = m.grid->myprow();
   m.j = m.grid->mypcol();
   m.k = m.grid->mylayer();
@@ -69,11 +83,11 @@ void idle_until_released(const Mesh& m, IdleTime* idle) {
   if (idle) *idle = IdleTime{mpi::now() - t0, cpu_seconds() - c0};
 }
 
-bool on_plane(const DistMatrix& X, int p) {
+bool on_plane(const DistMatrix& X, int q) {
   const Grid& g = X.grid();
-  if (g.nlayers() != 1 || g.group_rows() * g.group_cols() != 1 || g.npcols() != p) return false;
+  if (g.nlayers() != 1 || g.group_rows() * g.group_cols() != 1 || g.npcols() != q) return false;
   const auto& rd = X.distribution().row_dist();
-  return std::all_of(rd.begin(), rd.end(), [p](int r) { return r < p; });
+  return std::all_of(rd.begin(), rd.end(), [q](int r) { return r < q; });
 }
 
 std::vector<int> rows_of_group(const std::vector<int>& map, int g) {

@@ -13,31 +13,27 @@
 //
 // Communicators (from the grid's pool): the fibre P_{i,j,:}, the paper's row_comm P_{:,j,k}
 // (bcast of B) and col_comm P_{i,:,k} (reduce of C), each with NDup - 1 duplicates for the parts.
+//
+// With Replication = c >= 1 the mesh is q x q x c instead (the 2.5D Algorithm 6, cannon25d.hpp):
+// the plane is q x q, and the same placement, idle ranks and figures apply with q for p.
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "collectives.hpp"
+#include "mesh.hpp"
 #include "parts.hpp"
 #include "plexus/comm_strategy.hpp"
 
 namespace plexus::nboverlap {
 
-/// The paper's SymmSquareCube algorithms: 3 (original, GTFock), 4 (baseline), 5 (optimized:
-/// pipelined in NDup parts; with NDup = 1 it is the baseline).
-enum class Variant { Original, Baseline, Optimized };
-Variant variant_of(const std::string& name);
-const char* variant_name(Variant v);
-
 struct MeshOptions {
   PartPlan plan;
   Variant variant = Variant::Optimized;
-  int active_ranks = 0;  ///< 0: the largest cube <= the rank count
+  int active_ranks = 0;  ///< 0: all ranks may take part
+  int replication = 0;   ///< 0: the 3D mesh; c >= 1: the 2.5D mesh q x q x c (Algorithm 6)
 };
-
-/// The side p of the mesh for `ranks` ranks: the largest p with p^3 <= ranks (or <= active_ranks).
-int mesh_side(int ranks, int active_ranks);
 
 class Mesh3D final : public CommStrategy {
  public:
@@ -55,7 +51,12 @@ class Mesh3D final : public CommStrategy {
   std::optional<ModelPrediction> model(const ModelSpec& spec, int prow, int pcol) const override;
 
  private:
+  /// The mesh for a grid of `ranks` (rank `rank`): mesh_shape, with a warning (once, rank 0) when
+  /// the ranks allow less Replication than asked.
+  MeshShape shape(int ranks, int rank) const;
+
   MeshOptions opt_;
+  mutable bool warned_ = false;
   NbOverlapCollectives collectives_;
 };
 

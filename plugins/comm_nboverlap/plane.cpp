@@ -105,8 +105,12 @@ Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m
   return Panel(d.local_rows());
 }
 
-void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle) {
-  extra["mesh_side"] = m.p;
+void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
+                  const AlphaBeta& model) {
+  extra["model_latency_terms"] = model.latency_terms;
+  extra["model_bandwidth_bytes"] = model.bandwidth_bytes;
+  extra["mesh_side"] = m.q;
+  extra["layers"] = m.c;
   extra["active_ranks"] = m.n;
   extra["parts"] = plan.ndup;
   if (m.n < m.P) {

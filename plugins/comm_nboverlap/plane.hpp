@@ -4,6 +4,7 @@
 // one local product; the strategy's report figures.
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,6 +17,7 @@
 #include "plexus/matrix.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/panel.hpp"
+#include "wire.hpp"
 
 namespace plexus::nboverlap {
 
@@ -46,8 +48,10 @@ void to_plane(const DistMatrix& X, const std::vector<int>& rm, const std::vector
 /// plane ranks (the others hold no rows).
 Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m, mpi::Traffic& traffic);
 
-/// The strategy figures of one operation on the mesh.
-void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle);
+/// The strategy figures of one operation on the mesh, with the alpha-beta model's terms of this
+/// rank's data (model_latency_terms, model_bandwidth_bytes: time = alpha terms + beta bytes).
+void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
+                  const AlphaBeta& model);
 
 /// Sizes of every plane panel of up to two operands, known to every active rank (one allgather).
 struct PlaneSizes {
@@ -61,5 +65,30 @@ PlaneSizes gather_sizes(const Mesh& m, const Panel* a, const Panel* b, mpi::Traf
 Panel local_product(Kernel& kernel, const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                     const BlockLayout& b_layout, const BlockLayout& c_layout, const std::vector<int>& rows,
                     const std::vector<double>& thresholds, LocalMultiplyStats& stats);
+
+/// What a SymmSquareCube schedule is given on an active rank.
+struct SquareCubeJob {
+  Kernel& kernel;
+  const DistMatrix& D;
+  const Panel* plane;  ///< D_ij on P_{i,j,0}, null elsewhere
+  const std::vector<int>& map;  ///< the group map of D's block rows and columns
+  const std::vector<double>& thresholds;
+  double filter_eps;
+  const Mesh& m;
+  Transport& tr;
+  const PartPlan& plan;
+  Variant variant;
+  double t_start;
+};
+
+/// What it leaves there: D^2 and D^3 on P_{i,j,0} (empty panels elsewhere), the products' counts,
+/// and the traffic, the model and the time at the end of D^2's part.
+struct SquareCube {
+  Panel d2, d3;
+  LocalMultiplyStats s2, s3;
+  std::array<mpi::RoleCounts, mpi::kRoles> after_square{};
+  AlphaBeta model_square;
+  double t_square = 0;
+};
 
 }  // namespace plexus::nboverlap

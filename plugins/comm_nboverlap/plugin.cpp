@@ -37,6 +37,11 @@ plexus::ParameterListPtr strategy_parameters() {
                       "ranks taking part: the largest cube p^3 <= ActiveRanks (0: <= the number of ranks); the "
                       "others wait (MPI_Ibarrier, MPI_Test, 10 ms sleeps) and their blocks move to the active ranks",
                       0, std::numeric_limits<int>::max());
+  plexus::declare_int(*p, "Replication", 0,
+                      "0: the 3D mesh p x p x p (Algorithms 3/4/5); c >= 1: the 2.5D mesh q x q x c, the largest q with "
+                      "q^2 c active ranks (Algorithm 6: each layer runs its share of Cannon's q steps, the partial "
+                      "products summed along the fibre); needs q >= c, so c^3 ranks at least",
+                      0, 64);
   return p;
 }
 
@@ -57,13 +62,15 @@ const plexus::PluginDescriptor& describe() {
     c.summary =
         "Huang and Chow's 3D multiply on a p x p x p mesh of the active ranks (operands on the first plane): A "
         "along the fibre, B along the mesh rows, C reduced along the columns, in NDup pipelined parts; "
-        "SymmSquareCube (D^2 and D^3 at once, Algorithms 3/4/5) for purification; idle ranks beyond p^3.";
+        "SymmSquareCube (D^2 and D^3 at once, Algorithms 3/4/5) for purification; idle ranks beyond p^3. With "
+        "Replication = c, the 2.5D variant (Algorithm 6) on a q x q x c mesh.";
     c.valid_parameters = strategy_parameters;
     c.make_comm = [](const plexus::ParameterList& params) {
       plexus::nboverlap::MeshOptions o;
       o.plan = plan_of(params);
       o.variant = plexus::nboverlap::variant_of(params.get<std::string>("Variant"));
       o.active_ranks = params.get<int>("ActiveRanks");
+      o.replication = params.get<int>("Replication");
       return std::make_unique<plexus::nboverlap::Mesh3D>(o);
     };
     p.components.push_back(std::move(c));

@@ -91,4 +91,22 @@ void recv_panel(Transport& tr, Wire& w, int src, MPI_Comm comm, int tag, const P
 
 void wait_header(MPI_Request* r) { mpi::check(MPI_Wait(r, MPI_STATUS_IGNORE), "MPI_Wait"); }
 
+void post_panel(Transport& tr, const Wire& w, int dest, MPI_Comm comm, int tag, Outgoing& o,
+                const std::function<void(int)>& ready) {
+  o.header[0] = static_cast<std::int64_t>(w.index.size());
+  o.header[1] = static_cast<std::int64_t>(w.values.size());
+  mpi::check(MPI_Isend(o.header, 2, MPI_INT64_T, dest, kTagHeader + tag, comm, &o.hreq), "MPI_Isend");
+  tr.traffic().add_sent(w.role, Payload::Index, 16, 1);
+  o.req.assign(static_cast<std::size_t>(w.elements()), MPI_REQUEST_NULL);
+  for (int e = 0; e < w.elements(); ++e) {
+    if (ready) ready(e);
+    tr.send_to(w, e, dest, comm, tag, &o.req[static_cast<std::size_t>(e)]);
+  }
+}
+
+void finish_panel(Transport& tr, const Wire& w, Outgoing& o) {
+  for (auto& r : o.req) tr.wait(&r, w.role);
+  wait_header(&o.hreq);
+}
+
 }  // namespace plexus::nboverlap

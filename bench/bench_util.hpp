@@ -155,9 +155,13 @@ inline json machine_info(int ranks) {
   m["mpi_library"] = l;
   m["ranks"] = ranks;
   m["oversubscribed"] = ranks > sysconf(_SC_NPROCESSORS_ONLN);
+  // The Open MPI settings a run of these benches may be given (mpiexec adds many OMPI_MCA_* of its
+  // own, which are left out).
   json env = json::object();
   for (const char* k : {"OMPI_MCA_mpi_yield_when_idle", "OMPI_MCA_btl_vader_single_copy_mechanism",
-                        "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_btl", "OMPI_MCA_coll"})
+                        "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_btl", "OMPI_MCA_coll",
+                        "OMPI_MCA_coll_libnbc_ireduce_algorithm", "OMPI_MCA_coll_libnbc_ibcast_algorithm",
+                        "OMPI_MCA_coll_tuned_use_dynamic_rules"})
     if (const char* v = std::getenv(k)) env[k] = v;
   m["mpi_environment"] = env;
   const std::time_t now = std::time(nullptr);

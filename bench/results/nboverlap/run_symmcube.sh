@@ -6,6 +6,8 @@
 #
 #   bash bench/results/nboverlap/run_symmcube.sh [N:REPS ...]     (default 512:30 1024:20 2048:10)
 #   BUILD=build OUT=bench/results/nboverlap bash bench/results/nboverlap/run_symmcube.sh
+#   OMPI_MCA_coll_libnbc_ireduce_algorithm=2 SUFFIX=-ireduce-binomial bash .../run_symmcube.sh 1024:30
+# (SUFFIX goes into the file name: symmcube-8ranks-n<N><SUFFIX>.json.)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -46,7 +48,7 @@ sample() {  # one line per 0.5 s: time, load, compilers, other mpiexec, test bin
 for spec in "${specs[@]}"; do
   n="${spec%%:*}"
   reps="${spec##*:}"
-  json="$out/symmcube-8ranks-n$n.json"
+  json="$out/symmcube-8ranks-n$n${SUFFIX:-}.json"
   log="$(mktemp)"
   up_before="$(uptime)"
   echo "== N = $n, $reps repetitions: $up_before" >&2

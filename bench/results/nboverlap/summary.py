@@ -152,6 +152,9 @@ def summarize_symmcube(path, d):
           f"{p['min_part_bytes']}; {p['repetitions']} repetitions (+{p['warmup_rounds']} warm-up rounds); "
           f"{m.get('cpu_model', '?')}, {m.get('online_cpus', '?')} cpus, load {m.get('loadavg_1min_before', '?')} -> "
           f"{m.get('loadavg_1min_after', '?')}; all results checked: {d.get('all_validated')}")
+    chosen = {k: v for k, v in m.get("mpi_environment", {}).items() if k.startswith("OMPI_MCA_coll")}
+    if chosen:
+        print("collective algorithms chosen by hand: " + ", ".join(f"{k}={v}" for k, v in sorted(chosen.items())))
     rc = d.get("run_conditions")
     if rc:
         loads = rc.get("loadavg_1min_samples") or [0]
@@ -184,11 +187,14 @@ def summarize_symmcube(path, d):
 
 def symmcube_across(docs):
     print("## Across sizes\n")
-    head = ["N", "baseline GFLOP/s", "original/baseline", "optimized/baseline (Table I NDup)", "NDup=1 GFLOP/s",
+    head = ["N", "libnbc ireduce", "baseline GFLOP/s", "original/baseline", "optimized/baseline (Table I NDup)", "NDup=1 GFLOP/s",
             "best NDup (speedup over NDup=1)", "MB sent/rank (baseline)"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for path, d in sorted(docs, key=lambda x: x[1]["parameters"]["n"]):
+    def order(x):
+        env = x[1]["machine"].get("mpi_environment", {})
+        return (x[1]["parameters"]["n"], env.get("OMPI_MCA_coll_libnbc_ireduce_algorithm", ""))
+    for path, d in sorted(docs, key=order):
         rows = [r for r in d["rows"] if r["available"]]
         by = {(r["variant"], r["ndup"], r["replication"]): r for r in rows}
         base = next((r for r in rows if r["variant"] == "baseline"), None)
@@ -198,7 +204,10 @@ def symmcube_across(docs):
         one = by.get(("optimized", 1, None))
         t2 = [r for r in rows if "II" in r["tables"]]
         best = max(t2, key=lambda r: r["gflops_at_median"] or 0) if t2 else None
-        cells = [str(d["parameters"]["n"]), fmt(base and base["gflops_at_median"], "{:.1f}"),
+        env = d["machine"].get("mpi_environment", {})
+        ireduce = {"1": "chain", "2": "binomial", "3": "rabenseifner"}.get(
+            env.get("OMPI_MCA_coll_libnbc_ireduce_algorithm", ""), "default")
+        cells = [str(d["parameters"]["n"]), ireduce, fmt(base and base["gflops_at_median"], "{:.1f}"),
                  fmt(orig and orig["speedup_vs_baseline"], "{:.2f}"),
                  fmt(opt and opt["speedup_vs_baseline"], "{:.2f}") + f" ({k})",
                  fmt(one and one["gflops_at_median"], "{:.1f}"),

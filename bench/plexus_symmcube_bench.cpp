@@ -104,7 +104,8 @@ Options (sizes take a K, M or G suffix, powers of 1024):
   --ndups LIST           NDup values of Table II (default 1,2,3,4,5,6), each 1..64
   --min-part-bytes B     MinPartBytes of every case (default 0: always NDup parts; the
                          strategy's own default is 16K)
-  --replication C        Replication of the 2.5D cases (default 2; 0: no 2.5D cases)
+  --replication C        Replication of the 2.5D cases (default 2; 0: no 2.5D cases; the
+                         strategy's q x q x c mesh, c = 1 being Cannon on the q x q plane)
   --replication-ndups L  their NDup values (default 1,4)
   --active-ranks A       ActiveRanks of every case (default 0: the largest cube <= P)
   --kernel NAME          local kernel (default cpu)
@@ -229,8 +230,6 @@ Options parse(int argc, char** argv, bool& help) {
                      " (D has N/B x N/B blocks of B x B)");
   if (o.pp_min > o.pp_max) throw UsageError("--pp-min is larger than --pp-max");
   if (o.pp_max > INT_MAX) throw UsageError("--pp-max exceeds one MPI call's count of bytes");
-  if (o.replication == 1)
-    throw UsageError("--replication 1 is the 3D algorithm itself (Tables I and II); give 2 or more, or 0 for none");
   return o;
 }
 
@@ -678,6 +677,9 @@ int main(int argc, char** argv) {
       row["validated"] = err2[i] <= o.tolerance && err3[i] <= o.tolerance;
       row["strategy_parameters"] = c.parameters_xml;
       row["strategy_figures"] = c.strategy_figures;
+      // The mesh the case ran on, as the strategy reports it (a Replication it lowered shows here).
+      for (const char* k : {"mesh_side", "layers", "active_ranks"})
+        row[k] = c.strategy_figures.contains(k) ? json(static_cast<int>(c.strategy_figures[k].get<double>())) : json();
       rows.push_back(row);
     }
 

@@ -2,9 +2,10 @@
 # Runs plexus-symmcube-bench on 8 ranks for the sizes committed here and records the conditions:
 # `uptime` before and after, and a sample of the other processes every 0.5 s (compilers, other
 # MPI jobs and test binaries, CPU-busy processes that are not this run), added to each JSON as
-# "run_conditions". The machine has 2 cores and is shared; read the figures with these.
+# "run_conditions", with the commit of the source tree (and its parents, for a merge). The machine
+# has 2 cores and is shared; read the figures with these.
 #
-#   bash bench/results/nboverlap/run_symmcube.sh [N:REPS ...]     (default 512:30 1024:20 2048:10)
+#   bash bench/results/nboverlap/run_symmcube.sh [N:REPS ...]     (default 512:30 1024:30 2048:10)
 #   BUILD=build OUT=bench/results/nboverlap bash bench/results/nboverlap/run_symmcube.sh
 #   OMPI_MCA_coll_libnbc_ireduce_algorithm=2 SUFFIX=-ireduce-binomial bash .../run_symmcube.sh 1024:30
 # (SUFFIX goes into the file name: symmcube-8ranks-n<N><SUFFIX>.json.)
@@ -18,7 +19,7 @@ out="${OUT:-$here}"
 bin="$build/bin/plexus-symmcube-bench"
 [ -x "$bin" ] || { echo "no $bin: cmake --build $build --target plexus-symmcube-bench" >&2; exit 2; }
 specs=("$@")
-[ ${#specs[@]} -gt 0 ] || specs=(512:30 1024:20 2048:10)
+[ ${#specs[@]} -gt 0 ] || specs=(512:30 1024:30 2048:10)
 
 sample() {  # one line per 0.5 s: time, load, compilers, other mpiexec, test binaries, busy others
   local self=$1
@@ -62,9 +63,11 @@ for spec in "${specs[@]}"; do
   wait "$sampler" 2>/dev/null || true
   up_after="$(uptime)"
   echo "== exit status $rc: $up_after" >&2
-  python3 - "$json" "$log" "$up_before" "$up_after" "$rc" <<'EOF'
+  head="$(git -C "$root" log -1 --format='%H %P' 2>/dev/null || echo unknown)"
+  dirty="$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
+  python3 - "$json" "$log" "$up_before" "$up_after" "$rc" "$head" "$dirty" <<'EOF'
 import json, sys
-path, log, before, after, rc = sys.argv[1:6]
+path, log, before, after, rc, head, dirty = sys.argv[1:8]
 rows = [l.split() for l in open(log) if len(l.split()) == 6]
 def count(i):
     return sum(1 for r in rows if int(r[i]) > 0)
@@ -72,6 +75,8 @@ with open(path) as f:
     d = json.load(f)
 d["run_conditions"] = {
     "recorded_by": "bench/results/nboverlap/run_symmcube.sh",
+    "source_commit_and_parents": head,
+    "source_modified_tracked_files": int(dirty),
     "uptime_before": before.strip(),
     "uptime_after": after.strip(),
     "exit_status": int(rc),

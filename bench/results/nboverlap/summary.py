@@ -188,7 +188,8 @@ def summarize_symmcube(path, d):
 def symmcube_across(docs):
     print("## Across sizes\n")
     head = ["N", "libnbc ireduce", "baseline GFLOP/s", "original/baseline", "optimized/baseline (Table I NDup)", "NDup=1 GFLOP/s",
-            "best NDup (speedup over NDup=1)", "MB sent/rank (baseline)"]
+            "best NDup (speedup over NDup=1)", "2.5D over baseline (NDup)", "MB sent/rank (baseline)",
+            "model/measured (baseline)"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     def order(x):
@@ -212,7 +213,10 @@ def symmcube_across(docs):
                  fmt(opt and opt["speedup_vs_baseline"], "{:.2f}") + f" ({k})",
                  fmt(one and one["gflops_at_median"], "{:.1f}"),
                  (f"{best['ndup']} ({fmt(best['speedup_vs_ndup1'], '{:.2f}')})" if best else "-"),
-                 fmt(base and base["bytes_sent_per_rank_max"], "{:.1f}", 1e-6)]
+                 ", ".join(f"{fmt(r['speedup_vs_baseline'], '{:.2f}')} ({r['ndup']})"
+                           for r in rows if r["replication"] is not None) or "-",
+                 fmt(base and base["bytes_sent_per_rank_max"], "{:.1f}", 1e-6),
+                 fmt(base and base["model_over_measured"], "{:.3f}")]
         print("| " + " | ".join(cells) + " |")
     print()
 

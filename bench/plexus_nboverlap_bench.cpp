@@ -24,30 +24,23 @@
 // 2 beta (p-1) n/p, T_Reduce = 2 alpha log2 p + 2 beta (p-1) n/p and T_P2P = alpha + beta n next
 // to the measured ones. JSON out; speed is never asserted. See --help and bench/README.md.
 #include <mpi.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <numeric>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "alpha_beta.hpp"
+#include "bench_util.hpp"
 #include "plexus/collectives.hpp"
 #include "plexus/comm_pool.hpp"
 #include "plexus/error.hpp"
@@ -58,6 +51,17 @@
 namespace {
 
 using json = nlohmann::json;
+using plexus::bench::doubling;
+using plexus::bench::human;
+using plexus::bench::loadavg1;
+using plexus::bench::machine_info;
+using plexus::bench::number;
+using plexus::bench::sleepy_barrier;
+using plexus::bench::split;
+using plexus::bench::Stats;
+using plexus::bench::stats_of;
+using plexus::bench::to_int;
+using plexus::bench::UsageError;
 
 const char* const kUsage =
     R"(Usage: mpiexec -n P plexus-nboverlap-bench [options]
@@ -126,41 +130,6 @@ struct Options {
   std::string json;
 };
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::int64_t to_int(const std::string& option, const std::string& v, std::int64_t lo, std::int64_t hi,
-                    bool suffix = false) {
-  std::string digits = v;
-  std::int64_t mult = 1;
-  if (suffix && !digits.empty()) {
-    std::string s = digits;
-    if (s.size() > 2 && (s.substr(s.size() - 2) == "iB" || s.substr(s.size() - 2) == "IB")) s.resize(s.size() - 2);
-    const char last = s.empty() ? '\0' : s.back();
-    if (last == 'K' || last == 'k') mult = 1024;
-    if (last == 'M' || last == 'm') mult = 1024 * 1024;
-    if (last == 'G' || last == 'g') mult = 1024 * 1024 * 1024;
-    if (mult > 1) s.pop_back();
-    digits = s;
-  }
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(digits.c_str(), &end, 10);
-  if (digits.empty() || *end != '\0' || errno != 0 || x < 0 || x > hi / mult || x * mult < lo)
-    throw UsageError(option + " needs an integer in " + std::to_string(lo) + " .. " + std::to_string(hi) +
-                     (suffix ? " (K, M, G suffixes allowed)" : "") + ", got '" + v + "'");
-  return x * mult;
-}
-
 Options parse(int argc, char** argv, bool& help) {
   Options o;
   help = false;
@@ -227,129 +196,13 @@ Options parse(int argc, char** argv, bool& help) {
   return o;
 }
 
-std::vector<std::int64_t> doubling(std::int64_t lo, std::int64_t hi) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t n = lo; n <= hi; n *= 2) out.push_back(n);
-  return out;
-}
-
-std::string human(std::int64_t b) {
-  char buf[32];
-  if (b >= (1 << 20) && b % (1 << 20) == 0)
-    std::snprintf(buf, sizeof buf, "%lld MiB", static_cast<long long>(b >> 20));
-  else if (b >= 1024 && b % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%lld KiB", static_cast<long long>(b >> 10));
-  else
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  return buf;
-}
-
-struct Stats {
-  double min = 0, median = 0, mean = 0;
-};
-
-Stats stats_of(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.min = v.front();
-  const std::size_t m = v.size() / 2;
-  s.median = v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  return s;
-}
-
-// Least squares of t = alpha + beta n, residuals weighted by w.
-std::pair<double, double> fit(const std::vector<double>& n, const std::vector<double>& t,
-                              const std::vector<double>& w) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < n.size(); ++i) {
-    const double ww = w[i] * w[i];
-    sw += ww;
-    sx += ww * n[i];
-    sy += ww * t[i];
-    sxx += ww * n[i] * n[i];
-    sxy += ww * n[i] * t[i];
-  }
-  const double d = sw * sxx - sx * sx;
-  if (d == 0) return {0, 0};
-  const double beta = (sw * sxy - sx * sy) / d;
-  return {(sy - beta * sx) / sw, beta};
-}
-
-struct Model {
-  double alpha = 0, beta = 0;
-  bool known = false;
+// The alpha-beta model (alpha_beta.hpp) and the collective times it gives.
+struct Model : plexus::bench::AlphaBeta {
   double bcast(int p, double n) const {
     return alpha * (std::log2(double(p)) + p - 1) + 2 * beta * (p - 1) * n / p;
   }
   double reduce(int p, double n) const { return 2 * alpha * std::log2(double(p)) + 2 * beta * (p - 1) * n / p; }
-  double p2p(double n) const { return alpha + beta * n; }
 };
-
-// Every rank of `comm` waits for all of them; a rank idles in usleep between two MPI_Test, so a
-// rank with nothing to do leaves its core to the others (the paper's inactive processes).
-void sleepy_barrier(MPI_Comm comm, int poll_us) {
-  MPI_Request r = MPI_REQUEST_NULL;
-  plexus::mpi::check(MPI_Ibarrier(comm, &r), "MPI_Ibarrier");
-  for (int flag = 0;;) {
-    plexus::mpi::check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag) break;
-    if (poll_us > 0) usleep(static_cast<useconds_t>(poll_us));
-  }
-}
-
-std::string read_first_line_with(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key, 0) == 0) {
-      const auto c = line.find(':');
-      std::string v = c == std::string::npos ? line : line.substr(c + 1);
-      v.erase(0, v.find_first_not_of(" \t"));
-      return v;
-    }
-  return "";
-}
-
-double loadavg1() {
-  std::ifstream in("/proc/loadavg");
-  double x = -1;
-  in >> x;
-  return x;
-}
-
-json machine_info(int ranks) {
-  json m;
-  utsname u{};
-  if (uname(&u) == 0) {
-    m["hostname"] = u.nodename;
-    m["kernel"] = std::string(u.sysname) + " " + u.release;
-    m["arch"] = u.machine;
-  }
-  m["cpu_model"] = read_first_line_with("/proc/cpuinfo", "model name");
-  m["online_cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
-  m["memory_total"] = read_first_line_with("/proc/meminfo", "MemTotal");
-  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-  int len = 0;
-  MPI_Get_library_version(lib, &len);
-  std::string l(lib, static_cast<std::size_t>(std::max(0, len)));
-  while (!l.empty() && (l.back() == '\n' || l.back() == '\0' || l.back() == ' ')) l.pop_back();
-  m["mpi_library"] = l;
-  m["ranks"] = ranks;
-  m["oversubscribed"] = ranks > sysconf(_SC_NPROCESSORS_ONLN);
-  json env = json::object();
-  for (const char* k : {"OMPI_MCA_mpi_yield_when_idle", "OMPI_MCA_btl_vader_single_copy_mechanism",
-                        "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_btl", "OMPI_MCA_coll"})
-    if (const char* v = std::getenv(k)) env[k] = v;
-  m["mpi_environment"] = env;
-  const std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  m["date_utc"] = date;
-  return m;
-}
-
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // The communicators of the emulated nodes.
 struct Layout {
@@ -482,78 +335,19 @@ int part_rule(int ndup, std::int64_t min_part_bytes, std::int64_t n) {
   return static_cast<int>(std::max<std::int64_t>(k, 1));
 }
 
+// The ping-pong between the leaders of nodes 0 and 1 (alpha_beta.hpp).
 json pingpong(const Options& o, const Layout& L, Model& model, double t_start) {
-  const std::vector<std::int64_t> sizes = doubling(o.pp_min, o.pp_max);
-  const int a = 0, b = L.ppn;  // leaders of nodes 0 and 1
-  const bool me_a = L.rank == a, me_b = L.rank == b;
-  std::vector<char> msg(static_cast<std::size_t>(o.pp_max), 1);
-  json points = json::array();
-  std::vector<double> xs, ts;
-  for (std::size_t si = 0; si < sizes.size(); ++si) {
-    const std::int64_t n = sizes[si];
-    // Enough round trips per repetition to time small messages: at least 1 MiB or 100 trips.
-    const int trips = static_cast<int>(std::clamp<std::int64_t>((1 << 20) / n, 1, 100));
-    std::vector<double> one_way;
-    for (int r = -o.warmup; r < o.reps; ++r) {
-      sleepy_barrier(MPI_COMM_WORLD, o.poll_us);
-      if (!me_a && !me_b) continue;
-      const double t0 = MPI_Wtime();
-      for (int k = 0; k < trips; ++k) {
-        if (me_a) {
-          MPI_Send(msg.data(), static_cast<int>(n), MPI_BYTE, b, 7, MPI_COMM_WORLD);
-          MPI_Recv(msg.data(), static_cast<int>(n), MPI_BYTE, b, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-          MPI_Recv(msg.data(), static_cast<int>(n), MPI_BYTE, a, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          MPI_Send(msg.data(), static_cast<int>(n), MPI_BYTE, a, 7, MPI_COMM_WORLD);
-        }
-      }
-      if (r >= 0) one_way.push_back((MPI_Wtime() - t0) / (2.0 * trips));
-    }
-    if (L.rank == 0) {
-      const Stats s = stats_of(one_way);
-      points.push_back({{"bytes", n},
-                        {"round_trips_per_repetition", trips},
-                        {"one_way_seconds_min", s.min},
-                        {"one_way_seconds_median", s.median},
-                        {"one_way_seconds_mean", s.mean},
-                        {"bandwidth_bytes_per_second_median", number(double(n) / s.median)}});
-      xs.push_back(double(n));
-      ts.push_back(s.median);
-      if (si + 1 == sizes.size() || n >= (1 << 20))
-        std::fprintf(stderr, "[nboverlap-bench %6.1f s] ping-pong %s: %.3g us one way\n", MPI_Wtime() - t_start,
-                     human(n).c_str(), s.median * 1e6);
-    }
-  }
-  json out;
-  if (L.rank == 0) {
-    const auto [a_abs, b_abs] = fit(xs, ts, std::vector<double>(xs.size(), 1.0));
-    std::vector<double> w(ts.size());
-    for (std::size_t i = 0; i < ts.size(); ++i) w[i] = 1.0 / ts[i];
-    const auto [a_rel, b_rel] = fit(xs, ts, w);
-    model.alpha = a_rel;
-    model.beta = b_rel;
-    model.known = true;
-    double worst = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i)
-      worst = std::max(worst, std::fabs(a_rel + b_rel * xs[i] - ts[i]) / ts[i]);
-    out = {{"ranks", {a, b}},
-           {"note", "one-way time = round trip / 2, median over the repetitions; the model uses the relative fit"},
-           {"points", points},
-           {"fit_ordinary", {{"alpha_seconds", a_abs}, {"beta_seconds_per_byte", b_abs},
-                             {"bandwidth_bytes_per_second", number(1.0 / b_abs)}}},
-           {"fit_relative", {{"alpha_seconds", a_rel}, {"beta_seconds_per_byte", b_rel},
-                             {"bandwidth_bytes_per_second", number(1.0 / b_rel)},
-                             {"max_relative_residual", worst}}},
-           {"alpha_seconds", a_rel},
-           {"beta_seconds_per_byte", b_rel}};
-  }
-  // Every rank learns the model (only rank 0 uses it, but keep the ranks alike).
-  double ab[2] = {model.alpha, model.beta};
-  MPI_Bcast(ab, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  model.alpha = ab[0];
-  model.beta = ab[1];
-  model.known = true;
-  return out;
+  plexus::bench::PingPongSettings s;
+  s.rank_a = 0;
+  s.rank_b = L.ppn;
+  s.min_bytes = o.pp_min;
+  s.max_bytes = o.pp_max;
+  s.reps = o.reps;
+  s.warmup = o.warmup;
+  s.poll_us = o.poll_us;
+  s.tag = "nboverlap-bench";
+  s.t_start = t_start;
+  return plexus::bench::pingpong(s, model);
 }
 
 }  // namespace

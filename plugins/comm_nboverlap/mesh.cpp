@@ -50,10 +50,10 @@ Mesh make_mesh(const Grid& g, MeshShape shape, const PartPlan& plan) {
   m.n = shape.ranks();
   m.active = m.me < m.n;
   m.pool = &g.pool();
-  const MPI_Comm act = m.n == m.P ? m.all
-                                  : m.pool->split(m.all, m.active ? 0 : MPI_UNDEFINED, m.me,
-                                                  "nboverlap active " + std::to_string(m.n) + " of " +
-                                                      std::to_string(m.P));
+  const MPI_Comm act = m.n == m.P
+                           ? m.all
+                           : m.pool->split(m.all, m.active ? 0 : MPI_UNDEFINED, m.me,
+                                           "nboverlap active " + std::to_string(m.n) + " of " + std::to_string(m.P));
   if (m.n < m.P) m.release = m.pool->dup(m.all, "nboverlap idle release");
   if (!m.active) return m;
   m.grid = Grid::create(*m.pool, act, m.q, m.q, m.c);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "mesh.hpp"
 #include "cannon25d.hpp"
+#include "mesh.hpp"
 #include "plane.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
@@ -23,9 +23,12 @@ Variant variant_of(const std::string& name) {
 
 const char* variant_name(Variant v) {
   switch (v) {
-    case Variant::Original: return "original";
-    case Variant::Baseline: return "baseline";
-    case Variant::Optimized: return "optimized";
+    case Variant::Original:
+      return "original";
+    case Variant::Baseline:
+      return "baseline";
+    case Variant::Optimized:
+      return "optimized";
   }
   return "?";
 }
@@ -34,9 +37,10 @@ MeshShape Mesh3D::shape(int ranks, int rank) const {
   const MeshShape s = mesh_shape(ranks, opt_.active_ranks, opt_.replication);
   if (opt_.replication > s.c && !warned_) {  // the same on every rank
     if (rank == 0)
-      log().warn("nboverlap: Replication={} needs {} active ranks at least (a q x q x c mesh with q >= c); using "
-                 "Replication={} on a {}x{}x{} mesh",
-                 opt_.replication, opt_.replication * opt_.replication * opt_.replication, s.c, s.q, s.q, s.c);
+      log().warn(
+          "nboverlap: Replication={} needs {} active ranks at least (a q x q x c mesh with q >= c); using "
+          "Replication={} on a {}x{}x{} mesh",
+          opt_.replication, opt_.replication * opt_.replication * opt_.replication, s.c, s.q, s.q, s.c);
     warned_ = true;
   }
   return s;
@@ -59,8 +63,7 @@ Panel mesh_product(MultiplyTask& task, const Mesh& m, Transport& tr, const PartP
                    const PlaneOperand& pb, const std::vector<int>& rows_i) {
   const DistMatrix &A = task.a(), &B = task.b(), &C = task.c();
   auto plane_rank = [&m](int gi, int gj) { return m.rank_of(gi, gj, 0); };  // in m.all as in m.mesh
-  const PlaneSizes sizes =
-      gather_sizes(m, m.k == 0 ? pa.panel : nullptr, m.k == 0 ? pb.panel : nullptr, tr.traffic());
+  const PlaneSizes sizes = gather_sizes(m, m.k == 0 ? pa.panel : nullptr, m.k == 0 ? pb.panel : nullptr, tr.traffic());
   // A_ij along the fibre from P_{i,j,0}.
   Wire wa;
   wa.role = Role::A;
@@ -112,10 +115,9 @@ Panel mesh_product(MultiplyTask& task, const Mesh& m, Transport& tr, const PartP
   Wire back;
   back.role = Role::C;
   if (m.j == m.k && m.k != 0)  // the root: each part to P_{i,k,0} as soon as it is summed
-    send_panel(tr, red.sum, m.rank_of(m.i, m.k, 0), m.mesh, kTagReturn, red.header, &red.header_req,
-               [&](int e) {
-                 if (e > 0) tr.wait(red.sum, e);
-               });
+    send_panel(tr, red.sum, m.rank_of(m.i, m.k, 0), m.mesh, kTagReturn, red.header, &red.header_req, [&](int e) {
+      if (e > 0) tr.wait(red.sum, e);
+    });
   if (m.k == 0 && m.j != 0) recv_panel(tr, back, m.rank_of(m.i, m.j, m.j), m.mesh, kTagReturn, plan);
   if (m.j == m.k && m.k != 0) {
     tr.wait_all(red.sum);

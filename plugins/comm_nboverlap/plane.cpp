@@ -55,7 +55,8 @@ Panel transposed(const PanelView& v, const BlockLayout& layout, const std::vecto
   for (int r = 0; r < v.nrows; ++r)
     for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b)
       refs.push_back({static_cast<int>(v.cols[b]), static_cast<int>(v.row_ids[r]), b, static_cast<int>(v.row_ids[r])});
-  std::sort(refs.begin(), refs.end(), [](const Ref& x, const Ref& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; });
+  std::sort(refs.begin(), refs.end(),
+            [](const Ref& x, const Ref& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; });
   Panel out(rows);
   std::size_t ri = 0;
   for (const Ref& f : refs) {
@@ -99,8 +100,9 @@ void to_plane(const DistMatrix& X, const std::vector<int>& rm, const std::vector
 Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m, Traffic& traffic) {
   const Distribution& d = target.distribution();
   if (!in)
-    return moved(plane.view(), target.layout(), m.all, [&d](int r, int c) { return d.owner(r, c); }, d.local_rows(),
-                 traffic, Role::C);
+    return moved(
+        plane.view(), target.layout(), m.all, [&d](int r, int c) { return d.owner(r, c); }, d.local_rows(), traffic,
+        Role::C);
   if (m.active && m.k == 0) return std::move(plane);
   return Panel(d.local_rows());
 }

@@ -70,7 +70,7 @@ Panel local_product(Kernel& kernel, const PanelView& a, const BlockLayout& a_lay
 struct SquareCubeJob {
   Kernel& kernel;
   const DistMatrix& D;
-  const Panel* plane;  ///< D_ij on P_{i,j,0}, null elsewhere
+  const Panel* plane;           ///< D_ij on P_{i,j,0}, null elsewhere
   const std::vector<int>& map;  ///< the group map of D's block rows and columns
   const std::vector<double>& thresholds;
   double filter_eps;

@@ -1,11 +1,12 @@
 // Huang and Chow's "overlapping communication with communication" (IPDPS'19) as a plugin:
 // the nboverlap collectives (every operation in NDup parts on duplicated communicators).
+#include "plexus/plugin.hpp"
+
 #include <limits>
 #include <memory>
 
 #include "collectives.hpp"
 #include "mesh3d.hpp"
-#include "plexus/plugin.hpp"
 
 namespace {
 
@@ -29,19 +30,22 @@ PartPlan plan_of(const plexus::ParameterList& p) {
 plexus::ParameterListPtr strategy_parameters() {
   auto p = Teuchos::rcp(new plexus::ParameterList("nboverlap"));
   declare_parts(*p);
-  plexus::declare_choice(*p, "Variant", "optimized", {"original", "baseline", "optimized"},
-                         "SymmSquareCube algorithm of the paper: original (Alg. 3, GTFock), baseline (Alg. 4), "
-                         "optimized (Alg. 5: pipelined in NDup parts; with NDup = 1 it is the baseline). The 3D multiply "
-                         "is pipelined under optimized, one part otherwise");
+  plexus::declare_choice(
+      *p, "Variant", "optimized", {"original", "baseline", "optimized"},
+      "SymmSquareCube algorithm of the paper: original (Alg. 3, GTFock), baseline (Alg. 4), "
+      "optimized (Alg. 5: pipelined in NDup parts; with NDup = 1 it is the baseline). The 3D multiply "
+      "is pipelined under optimized, one part otherwise");
   plexus::declare_int(*p, "ActiveRanks", 0,
                       "ranks taking part: the largest cube p^3 <= ActiveRanks (0: <= the number of ranks); the "
                       "others wait (MPI_Ibarrier, MPI_Test, 10 ms sleeps) and their blocks move to the active ranks",
                       0, std::numeric_limits<int>::max());
-  plexus::declare_int(*p, "Replication", 0,
-                      "0: the 3D mesh p x p x p (Algorithms 3/4/5); c >= 1: the 2.5D mesh q x q x c, the largest q with "
-                      "q^2 c active ranks (Algorithm 6: each layer runs its share of Cannon's q steps, the partial "
-                      "products summed along the fibre); needs q >= c, so c^3 ranks at least",
-                      0, 64);
+  plexus::declare_int(
+      *p, "Replication", 0,
+      "0: the 3D mesh p x p x p (Algorithms 3/4/5); c >= 1: the 2.5D mesh q x q x c, the largest q with "
+      "q^2 c active ranks (Algorithm 6: each layer runs its share of Cannon's q steps, the partial "
+      "products summed along the fibre); every layer needs a step (q >= c, so c^3 ranks): with "
+      "fewer ranks the largest c that fits is used, with a warning",
+      0, 64);
   return p;
 }
 

@@ -55,8 +55,8 @@ void mesh_square_cube(const SquareCubeJob& job, SquareCube& out) {
   }
   tr.wait_all(wa);
   const Panel b1 = transposed(b_root ? wa.view() : wb.view(), D.layout(), rows_j);
-  const Panel part2 = local_product(kernel, wa.view(), D.layout(), b1.view(), D.layout(), D.layout(), rows_i,
-                                    thresholds, out.s2);
+  const Panel part2 =
+      local_product(kernel, wa.view(), D.layout(), b1.view(), D.layout(), D.layout(), rows_i, thresholds, out.s2);
   // (3) D2_ik reduced over P_{i,:,k}: onto P_{i,i,k} (Alg. 4/5), P_{i,k,k} (Alg. 3).
   Reduction r2;
   start_reduction(tr, part2, D.layout(), rows_i, m.rrow, original ? m.k : m.i, plan, r2, Role::C);
@@ -94,8 +94,8 @@ void mesh_square_cube(const SquareCubeJob& job, SquareCube& out) {
         recv_panel(tr, w2, m.rank_of(m.j, m.k, m.k), m.mesh, kTagTranspose, plan);
         tr.wait_all(w2);
       }
-      tr.bcast_sizes(static_cast<std::int64_t>(w2.index.size()), static_cast<std::int64_t>(w2.values.size()),
-                     m.bcol, m.k, Role::B);
+      tr.bcast_sizes(static_cast<std::int64_t>(w2.index.size()), static_cast<std::int64_t>(w2.values.size()), m.bcol,
+                     m.k, Role::B);
       for (int e = 0; e < w2.elements(); ++e) tr.bcast(w2, e, m.bcol, m.k);
     } else {
       const auto [words, values] = tr.bcast_sizes(0, 0, m.bcol, m.k, Role::B);
@@ -209,7 +209,8 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
   if (!m.active) {
     idle_until_released(m, &idle);
   } else {
-    const SquareCubeJob job{kernel, D, pd.panel, map, thresholds, options.filter_eps, m, tr, plan, opt_.variant, t_start};
+    const SquareCubeJob job{kernel, D,  pd.panel, map,          thresholds, options.filter_eps,
+                            m,      tr, plan,     opt_.variant, t_start};
     if (opt_.replication > 0)
       cannon_square_cube(job, sc);
     else

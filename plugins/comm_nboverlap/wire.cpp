@@ -15,12 +15,14 @@ void start_reduction(Transport& tr, const Panel& partial, const BlockLayout& lay
   const int mine = static_cast<int>(words.size());
   std::vector<int> counts(static_cast<std::size_t>(np)), displs(static_cast<std::size_t>(np), 0);
   mpi::check(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, rrow), "MPI_Allgather");
-  for (int q = 1; q < np; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q - 1)] + counts[static_cast<std::size_t>(q - 1)];
+  for (int q = 1; q < np; ++q)
+    displs[static_cast<std::size_t>(q)] =
+        displs[static_cast<std::size_t>(q - 1)] + counts[static_cast<std::size_t>(q - 1)];
   CommBuffer<std::int64_t> all(static_cast<std::size_t>(displs.back() + counts.back()));
   const double t0 = mpi::now();
-  mpi::check(MPI_Allgatherv(words.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T,
-                            rrow),
-             "MPI_Allgatherv");
+  mpi::check(
+      MPI_Allgatherv(words.data(), mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, rrow),
+      "MPI_Allgatherv");
   tr.traffic().add_wait(role, mpi::now() - t0);
   for (int q = 0; q < np; ++q)
     if (q != me) {
@@ -33,7 +35,8 @@ void start_reduction(Transport& tr, const Panel& partial, const BlockLayout& lay
     const std::int64_t* w = all.data() + displs[static_cast<std::size_t>(q)];
     const PanelView v = PanelView::from_packed(w, counts[static_cast<std::size_t>(q)], nullptr);
     for (int r = 0; r < v.nrows; ++r)
-      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) cols[static_cast<std::size_t>(r)].push_back(static_cast<int>(v.cols[b]));
+      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b)
+        cols[static_cast<std::size_t>(r)].push_back(static_cast<int>(v.cols[b]));
   }
   IndexArray row_ids(rows.begin(), rows.end()), row_ptr(1, 0), ucols, offsets;
   std::int64_t nvalues = 0;
@@ -60,7 +63,8 @@ void start_reduction(Transport& tr, const Panel& partial, const BlockLayout& lay
     std::int64_t ub = u.row_ptr[r];
     for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
       while (u.cols[ub] != v.cols[b]) ++ub;
-      const std::int64_t n = std::int64_t{layout.rows.size(static_cast<int>(v.row_ids[r]))} * layout.cols.size(static_cast<int>(v.cols[b]));
+      const std::int64_t n = std::int64_t{layout.rows.size(static_cast<int>(v.row_ids[r]))} *
+                             layout.cols.size(static_cast<int>(v.cols[b]));
       std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, red.mine.data() + u.offsets[ub]);
     }
   }

@@ -104,8 +104,9 @@ class Transport {
 
   void bcast(Wire& w, int e, MPI_Comm comm, int root) {
     const int np = mpi::size(comm), me = mpi::rank(comm);
-    mpi::check(MPI_Ibcast(w.ptr(e), w.count(e), Wire::type(e), root, part(comm, e), &w.req[static_cast<std::size_t>(e)]),
-               "MPI_Ibcast");
+    mpi::check(
+        MPI_Ibcast(w.ptr(e), w.count(e), Wire::type(e), root, part(comm, e), &w.req[static_cast<std::size_t>(e)]),
+        "MPI_Ibcast");
     if (e > 0) ab_.bcast(np, 8 * std::int64_t{w.count(e)});
     if (np == 1) return;
     if (me == root)

@@ -32,9 +32,9 @@ std::unique_ptr<CommStrategy> nboverlap(const Setting& s) {
   test::load_plugins();
   static const bool loaded = (Registry::global().load_file(PLEXUS_NBOVERLAP_PATH), true);
   (void)loaded;
-  return test::strategy("nboverlap", {"Variant=" + s.variant, "NDup=" + std::to_string(s.ndup), "MinPartBytes=0",
-                                      "ActiveRanks=" + std::to_string(s.active),
-                                      "Replication=" + std::to_string(s.replication)});
+  return test::strategy("nboverlap",
+                        {"Variant=" + s.variant, "NDup=" + std::to_string(s.ndup), "MinPartBytes=0",
+                         "ActiveRanks=" + std::to_string(s.active), "Replication=" + std::to_string(s.replication)});
 }
 
 int world_size() {
@@ -87,9 +87,8 @@ void check(const Setting& s, bool on_plane, double occ, double eps) {
   auto proposal = Distribution::block_cyclic(grid, nb, nb);
   auto dist = on_plane ? algo->distribution_for(proposal) : proposal;
   SCOPED_TRACE("variant " + s.variant + ", NDup " + std::to_string(s.ndup) + ", active " + std::to_string(s.active) +
-               ", Replication " + std::to_string(s.replication) +
-               (on_plane ? ", on the plane" : ", moved") + ", occupancy " + std::to_string(occ) + ", eps " +
-               std::to_string(eps));
+               ", Replication " + std::to_string(s.replication) + (on_plane ? ", on the plane" : ", moved") +
+               ", occupancy " + std::to_string(occ) + ", eps " + std::to_string(eps));
   DistMatrix d = symmetric(dist, nb, sizes, occ);
   DistMatrix d2("D2", dist, d.layout()), d3("D3", dist, d.layout());
   std::vector<MultiplyReport> reports;
@@ -218,10 +217,10 @@ TEST(Mesh3D, CountedVolumeEqualsTheDryRunModel) {
           bytes += 3 * 2.0 * (q - 1) * static_cast<double>(panel) / static_cast<double>(q);
         }
         const bool origin = i == 0 && j == 0 && k == 0;
-        if (i == k && !origin) terms += 1, bytes += static_cast<double>(panel);                  // B received
-        if (k == 0 && !(i == 0 && j == 0)) terms += 1, bytes += static_cast<double>(panel);      // B sent
-        if (j == k && k != 0) terms += 1, bytes += static_cast<double>(panel);                   // C returned
-        if (k == 0 && j != 0) terms += 1, bytes += static_cast<double>(panel);                   // C received
+        if (i == k && !origin) terms += 1, bytes += static_cast<double>(panel);              // B received
+        if (k == 0 && !(i == 0 && j == 0)) terms += 1, bytes += static_cast<double>(panel);  // B sent
+        if (j == k && k != 0) terms += 1, bytes += static_cast<double>(panel);               // C returned
+        if (k == 0 && j != 0) terms += 1, bytes += static_cast<double>(panel);               // C received
         EXPECT_EQ(rep.extra.at("model_latency_terms"), terms);
         EXPECT_NEAR(rep.extra.at("model_bandwidth_bytes"), bytes, 1e-6 * bytes + 1e-9);
       }

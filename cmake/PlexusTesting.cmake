@@ -5,10 +5,14 @@
 #     GoogleTest executable with tests/mpi_main.cpp, run under mpiexec once per rank count
 #     (oversubscribed; one OpenMP thread per rank). Runs on more than 8 ranks are also labelled
 #     large-ranks.
+# odls_base_sigkill_timeout=0: when a rank exits non-zero (some 70 tests check error exits),
+# mpiexec ends the others at once instead of waiting 1 s before SIGTERM and 1 s more before
+# SIGKILL; the exit status and the messages are the same, and the two runs of the suite in
+# .ci/run are 2 x ~2 minutes shorter.
 set(PLEXUS_MPI_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-  PLEXUS_PLUGIN_PATH= ${PLEXUS_SANITIZER_ENV})
+  OMPI_MCA_odls_base_sigkill_timeout=0 PLEXUS_PLUGIN_PATH= ${PLEXUS_SANITIZER_ENV})
 
 # In a sanitizer build (cmake/PlexusSanitizers.cmake) a sanitizer report fails the test whatever
 # its exit code.

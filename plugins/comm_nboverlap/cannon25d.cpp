@@ -91,12 +91,6 @@ void cannon_steps(Transport& tr, const Mesh& m, const PartPlan& plan, const Wire
   }
 }
 
-// Partial panels summed along the fibre: onto the plane (root 0) or onto every layer (root -1).
-void sum_along_fibre(Transport& tr, const Mesh& m, const PartPlan& plan, const Panel& partial,
-                     const BlockLayout& layout, const std::vector<int>& rows, int root, Reduction& red) {
-  start_reduction(tr, partial, layout, rows, m.fibre, root, plan, red, Role::C);
-}
-
 void wait_sum(Transport& tr, Reduction& red) {
   for (int e = 1; e < red.sum.elements(); ++e) tr.wait(red.sum, e);
 }
@@ -116,7 +110,7 @@ Panel cannon_product(MultiplyTask& task, const Mesh& m, Transport& tr, const Par
   cannon_steps(tr, m, plan, a0, b0, layer_steps(m.q, m.c, m.k), A.layout(), B.layout(), product);
   const Panel partial = product.finish();
   Reduction red;
-  sum_along_fibre(tr, m, plan, partial, C.layout(), rows_i, 0, red);
+  start_reduction(tr, partial, C.layout(), rows_i, m.fibre, 0, plan, red, Role::C);  // onto the plane
   wait_sum(tr, red);
   if (m.k == 0) return Panel::copy_of(red.sum.view());
   return Panel(rows_i);
@@ -140,7 +134,7 @@ void cannon_square_cube(const SquareCubeJob& job, SquareCube& out) {
   const Panel part2 = p2.finish();
   out.s2 += p2.stats();
   Reduction r2;
-  sum_along_fibre(tr, m, plan, part2, layout, rows_i, -1, r2);
+  start_reduction(tr, part2, layout, rows_i, m.fibre, -1, plan, r2, Role::C);  // onto every layer
   // D^2 as B of D^3, skewed within the layer: D2_{(i+j+s0),j} from P_{(i+j+s0),j,l}. Unfiltered,
   // each summed part goes on as soon as it is complete (Algorithm 5's pipelining); filtered, the
   // whole D^2 is summed and filtered first, as a filtered D^2 = D D would be before D^3 = D D^2.
@@ -155,16 +149,15 @@ void cannon_square_cube(const SquareCubeJob& job, SquareCube& out) {
   }
   const Wire& d2_out = filter ? filtered_d2 : r2.sum;
   std::deque<Outgoing> sent;
-  bool summed = filter;
-  if (dest != me) {
+  if (dest != me) {  // sending waits for every summed part
     post_panel(tr, d2_out, dest, m.mesh, kTagSkewD2, sent.emplace_back(), [&](int e) {
       if (!filter && e > 0) tr.wait(r2.sum, e);
     });
-    summed = true;
     recv_panel(tr, b2, src, m.mesh, kTagSkewD2, plan);
     tr.wait_all(b2);
+  } else if (!filter) {
+    wait_sum(tr, r2);
   }
-  if (!summed) wait_sum(tr, r2);
   const Wire& b_d2 = dest != me ? b2 : d2_out;
   out.after_square = tr.traffic().all_counts();
   out.model_square = tr.model();
@@ -175,7 +168,7 @@ void cannon_square_cube(const SquareCubeJob& job, SquareCube& out) {
   const Panel part3 = p3.finish();
   out.s3 += p3.stats();
   Reduction r3;
-  sum_along_fibre(tr, m, plan, part3, layout, rows_i, 0, r3);
+  start_reduction(tr, part3, layout, rows_i, m.fibre, 0, plan, r3, Role::C);
   wait_sum(tr, r3);
   for (auto& o : sent) finish_panel(tr, d2_out, o);
   if (m.k == 0) {

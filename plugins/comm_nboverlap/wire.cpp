@@ -71,16 +71,27 @@ void start_reduction(Transport& tr, const Panel& partial, const BlockLayout& lay
   for (int e = 1; e < red.sum.elements(); ++e) tr.reduce(red.mine, red.sum, e, rrow, root);
 }
 
-void send_panel(Transport& tr, Wire& w, int dest, MPI_Comm comm, int tag, std::int64_t* header, MPI_Request* hreq,
-                const std::function<void(int)>& ready) {
+namespace {
+
+// The header (sizes) and every element of w to dest, element e with request req[e]; ready(e) is
+// waited before element e is sent.
+void post(Transport& tr, const Wire& w, int dest, MPI_Comm comm, int tag, std::int64_t* header, MPI_Request* hreq,
+          MPI_Request* req, const std::function<void(int)>& ready) {
   header[0] = static_cast<std::int64_t>(w.index.size());
   header[1] = static_cast<std::int64_t>(w.values.size());
   mpi::check(MPI_Isend(header, 2, MPI_INT64_T, dest, kTagHeader + tag, comm, hreq), "MPI_Isend");
   tr.traffic().add_sent(w.role, Payload::Index, 16, 1);
   for (int e = 0; e < w.elements(); ++e) {
     if (ready) ready(e);
-    tr.send(w, e, dest, comm, tag);
+    tr.send_to(w, e, dest, comm, tag, &req[e]);
   }
+}
+
+}  // namespace
+
+void send_panel(Transport& tr, Wire& w, int dest, MPI_Comm comm, int tag, std::int64_t* header, MPI_Request* hreq,
+                const std::function<void(int)>& ready) {
+  post(tr, w, dest, comm, tag, header, hreq, w.req.data(), ready);
 }
 
 void recv_panel(Transport& tr, Wire& w, int src, MPI_Comm comm, int tag, const PartPlan& plan) {
@@ -97,15 +108,8 @@ void wait_header(MPI_Request* r) { mpi::check(MPI_Wait(r, MPI_STATUS_IGNORE), "M
 
 void post_panel(Transport& tr, const Wire& w, int dest, MPI_Comm comm, int tag, Outgoing& o,
                 const std::function<void(int)>& ready) {
-  o.header[0] = static_cast<std::int64_t>(w.index.size());
-  o.header[1] = static_cast<std::int64_t>(w.values.size());
-  mpi::check(MPI_Isend(o.header, 2, MPI_INT64_T, dest, kTagHeader + tag, comm, &o.hreq), "MPI_Isend");
-  tr.traffic().add_sent(w.role, Payload::Index, 16, 1);
   o.req.assign(static_cast<std::size_t>(w.elements()), MPI_REQUEST_NULL);
-  for (int e = 0; e < w.elements(); ++e) {
-    if (ready) ready(e);
-    tr.send_to(w, e, dest, comm, tag, &o.req[static_cast<std::size_t>(e)]);
-  }
+  post(tr, w, dest, comm, tag, o.header, &o.hreq, o.req.data(), ready);
 }
 
 void finish_panel(Transport& tr, const Wire& w, Outgoing& o) {

@@ -249,6 +249,15 @@ std::string run_json(const RunRecord& r) {
     nlohmann::json history = nlohmann::json::array();
     for (const auto& row : r.result->history) history.push_back(json_figures(row));
     j["history"] = std::move(history);
+    if (!r.result->series.empty()) {
+      nlohmann::json series = nlohmann::json::object();
+      for (const auto& [name, values] : r.result->series) {
+        nlohmann::json list = nlohmann::json::array();
+        for (double v : values) list.push_back(json_value(v));
+        series[name] = std::move(list);
+      }
+      j["series"] = std::move(series);
+    }
   }
   if (r.summary) {
     const Summary& s = *r.summary;

@@ -12,6 +12,17 @@ find_package(ZLIB REQUIRED)
 # JSON outputs (plexus run --json) through nlohmann/json (Debian: nlohmann-json3-dev).
 find_package(nlohmann_json 3.10 REQUIRED)
 
+# FFTW3 (double precision) for the cg_bands solver's local 1D and 2D transforms (Debian: libfftw3-dev).
+find_path(FFTW3_INCLUDE_DIR fftw3.h)
+find_library(FFTW3_LIBRARY NAMES fftw3)
+if(NOT FFTW3_INCLUDE_DIR OR NOT FFTW3_LIBRARY)
+  message(FATAL_ERROR "FFTW3 was not found (Debian: libfftw3-dev; scripts/install-deps.sh installs it)")
+endif()
+add_library(plexus::fftw3 INTERFACE IMPORTED)
+set_target_properties(plexus::fftw3 PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${FFTW3_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES "${FFTW3_LIBRARY}")
+
 include(PlexusTeuchos)
 
 # libxsmm (Debian ships static, position-independent archives and a pkg-config file).

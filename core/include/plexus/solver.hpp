@@ -39,6 +39,9 @@ struct SolverResult {
   /// Per-iteration figures of iterative solvers (residual, occupancy, seconds, ...), in order;
   /// the same on every rank. `plexus run --json` writes them as "history".
   std::vector<std::map<std::string, double>> history;
+  /// Named lists of numbers (eigenvalues, a box's dimensions, ...), the same on every rank.
+  /// `plexus run --json` writes them under "series".
+  std::map<std::string, std::vector<double>> series;
 };
 
 class Solver {

@@ -23,6 +23,7 @@ constexpr std::int64_t kMinMaxBytes = 1024;                   // G is fit over s
 constexpr std::int64_t kMaxMaxBytes = std::int64_t(1) << 30;  // one MPI_Send of MPI_BYTE (int count)
 constexpr double kTrainBytes = 4.0 * 1024 * 1024;             // a train's shorter half carries about this
 constexpr int kFitPoints = 3;                                 // G: slope over the largest sizes
+constexpr int kWarmUpMessages = 64;  // ping-pongs and requested messages before anything is timed
 // Tags on the duplicated communicator.
 constexpr int kTagData = 1, kTagReply = 2, kTagGo = 3, kTagRtt = 4;
 
@@ -204,6 +205,13 @@ Parameters measure(MPI_Comm comm, const MeasureOptions& options) {
   if (me < 2) {
     PingPong pp(dup.get(), me, options.max_bytes);
     const int reps = options.repetitions;
+    // Warm-up of the whole exchange: the first messages between two ranks take slower paths (Open
+    // MPI's shared-memory transport gives a pair its fast boxes only after some messages), which
+    // one warm-up round per size does not cover.
+    for (int r = 0; r < kWarmUpMessages; ++r) {
+      pp.rtt(1);
+      pp.recv_overhead(1, 0);
+    }
     for (int i = 0; i < n_sizes; ++i) {
       const std::int64_t k = sizes[i];
       std::vector<double> rtt, os, orr, t1, t2;

@@ -90,12 +90,13 @@ double pingpong_seconds(const Parameters& p, double bytes);
 /// doubling rounds, one after to hand back the result). 0 for P <= 1.
 int allreduce_rounds(int ranks);
 
-/// "Eq. 22", t_red: an MPI_Allreduce of k bytes on P ranks by recursive doubling (Open MPI 4.1's
-/// choice for the small messages of dot products, up to some KiB):
+/// "Eq. 22", t_red: an MPI_Allreduce of k bytes on P ranks by recursive doubling, which Open MPI
+/// 4.1 runs for the small vectors of dot products on P < 32 and 64 <= P < 128 (docs/logp.md):
 ///   t_red(P, k) = R(P) t_msg(k),   R(P) = allreduce_rounds(P),
 /// each round a sendrecv with a partner whose data the next round needs, so the rounds do not
 /// overlap. The local reduction (k/8 additions) is left out. For large k Open MPI switches to the
-/// ring or Rabenseifner's algorithm, which this overestimates.
+/// ring or Rabenseifner's algorithm, which this overestimates; for small k on 128 ranks or more it
+/// reduces and broadcasts, which this underestimates.
 double allreduce_seconds(const Parameters& p, int ranks, double bytes);
 
 /// "Eq. 23", t_a2a: an MPI_Alltoall with k bytes for every pair of P ranks, each rank sending P - 1

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "plexus/solver.hpp"
 
 namespace plexus::app {
+
+struct Options;
 
 /// A command-line mistake: reported on rank 0, exit code 2, identical on every rank.
 class UsageError : public InputError {
@@ -130,5 +133,24 @@ struct RunRecord {
 };
 /// The JSON text of a run (NaN and infinite figures as null).
 std::string run_json(const RunRecord& r);
+
+// ---- commands in files of their own -----------------------------------------------------------
+
+/// The program's handling of errors (apps/plexus.cpp owns it), for the commands that live in files
+/// of their own.
+struct Phases {
+  /// setup_phase(): runs set-up code; true when every rank succeeded, else false with the exit code
+  /// (2 for a UsageError) after rank 0 told the error once; an error on some ranks only ends the job.
+  std::function<bool(const std::function<void()>& setup, int& exit_code)> setup;
+  /// agreed(): an InputError of a check that may differ between ranks is thrown on every rank.
+  /// Collective.
+  std::function<void(const std::function<void()>& check)> agreed;
+  /// run_or_abort() without a watchdog: an exception on any rank ends the job with its message.
+  std::function<void(const std::function<void()>& phase)> run;
+};
+
+/// `plexus logp` (apps/app_logp.cpp) and its --help text.
+extern const char* const kLogpHelp;
+int command_logp(const Options& o, int rank, int size, const Phases& phases);
 
 }  // namespace plexus::app

@@ -2,7 +2,9 @@
 #include "app_cli.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -13,8 +15,40 @@
 namespace plexus::app {
 namespace {
 
-const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "g4-diff", "help"};
+const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "g4-diff", "logp", "help"};
 constexpr double kG4DiffTolerance = 5e-7;
+
+// Bounds of `plexus logp` (logp::measure refuses the same sizes).
+constexpr int kMaxLogpRepetitions = 1000000;
+constexpr std::int64_t kMinLogpBytes = 1024, kMaxLogpBytes = std::int64_t(1) << 30;
+
+int logp_repetitions(const std::string& value) {
+  const bool digits = !value.empty() && value.size() <= 7 &&
+                      std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  const long v = digits ? std::stol(value) : 0;
+  if (v < 1 || v > kMaxLogpRepetitions)
+    throw UsageError("--repetitions", "--repetitions needs a whole number from 1 to " +
+                                          std::to_string(kMaxLogpRepetitions) + ", got '" + value + "'");
+  return static_cast<int>(v);
+}
+
+// A size in bytes with an optional suffix K, M, G (powers of 1024), 1 KiB .. 1 GiB.
+std::int64_t logp_max_bytes(const std::string& value) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  const std::string suffix = end ? std::string(end) : std::string();
+  double unit = -1;
+  if (suffix.empty() || suffix == "B") unit = 1;
+  if (suffix == "K" || suffix == "KiB") unit = 1024.0;
+  if (suffix == "M" || suffix == "MiB") unit = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
+  const double bytes = v * unit;
+  if (value.empty() || end == value.c_str() || unit < 0 || !std::isfinite(bytes) || bytes < double(kMinLogpBytes) ||
+      bytes > double(kMaxLogpBytes))
+    throw UsageError("--max-bytes",
+                     "--max-bytes needs a size from 1K to 1G (e.g. 65536, 64K, 4M), got '" + value + "'");
+  return static_cast<std::int64_t>(bytes);
+}
 
 }  // namespace
 
@@ -57,7 +91,7 @@ Options parse_command_line(int argc, char** argv) {
       msg += "; did you mean 'plexus run " + first + "'?";
     else if (!first.empty() && first[0] == '-')
       msg = "unknown option '" + first + "' before the command";
-    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, g4-diff, help)");
+    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, g4-diff, logp, help)");
   }
   o.command = first;
   ++i;
@@ -69,7 +103,7 @@ Options parse_command_line(int argc, char** argv) {
         const std::string near = nearest(topic, kCommands);
         throw UsageError("help", "no help for '" + topic + "'" +
                                      (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
-                                     " (commands: run, compare, plugins, model, g4-diff)");
+                                     " (commands: run, compare, plugins, model, g4-diff, logp)");
       }
       o.command = topic == "help" ? "help" : topic;
       if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
@@ -86,6 +120,7 @@ Options parse_command_line(int argc, char** argv) {
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   if (o.command == "g4-diff") valued = {"--tolerance"};
+  if (o.command == "logp") valued = {"--json", "--repetitions", "--max-bytes"};
   const bool takes_file = o.command == "run" || o.command == "compare";
 
   for (; i < args.size(); ++i) {
@@ -143,6 +178,10 @@ Options parse_command_line(int argc, char** argv) {
         if (value.empty() || *end != '\0' || !(o.tolerance >= 0) || !std::isfinite(o.tolerance))
           throw UsageError(name, "--tolerance needs a non-negative number, got '" + value + "'");
         o.tolerance_given = true;
+      } else if (name == "--repetitions") {
+        o.repetitions = logp_repetitions(value);
+      } else if (name == "--max-bytes") {
+        o.max_bytes = logp_max_bytes(value);
       }
       continue;
     }

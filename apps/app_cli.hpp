@@ -1,6 +1,7 @@
 #pragma once
 // The command line of the `plexus` program: its options and their parser (apps/app_cli.cpp),
 // apart from the program so that tests and the fuzz target (tests/fuzz/fuzz_cli.cpp) can call it.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct Options {
   std::string csv, json;
   std::string grid, bytes;         // model
   std::vector<std::string> files;  // g4-diff
+  int repetitions = 0;             // logp: 0 = the default of logp::MeasureOptions
+  std::int64_t max_bytes = 0;      // logp: 0 = the default of logp::MeasureOptions
   double tolerance = 1e-10;
   bool tolerance_given = false;
   bool verbose = false;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -42,6 +43,7 @@ const char* const kOverview =
     "  plexus plugins [--verbose]\n"
     "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
     "  plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
+    "  plexus logp [--json FILE] [--repetitions N] [--max-bytes B]\n"
     "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
     "\n"
     "Commands:\n"
@@ -50,6 +52,7 @@ const char* const kOverview =
     "  plugins  list every component (strategies, kernels, solvers) with its plugin and file\n"
     "  model    predict the volume, ticks and buffers of a multiply from panel sizes (dry run)\n"
     "  g4-diff  L1 and L2 relative errors between two G4 files written by the g4 solver\n"
+    "  logp     measure the LogP/LogGP parameters (L, o, g, G) on the job's ranks; check the collectives' models\n"
     "  help     show this text or the help of a command\n"
     "\n"
     "Examples:\n"
@@ -176,6 +179,7 @@ const char* help_of(const std::string& command) {
   if (command == "plugins") return kPluginsHelp;
   if (command == "model") return kModelHelp;
   if (command == "g4-diff") return kG4DiffHelp;
+  if (command == "logp") return kLogpHelp;
   return kOverview;
 }
 
@@ -1158,6 +1162,15 @@ int dispatch(int argc, char** argv, int rank, int size) {
   if (o.command == "plugins") return command_plugins(o, rank, size);
   if (o.command == "model") return command_model(o, rank, size);
   if (o.command == "g4-diff") return command_g4_diff(o, rank);
+  if (o.command == "logp") {
+    Phases phases;
+    phases.setup = [&](const std::function<void()>& setup, int& exit_code) {
+      return setup_phase(setup, rank, size, exit_code);
+    };
+    phases.agreed = [](const std::function<void()>& check) { agreed(check); };
+    phases.run = [&](const std::function<void()>& phase) { run_or_abort(phase, rank, 0.0); };
+    return command_logp(o, rank, size, phases);
+  }
   return 2;
 }
 

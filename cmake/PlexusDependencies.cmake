@@ -9,7 +9,8 @@ find_package(BLAS REQUIRED)
 find_package(LAPACK REQUIRED)
 # gzip-compressed Matrix Market files are read through zlib.
 find_package(ZLIB REQUIRED)
-# JSON outputs (plexus run --json) through nlohmann/json (Debian: nlohmann-json3-dev).
+# JSON outputs (plexus run --json) and LogP parameter files (plexus/logp.hpp, so a public dependency
+# of plexus::core) through nlohmann/json (Debian: nlohmann-json3-dev).
 find_package(nlohmann_json 3.10 REQUIRED)
 
 # FFTW3 (double precision) for the cg_bands solver's local 1D and 2D transforms (Debian: libfftw3-dev).

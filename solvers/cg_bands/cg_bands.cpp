@@ -11,7 +11,9 @@
 #include "cg.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
+#include "plexus/logp.hpp"
 #include "plexus/plugin.hpp"
+#include "prediction.hpp"
 
 namespace {
 
@@ -29,6 +31,8 @@ struct Settings {
   int seed = 1;
   cb::PlaneFft::Planning planning = cb::PlaneFft::Planning::Measure;
   std::int64_t npw = 0;
+  std::string logp;  ///< "measure", "none" or the file read into logp_file
+  logp::Parameters logp_file;
 };
 
 // The settings of a validated sublist, every check that needs no MPI done (InputError otherwise).
@@ -51,6 +55,15 @@ Settings settings_of(const ParameterList& p) {
   s.seed = p.get<int>("Seed");
   s.planning = p.get<std::string>("FftPlanning") == "estimate" ? cb::PlaneFft::Planning::Estimate
                                                                : cb::PlaneFft::Planning::Measure;
+  s.logp = p.get<std::string>("LogP");
+  if (s.logp != "measure" && s.logp != "none") {
+    try {
+      s.logp_file = logp::read_file(s.logp);
+    } catch (const Error& e) {
+      throw InputError("cg_bands/LogP", std::string("cg_bands/LogP: ") + e.what() +
+                                            " (give 'measure', 'none' or a file written by plexus logp --json)");
+    }
+  }
   s.npw = static_cast<std::int64_t>(cb::basis(s.crystal, s.ecut).size());
   if (s.npw < s.bands) {
     // npw grows as Ecut^(3/2): the cut-off that would hold the bands, with a margin.
@@ -97,12 +110,15 @@ class CgBandsSolver final : public Solver {
     o.batch = s_.batch;
     o.seed = static_cast<std::uint64_t>(s_.seed);
     o.quiet = sc.quiet;
+    const logp::Parameters net = network(ctx, speak);
     cb::BandSolver solver(h, layout.basis_indices(me), dots, ctx.collectives(), o);
     const cb::CgResult r = solver.solve();
 
     SolverResult result;
-    record_sweeps(ctx, r, result);
-    figures(r, layout, fft, ctx.comm(), result);
+    const double pair_bytes = max_over_ranks(fft.bytes_per_pair(), ctx.comm());
+    record_sweeps(ctx, r, net, pair_bytes, result);
+    figures(r, layout, pair_bytes, ctx.comm(), result);
+    if (s_.logp != "none") predictions(r, layout, net, pair_bytes, p, speak, result);
     if (speak) print_bands(r);
     result.operations = ctx.log_since(mark);
     return result;
@@ -137,8 +153,60 @@ class CgBandsSolver final : public Solver {
       log().warn("cg_bands: {} ranks but {} sticks: some ranks hold no coefficients", p, layout.sticks().size());
   }
 
+  // The LogGP parameters: measured on the run's ranks (before any sweep), read, or none.
+  logp::Parameters network(Context& ctx, bool speak) const {
+    if (s_.logp == "none") return {};
+    if (s_.logp != "measure") {
+      if (speak && s_.logp_file.ranks > 0 && s_.logp_file.ranks != ctx.size())
+        log().warn("cg_bands: the LogGP parameters of '{}' were measured on {} ranks, this run has {}", s_.logp,
+                   s_.logp_file.ranks, ctx.size());
+      return s_.logp_file;
+    }
+    logp::MeasureOptions mo;
+    mo.repetitions = 10;
+    mo.max_bytes = std::int64_t{1} << 18;
+    const logp::Parameters net = logp::measure(ctx.comms().dup(ctx.comm(), "cg_bands/logp"), mo);
+    if (speak && ctx.size() > 1)
+      log().info(
+          "cg_bands: LogGP measured on ranks 0 and 1: L {:.3g} us, o_s {:.3g} us, o_r {:.3g} us, g {:.3g} us, "
+          "G {:.3g} ns/byte",
+          net.L * 1e6, net.o_s * 1e6, net.o_r * 1e6, net.g * 1e6, net.G * 1e9);
+    return net;
+  }
+
+  // The prediction next to the measurement, and the saturation rank count ("Eq. 26").
+  void predictions(const cb::CgResult& r, const cb::Layout& layout, const logp::Parameters& net, double pair_bytes,
+                   int ranks, bool speak, SolverResult& result) const {
+    if (r.history.empty()) return;
+    auto& f = result.figures;
+    const cb::Prediction pred = cb::predict_sweep(net, ranks, r.history.back(), pair_bytes);
+    f["predicted_allreduce_seconds_per_sweep"] = pred.allreduce_seconds;
+    f["predicted_alltoall_seconds_per_sweep"] = pred.alltoall_seconds;
+    f["predicted_communication_seconds_per_sweep"] = pred.total();
+    f["communication_seconds_per_sweep"] = f["allreduce_seconds_per_sweep"] + f["alltoall_seconds_per_sweep"];
+    f["logp_L"] = net.L;
+    f["logp_o"] = net.o();
+    f["logp_g"] = net.g;
+    f["logp_G"] = net.G;
+    const double transpose = 16.0 * static_cast<double>(layout.sticks().size()) * layout.box()[2];
+    const int max_ranks = static_cast<int>(std::min<std::size_t>(layout.sticks().size(), 1 << 16));
+    const cb::Saturation sat =
+        cb::saturation(net, ranks, r.history.back(), transpose, f["compute_seconds_per_sweep"], max_ranks);
+    f["saturation_ranks"] = sat.ranks;
+    f["saturation_sweep_seconds"] = sat.seconds;
+    if (speak)
+      log().info(
+          "cg_bands: communication per sweep: allreduce {:.4g} s measured, {:.4g} s predicted; all-to-all "
+          "{:.4g} s measured, {:.4g} s predicted (LogGP parameters: {}); a sweep is predicted fastest on {} rank{} "
+          "({:.4g} s)",
+          f["allreduce_seconds_per_sweep"], pred.allreduce_seconds, f["alltoall_seconds_per_sweep"],
+          pred.alltoall_seconds, net.source.empty() ? "none" : net.source, sat.ranks, sat.ranks == 1 ? "" : "s",
+          sat.seconds);
+  }
+
   // One operation report per sweep, and the history rows.
-  void record_sweeps(Context& ctx, const cb::CgResult& r, SolverResult& result) const {
+  void record_sweeps(Context& ctx, const cb::CgResult& r, const logp::Parameters& net, double pair_bytes,
+                     SolverResult& result) const {
     for (const auto& rec : r.history) {
       OperationReport op;
       op.operation = "cg_sweep";
@@ -153,6 +221,12 @@ class CgBandsSolver final : public Solver {
       op.extra["cg_allreduces"] = static_cast<double>(rec.cg_allreduces);
       op.extra["other_allreduces"] = static_cast<double>(rec.other_allreduces);
       op.extra["alltoalls"] = static_cast<double>(rec.alltoalls);
+      if (s_.logp != "none") {
+        const cb::Prediction pred = cb::predict_sweep(net, ctx.size(), rec, pair_bytes);
+        op.predicted["allreduce_seconds"] = pred.allreduce_seconds;
+        op.predicted["alltoall_seconds"] = pred.alltoall_seconds;
+        op.predicted["seconds_communication"] = pred.total();
+      }
       ctx.record(op);
       result.history.push_back({{"sweep", rec.sweep},
                                 {"residual", rec.max_residual},
@@ -168,7 +242,7 @@ class CgBandsSolver final : public Solver {
     }
   }
 
-  void figures(const cb::CgResult& r, const cb::Layout& layout, const cb::PlaneFft& fft, MPI_Comm comm,
+  void figures(const cb::CgResult& r, const cb::Layout& layout, double pair_bytes, MPI_Comm comm,
                SolverResult& result) const {
     auto& f = result.figures;
     const double nb = s_.bands;
@@ -200,7 +274,7 @@ class CgBandsSolver final : public Solver {
     f["allreduce_seconds_per_sweep"] = max_over_ranks(allreduce / sweeps, comm);
     f["alltoall_seconds_per_sweep"] = max_over_ranks(alltoall / sweeps, comm);
     f["compute_seconds_per_sweep"] = max_over_ranks((seconds - allreduce - alltoall) / sweeps, comm);
-    f["alltoall_bytes_per_pair"] = max_over_ranks(fft.bytes_per_pair(), comm);
+    f["alltoall_bytes_per_pair"] = pair_bytes;
     const int valence = 2 * s_.crystal.atoms();
     if (valence <= s_.bands) f["valence_band_width"] = r.eigenvalues[valence - 1] - r.eigenvalues.front();
     if (valence < s_.bands) f["gap"] = r.eigenvalues[valence] - r.eigenvalues[valence - 1];
@@ -241,6 +315,9 @@ ParameterListPtr valid_parameters() {
                "instead of 2 nband a line; false: the paper's scheme)");
   declare_int(*v, "Seed", 1, "seed of the starting vectors (the same bands on any rank count)", 0,
               std::numeric_limits<int>::max());
+  declare_string(*v, "LogP", "measure",
+                 "LogGP parameters for the communication prediction: 'measure' (on ranks 0 and 1 before the first "
+                 "sweep, about a second), 'none', or a file written by plexus logp --json");
   declare_choice(*v, "FftPlanning", "measure", {"measure", "estimate"},
                  "FFTW planning of the local transforms: measure (time candidate plans once) or estimate");
   return v;

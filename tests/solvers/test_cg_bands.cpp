@@ -20,6 +20,7 @@
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
+#include "prediction.hpp"
 
 extern "C" void zheevd_(const char* jobz, const char* uplo, const int* n, std::complex<double>* a, const int* lda,
                         double* w, std::complex<double>* work, const int* lwork, double* rwork, const int* lrwork,
@@ -399,6 +400,51 @@ TEST(CgBands, NoConvergenceIsAnErrorNamingTheResiduals) {
     EXPECT_NE(what.find("no convergence in 1 sweeps (cg_bands/MaxSweeps)"), std::string::npos) << what;
     EXPECT_NE(what.find("band 0: "), std::string::npos) << what;
   }
+}
+
+// ---- the LogGP prediction ----------------------------------------------------------------------
+
+TEST(Prediction, SumsTheLogGPTimesOfEveryCollectiveOfTheSweep) {
+  logp::Parameters p;
+  p.L = 5e-6;
+  p.o_s = 1e-6;
+  p.o_r = 2e-6;
+  p.g = 3e-6;
+  p.G = 1e-9;
+  cb::SweepRecord rec;
+  rec.allreduce_sizes = {{8, 100}, {16, 40}, {256, 2}};
+  rec.alltoalls = 6;
+  // By hand: a message of k bytes takes o_s + (k-1) G + L + o_r; recursive doubling on 4 ranks is
+  // 2 rounds; the all-to-all on 4 ranks posts 2 messages after the first, each max(g + (k-1) G,
+  // o_s + o_r) later.
+  auto msg = [&](double k) { return 1e-6 + (k - 1) * 1e-9 + 5e-6 + 2e-6; };
+  const double red = 100 * 2 * msg(8) + 40 * 2 * msg(16) + 2 * 2 * msg(256);
+  const double a2a = 6 * (2 * std::max(3e-6 + 999 * 1e-9, 3e-6) + msg(1000));
+  const cb::Prediction pred = cb::predict_sweep(p, 4, rec, 1000);
+  EXPECT_NEAR(pred.allreduce_seconds, red, 1e-15);
+  EXPECT_NEAR(pred.alltoall_seconds, a2a, 1e-15);
+  // One rank communicates nothing.
+  EXPECT_EQ(cb::predict_sweep(p, 1, rec, 1000).total(), 0.0);
+}
+
+TEST(Prediction, SaturationIsWhereTheSweepIsShortest) {
+  cb::SweepRecord rec;
+  rec.allreduce_sizes = {{8, 1000}};
+  rec.alltoalls = 40;
+  // A free network: the computation alone, shortest on the most ranks.
+  const logp::Parameters free_network;
+  EXPECT_EQ(cb::saturation(free_network, 4, rec, 1e6, 1.0, 64).ranks, 64);
+  // A slow one: every added rank costs more than it saves.
+  logp::Parameters slow;
+  slow.L = 1.0;
+  EXPECT_EQ(cb::saturation(slow, 4, rec, 1e6, 1.0, 64).ranks, 1);
+  // In between, the minimum of the same function sweep_seconds_at evaluates.
+  logp::Parameters mid;
+  mid.L = 2e-4;  // 4/r + 0.2 log2(r) s: shortest at 16 ranks
+  mid.G = 1e-9;
+  const auto sat = cb::saturation(mid, 4, rec, 1e6, 1.0, 64);
+  for (int r = 1; r <= 64; ++r) EXPECT_LE(sat.seconds, cb::sweep_seconds_at(mid, r, 4, rec, 1e6, 1.0)) << r;
+  EXPECT_EQ(sat.ranks, 16);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ struct Settings {
   int max_sweeps = 0;
   int lines = 1;
   bool batch = false;
+  bool keep_unconverged = false;
   int seed = 1;
   cb::PlaneFft::Planning planning = cb::PlaneFft::Planning::Measure;
   std::int64_t npw = 0;
@@ -52,6 +53,7 @@ Settings settings_of(const ParameterList& p) {
   s.max_sweeps = p.get<int>("MaxSweeps");
   s.lines = p.get<int>("LinesPerBand");
   s.batch = p.get<bool>("BatchReductions");
+  s.keep_unconverged = p.get<bool>("KeepUnconverged");
   s.seed = p.get<int>("Seed");
   s.planning = p.get<std::string>("FftPlanning") == "estimate" ? cb::PlaneFft::Planning::Estimate
                                                                : cb::PlaneFft::Planning::Measure;
@@ -110,6 +112,7 @@ class CgBandsSolver final : public Solver {
     o.batch = s_.batch;
     o.seed = static_cast<std::uint64_t>(s_.seed);
     o.quiet = sc.quiet;
+    o.throw_on_no_convergence = !s_.keep_unconverged;
     const logp::Parameters net = network(ctx, speak);
     cb::BandSolver solver(h, layout.basis_indices(me), dots, ctx.collectives(), o);
     const cb::CgResult r = solver.solve();
@@ -120,6 +123,11 @@ class CgBandsSolver final : public Solver {
     figures(r, layout, pair_bytes, ctx.comm(), result);
     if (s_.logp != "none") predictions(r, layout, net, pair_bytes, p, speak, result);
     if (speak) print_bands(r);
+    if (speak && !r.converged)
+      log().warn(
+          "cg_bands: not converged in {} sweeps (largest residual {:.3e} Ry, cg_bands/Tolerance {}); the "
+          "figures are those of the last sweep (cg_bands/KeepUnconverged)",
+          r.sweeps, result.figures["max_residual"], s_.tolerance);
     result.operations = ctx.log_since(mark);
     return result;
   }
@@ -308,6 +316,9 @@ ParameterListPtr valid_parameters() {
   declare_double(*v, "Tolerance", 1e-6, "converged when every band's |H psi - lambda psi| is below it (Ry)", 0.0, 1.0,
                  true);
   declare_int(*v, "MaxSweeps", 200, "sweeps over all bands before giving up (an error with the residuals)", 1, 1000000);
+  declare_bool(*v, "KeepUnconverged", false,
+               "no convergence in MaxSweeps: warn and report the last sweep's bands (e.g. to time a fixed number "
+               "of sweeps) instead of an error");
   declare_int(*v, "LinesPerBand", 1,
               "line minimisations of each band per sweep (ABINIT's nline; 1: the paper's count of Eq. 24)", 1, 100);
   declare_bool(*v, "BatchReductions", false,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -716,14 +717,27 @@ struct Combination {
   bool compared = false;
 };
 
+// ||a - b||_2 / ||b||_2 (||a - b||_2 when b is zero; infinite when the lengths differ).
+double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += (a[i] - b[i]) * (a[i] - b[i]);
+    n += b[i] * b[i];
+  }
+  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+}
+
 // Runs one combination's solver once. `held` is the result the program keeps between runs: the
 // latest result before the last round, then the first combination's (the reference every other
 // result is compared with; the last round runs the first combination first). So every run but the
 // first one of the job runs with exactly one result held, the warm-up runs too, and no counted
 // multiply pays for memory first touched because a result began to be held. That memory is not
-// the run's: the peaks are counted above what was held when the run started.
+// the run's: the peaks are counted above what was held when the run started. A solver that
+// returns no matrix but a series of eigenvalues (cg_bands) is compared on those instead
+// (`reference_values`: the first combination's).
 void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_ptr<DistMatrix>& held,
-                     bool& have_reference) {
+                     std::vector<double>& reference_values, bool& have_reference) {
   using memory::Category;
   const std::int64_t held_total = memory::current_total();
   const std::int64_t held_buffer = memory::current(Category::CommBuffer);
@@ -743,8 +757,16 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
     if (result.result) held = result.result;
   } else {
     c.figures = result.figures;
-    c.compared = result.result != nullptr;
-    if (!result.result) {
+    const auto eigenvalues = result.series.find("eigenvalues");
+    const bool by_values = !result.result && eigenvalues != result.series.end();
+    c.compared = result.result != nullptr || by_values;
+    if (by_values) {
+      if (!have_reference) {
+        reference_values = eigenvalues->second;
+        have_reference = true;
+      }
+      c.rel_diff = relative_difference(eigenvalues->second, reference_values);
+    } else if (!result.result) {
       c.rel_diff = std::nan("");
     } else if (!have_reference) {
       held = result.result;
@@ -839,6 +861,7 @@ int command_compare(const Options& o, int rank, int size) {
   // costs fall on no combination in particular; the warm-up rounds absorb the first-use costs.
   std::vector<Row> rows;
   std::shared_ptr<DistMatrix> held;
+  std::vector<double> reference_values;
   bool have_reference = false;
   run_or_abort(
       [&] {
@@ -852,7 +875,8 @@ int command_compare(const Options& o, int rank, int size) {
                        plan.is_warm_up(k) ? "warm-up, not counted" : "counted", list);
           }
           for (std::size_t i : order)
-            run_combination(combos[i], plan.is_warm_up(k), k == total - 1, held, have_reference);
+            run_combination(combos[i], plan.is_warm_up(k), k == total - 1, held, reference_values,
+                            have_reference);
         }
         for (auto& c : combos) {
           Row row;
@@ -913,8 +937,8 @@ int command_compare(const Options& o, int rank, int size) {
     }
     if (uncompared > 0)
       log().warn(
-          "{} of {} results not compared (rel. diff '-'): solver '{}' returned no result matrix; compare its "
-          "outputs instead",
+          "{} of {} results not compared (rel. diff '-'): solver '{}' returned neither a result matrix nor "
+          "eigenvalues; compare its outputs instead",
           uncompared, rows.size(), solver_name);
   }
   MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);

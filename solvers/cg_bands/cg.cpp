@@ -12,9 +12,6 @@ extern "C" {
 void zgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const std::complex<double>* alpha,
             const std::complex<double>* a, const int* lda, const std::complex<double>* b, const int* ldb,
             const std::complex<double>* beta, std::complex<double>* c, const int* ldc);
-void zgemv_(const char* t, const int* m, const int* n, const std::complex<double>* alpha, const std::complex<double>* a,
-            const int* lda, const std::complex<double>* x, const int* incx, const std::complex<double>* beta,
-            std::complex<double>* y, const int* incy);
 void zhegv_(const int* itype, const char* jobz, const char* uplo, const int* n, std::complex<double>* a, const int* lda,
             std::complex<double>* b, const int* ldb, double* w, std::complex<double>* work, const int* lwork,
             double* rwork, int* info);
@@ -46,6 +43,30 @@ double teter(double x) {
 }
 
 int as_blas(std::size_t n) { return static_cast<int>(n); }
+
+// <a|b> = sum conj(a_k) b_k, and y += alpha x, in real arithmetic: complex products of
+// std::complex go through a NaN-checking library call (no -ffast-math here) that is several times
+// slower than these loops, which vectorise.
+cplx dotc(const cplx* a, const cplx* b, std::size_t n) {
+  const double* x = reinterpret_cast<const double*>(a);
+  const double* y = reinterpret_cast<const double*>(b);
+  double re = 0, im = 0;
+  for (std::size_t k = 0; k < 2 * n; k += 2) {
+    re += x[k] * y[k] + x[k + 1] * y[k + 1];
+    im += x[k] * y[k + 1] - x[k + 1] * y[k];
+  }
+  return {re, im};
+}
+
+void axpy(cplx alpha, const cplx* a, cplx* b, std::size_t n) {
+  const double* x = reinterpret_cast<const double*>(a);
+  double* y = reinterpret_cast<double*>(b);
+  const double ar = alpha.real(), ai = alpha.imag();
+  for (std::size_t k = 0; k < 2 * n; k += 2) {
+    y[k] += ar * x[k] - ai * x[k + 1];
+    y[k + 1] += ar * x[k + 1] + ai * x[k];
+  }
+}
 
 }  // namespace
 
@@ -101,23 +122,56 @@ cplx BandSolver::complex_sum(cplx local, Counts& c, bool cg) {
 }
 
 void BandSolver::project_out(std::span<cplx> v, Counts& c) {
-  const int n = as_blas(n_), nb = options_.bands, ld = std::max(1, n), one = 1;
-  const cplx alpha = 1, beta = 0, minus = -1;
-  std::vector<cplx> d(static_cast<std::size_t>(nb));
-  zgemv_("C", &n, &nb, &alpha, psi_.data(), &ld, v.data(), &one, &beta, d.data(), &one);
+  // Plain loops rather than zgemv: OpenBLAS's zgemv_n kernel (Haswell) reads past the end of its
+  // arrays, which AddressSanitizer's heap turns into a segmentation fault (and a large array's
+  // last page can make it one without). Four bands at a time, so v is read once per four.
+  const std::size_t nb = static_cast<std::size_t>(options_.bands);
+  std::vector<cplx> d(nb);
+  const double* x = reinterpret_cast<const double*>(v.data());
+  std::size_t j = 0;
+  for (; j + 4 <= nb; j += 4) {
+    const double* p[4];
+    for (int q = 0; q < 4; ++q) p[q] = reinterpret_cast<const double*>(psi_.data() + (j + q) * n_);
+    double re[4] = {0, 0, 0, 0}, im[4] = {0, 0, 0, 0};
+    for (std::size_t k = 0; k < 2 * n_; k += 2)
+      for (int q = 0; q < 4; ++q) {
+        re[q] += p[q][k] * x[k] + p[q][k + 1] * x[k + 1];
+        im[q] += p[q][k] * x[k + 1] - p[q][k + 1] * x[k];
+      }
+    for (int q = 0; q < 4; ++q) d[j + q] = {re[q], im[q]};
+  }
+  for (; j < nb; ++j) d[j] = dotc(psi_.data() + j * n_, v.data(), n_);
   if (options_.batch) {
     sum(std::span<double>(reinterpret_cast<double*>(d.data()), 2 * d.size()), c, true);
   } else {
-    for (auto& x : d) x = complex_sum(x, c, true);  // the paper's scheme: one allreduce per band
+    for (auto& e : d) e = complex_sum(e, c, true);  // the paper's scheme: one allreduce per band
   }
-  zgemv_("N", &n, &nb, &minus, psi_.data(), &ld, d.data(), &one, &alpha, v.data(), &one);
+  double* y = reinterpret_cast<double*>(v.data());
+  for (j = 0; j + 4 <= nb; j += 4) {
+    const double* p[4];
+    double ar[4], ai[4];
+    for (int q = 0; q < 4; ++q) {
+      p[q] = reinterpret_cast<const double*>(psi_.data() + (j + q) * n_);
+      ar[q] = d[j + q].real();
+      ai[q] = d[j + q].imag();
+    }
+    for (std::size_t k = 0; k < 2 * n_; k += 2) {
+      double yr = y[k], yi = y[k + 1];
+      for (int q = 0; q < 4; ++q) {
+        yr -= ar[q] * p[q][k] - ai[q] * p[q][k + 1];
+        yi -= ar[q] * p[q][k + 1] + ai[q] * p[q][k];
+      }
+      y[k] = yr;
+      y[k + 1] = yi;
+    }
+  }
+  for (; j < nb; ++j) axpy(-d[j], psi_.data() + j * n_, v.data(), n_);
 }
 
 void BandSolver::line(int i, bool first_line, Counts& c) {
   auto psi = band_(psi_, i), hpsi = band_(hpsi_, i);
   const auto& kin = h_.kinetic();
-  double local = 0;
-  for (std::size_t k = 0; k < n_; ++k) local += (std::conj(psi[k]) * hpsi[k]).real();
+  double local = dotc(psi.data(), hpsi.data(), n_).real();
   const double lambda = real_sum(local, c, true);  // 1
   for (std::size_t k = 0; k < n_; ++k) zeta_[k] = lambda * psi[k] - hpsi[k];
   project_out(zeta_, c);
@@ -129,17 +183,14 @@ void BandSolver::line(int i, bool first_line, Counts& c) {
   const double ekin = real_sum(local, c, true);  // 3
   for (std::size_t k = 0; k < n_; ++k) eta_[k] = teter(ekin > 0 ? kin[k] / ekin : 0.0) * zeta_[k];
   project_out(eta_, c);
-  local = 0;
-  for (std::size_t k = 0; k < n_; ++k) local += (std::conj(eta_[k]) * zeta_[k]).real();
+  local = dotc(eta_.data(), zeta_.data(), n_).real();
   const double g = real_sum(local, c, true);  // 4
   const double gamma = first_line || previous_gamma_numerator_ == 0 ? 0.0 : g / previous_gamma_numerator_;
   for (std::size_t k = 0; k < n_; ++k) phi_[k] = eta_[k] + gamma * previous_direction_[k];
   previous_gamma_numerator_ = g;
   previous_direction_ = phi_;
-  cplx lc = 0;
-  for (std::size_t k = 0; k < n_; ++k) lc += std::conj(psi[k]) * phi_[k];
-  const cplx along = complex_sum(lc, c, true);  // 5
-  for (std::size_t k = 0; k < n_; ++k) phi_[k] -= along * psi[k];
+  const cplx along = complex_sum(dotc(psi.data(), phi_.data(), n_), c, true);  // 5
+  axpy(-along, psi.data(), phi_.data(), n_);
   local = 0;
   for (const auto& z : phi_) local += std::norm(z);
   const double norm2 = real_sum(local, c, true);  // 6
@@ -147,11 +198,9 @@ void BandSolver::line(int i, bool first_line, Counts& c) {
   const double inv = moving ? 1 / std::sqrt(norm2) : 0.0;
   for (auto& z : phi_) z *= inv;
   h_.apply(phi_, hphi_, traffic_);
-  local = 0;
-  for (std::size_t k = 0; k < n_; ++k) local += (std::conj(hpsi[k]) * phi_[k]).real();
+  local = dotc(hpsi.data(), phi_.data(), n_).real();
   const double cross = real_sum(local, c, true);  // 7
-  local = 0;
-  for (std::size_t k = 0; k < n_; ++k) local += (std::conj(phi_[k]) * hphi_[k]).real();
+  local = dotc(phi_.data(), hphi_.data(), n_).real();
   const double curvature = real_sum(local, c, true);  // 8
   // E(theta) = (A+B)/2 + (A-B)/2 cos 2theta + C sin 2theta, minimal at tan 2theta = 2C / (A-B).
   const double theta = moving ? 0.5 * std::atan2(-2 * cross, curvature - lambda) : 0.0;
@@ -280,10 +329,7 @@ CgResult BandSolver::solve() {
   std::vector<cplx> s(nb2 + static_cast<std::size_t>(nb));
   zgemm_("C", "N", &nb, &nb, &n, &one, psi_.data(), &ld, psi_.data(), &ld, &zero, s.data(), &nb);
   for (int b = 0; b < nb; ++b) {
-    cplx v = 0;
-    const auto psi = band_(psi_, b), hpsi = band_(hpsi_, b);
-    for (std::size_t k = 0; k < n_; ++k) v += std::conj(psi[k]) * hpsi[k];
-    s[nb2 + static_cast<std::size_t>(b)] = v;
+    s[nb2 + static_cast<std::size_t>(b)] = dotc(band_(psi_, b).data(), band_(hpsi_, b).data(), n_);
   }
   sum(std::span<double>(reinterpret_cast<double*>(s.data()), 2 * s.size()), final, false);
   result.eigenvalues.resize(static_cast<std::size_t>(nb));

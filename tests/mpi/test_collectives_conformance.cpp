@@ -10,12 +10,12 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <span>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "conformance_specs.hpp"
+#include "collectives_components.hpp"
 #include "plexus/collectives.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
@@ -24,33 +24,6 @@
 using namespace plexus;
 
 namespace {
-
-// The components under test: every collectives component the registry finds, with its defaults,
-// then the specs of PLEXUS_CONFORMANCE_EXTRA (comma-separated name[:Key=Value...], e.g.
-// "nboverlap:NDup=3:MinPartBytes=0"); PLEXUS_CONFORMANCE_ONLY (same syntax) replaces the list.
-std::vector<test::Spec> components() {
-  Registry::global().load_default();
-  std::vector<test::Spec> out;
-  for (const auto& name : Registry::global().names(ComponentKind::Collectives))
-    out.push_back(test::Spec{name, name, {}});
-  return test::specs_under_test(out);
-}
-
-// Runs f(component) for every component under test, bound to a pool of its own that is released
-// afterwards (collectively: every rank runs the same list).
-template <class F>
-void for_each_component(F&& f) {
-  for (const auto& spec : components()) {
-    SCOPED_TRACE("collectives " + spec.text);
-    ParameterList p(spec.name);
-    for (const auto& kv : spec.params) apply_override(p, kv);
-    auto c = Registry::global().make_collectives(spec.name, p, "Communication/" + spec.name);
-    CommPool pool;
-    c->bind(pool);
-    f(*c);
-    pool.release();
-  }
-}
 
 // Deterministic values of rank r: v[i] = r * 1000 + i + 0.5 (exactly representable sums).
 std::vector<double> values_of(int r, std::size_t n) {
@@ -70,7 +43,7 @@ struct Comms {
 const std::size_t kSizes[] = {0, 1, 1000};
 
 TEST(CollectivesConformance, ComponentsAreFound) {
-  const auto names = components();
+  const auto names = test::collectives_specs();
   ASSERT_FALSE(names.empty());
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -83,7 +56,7 @@ TEST(CollectivesConformance, ComponentsAreFound) {
 
 TEST(CollectivesConformance, AllreduceMatchesMpi) {
   Comms comms;
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     const std::string name = c.name();
     for (MPI_Comm comm : comms.all())
       for (std::size_t n : kSizes)
@@ -110,7 +83,7 @@ TEST(CollectivesConformance, AllreduceMatchesMpi) {
 
 TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
   Comms comms;
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     const std::string name = c.name();
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
@@ -145,7 +118,7 @@ TEST(CollectivesConformance, BcastAndReduceMatchMpiForEveryRoot) {
 
 TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
   Comms comms;
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     const std::string name = c.name();
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
@@ -187,7 +160,7 @@ TEST(CollectivesConformance, AlltoallAndAlltoallvMatchMpi) {
 }
 
 TEST(CollectivesConformance, SeveralInFlightCompleteInAnyOrder) {
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     const int p = mpi::size(MPI_COMM_WORLD), me = mpi::rank(MPI_COMM_WORLD);
     std::vector<std::vector<double>> bufs;
     for (int k = 0; k < 4; ++k) bufs.push_back(values_of(me + k, 257));
@@ -220,7 +193,7 @@ void expect_model(const Collectives& c, const CollectiveSpec& spec, const mpi::T
 
 TEST(CollectivesConformance, ModelPredictsTheCountedVolume) {
   Comms comms;
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     for (MPI_Comm comm : comms.all()) {
       const int p = mpi::size(comm), me = mpi::rank(comm);
       for (std::size_t n : kSizes) {
@@ -253,7 +226,8 @@ TEST(CollectivesConformance, ModelPredictsTheCountedVolume) {
     for (std::size_t n : kSizes) {
       std::vector<double> v = values_of(mpi::rank(MPI_COMM_WORLD), n);
       mpi::Traffic tc, tr;
-      c.circulate(MPI_COMM_WORLD, v, [](std::span<const double>, int) {}, tc);
+      c.circulate(
+          MPI_COMM_WORLD, v, [](std::span<const double>, int) {}, tc);
       expect_model(c, {"circulate", static_cast<std::int64_t>(n), ring.size, ring.position, 0}, tc);
       c.reduce_across_rings(MPI_COMM_WORLD, v, tr);
       expect_model(c, {"reduce_across_rings", static_cast<std::int64_t>(n), rings, ring_id, 0}, tr);
@@ -264,7 +238,7 @@ TEST(CollectivesConformance, ModelPredictsTheCountedVolume) {
 }
 
 TEST(CollectivesConformance, BadArgumentsAreRefusedBeforeAnyMessage) {
-  for_each_component([&](Collectives& c) {
+  test::for_each_collectives_component([&](Collectives& c) {
     const int p = mpi::size(MPI_COMM_WORLD);
     std::vector<double> v(4, 1.0), w(5, 0.0);
     mpi::Traffic t;

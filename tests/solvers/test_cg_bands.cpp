@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cg.hpp"
-#include "conformance_specs.hpp"
+#include "collectives_components.hpp"
 #include "plexus/collectives.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
@@ -97,25 +97,6 @@ std::vector<double> dense_eigen(std::vector<cplx> h, std::size_t n, std::vector<
   EXPECT_EQ(info, 0);
   if (vectors) *vectors = std::move(h);
   return w;
-}
-
-// Every collectives component the registry finds (core's 'mpi' among them), each bound to a pool
-// of its own.
-template <class F>
-void for_each_collectives(F&& f) {
-  Registry::global().load_default();
-  std::vector<test::Spec> specs;
-  for (const auto& name : Registry::global().names(ComponentKind::Collectives)) specs.push_back({name, name, {}});
-  for (const auto& spec : test::specs_under_test(specs)) {
-    SCOPED_TRACE("collectives " + spec.text);
-    ParameterList p(spec.name);
-    for (const auto& kv : spec.params) apply_override(p, kv);
-    auto c = Registry::global().make_collectives(spec.name, p, "Communication/" + spec.name);
-    CommPool pool;
-    c->bind(pool);
-    f(*c);
-    pool.release();
-  }
 }
 
 // The serial 3D FFT of the whole box ([z][y][x]) by FFTW.
@@ -331,7 +312,7 @@ void check_against_dense(const Model& m, Collectives& coll, cb::CgOptions o) {
 
 TEST(CgBands, EigenvaluesEqualZheevdThroughEveryCollectives) {
   const Model gamma = model({1, 1, 1}, 4.0);
-  for_each_collectives([&](Collectives& coll) {
+  test::for_each_collectives_component([&](Collectives& coll) {
     cb::CgOptions o;
     o.bands = 16;  // the valence bands
     o.lines = 3;

@@ -137,9 +137,13 @@ class CgBandsSolver final : public Solver {
     const auto box = layout.box();
     const int p = layout.ranks();
     std::int64_t lo = layout.coefficients_of(0), hi = lo;
+    int planes_lo = layout.planes_of(0), planes_hi = planes_lo, no_plane = 0;
     for (int r = 0; r < p; ++r) {
       lo = std::min(lo, layout.coefficients_of(r));
       hi = std::max(hi, layout.coefficients_of(r));
+      planes_lo = std::min(planes_lo, layout.planes_of(r));
+      planes_hi = std::max(planes_hi, layout.planes_of(r));
+      no_plane += layout.planes_of(r) == 0 ? 1 : 0;
     }
     log().info(
         "cg_bands: Si {}x{}x{} cells, {} atoms{}, k = ({}, {}, {}) 2pi/a; Ecut {} Ry: {} plane waves, {} "
@@ -150,13 +154,13 @@ class CgBandsSolver final : public Solver {
     log().info(
         "cg_bands: FFT box {}x{}x{}, {} sticks; {} to {} coefficients and {} to {} z-planes a rank; "
         "collectives '{}'{}",
-        box[0], box[1], box[2], layout.sticks().size(), lo, hi, layout.planes_of(p - 1), layout.planes_of(0),
-        collectives, s_.batch ? ", batched projections" : "");
-    if (p > box[2])
+        box[0], box[1], box[2], layout.sticks().size(), lo, hi, planes_lo, planes_hi, collectives,
+        s_.batch ? ", batched projections" : "");
+    if (no_plane > 0)
       log().warn(
-          "cg_bands: {} ranks but {} z-planes: ranks {} to {} hold no plane (they still hold coefficients "
-          "and take part in every all-to-all)",
-          p, box[2], box[2], p - 1);
+          "cg_bands: {} ranks but {} z-planes: {} rank{} hold no plane (they still hold coefficients and take "
+          "part in every all-to-all)",
+          p, box[2], no_plane, no_plane == 1 ? "" : "s");
     if (static_cast<std::size_t>(p) > layout.sticks().size())
       log().warn("cg_bands: {} ranks but {} sticks: some ranks hold no coefficients", p, layout.sticks().size());
   }

@@ -117,12 +117,54 @@ def fft_plot(paths, out_dir):
     return target
 
 
+def tables(results):
+    """Markdown tables of the figures (what docs/cg_bands-bench.md shows)."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(results, "scaling-*.json"))):
+        doc = json.load(open(path))
+        lines.append("%s (%s, %s):\n" % (os.path.basename(path), doc.get("date_utc", ""), doc.get("command", "")))
+        lines.append("| BatchReductions | P | sweep s | compute | allreduce | all-to-all | predicted allreduce | "
+                     "predicted all-to-all | sweeps 2+ (rank 0) | saturation P | runnable before |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in sorted(doc["runs"], key=lambda r: (r["batch_reductions"], r["ranks"])):
+            later = r.get("later_sweeps", {}).get("seconds_per_sweep")
+            lines.append("| %s | %d | %.4g | %.4g | %.4g | %.4g | %.4g | %.4g | %s | %s | %.1f |" % (
+                str(r["batch_reductions"]).lower(), r["ranks"], r["seconds_per_sweep"],
+                r["compute_seconds_per_sweep"], r["allreduce_seconds_per_sweep"], r["alltoall_seconds_per_sweep"],
+                r.get("predicted_allreduce_seconds_per_sweep") or 0, r.get("predicted_alltoall_seconds_per_sweep") or 0,
+                "%.4g" % later if later is not None else "-",
+                "%d" % r["saturation_ranks"] if r.get("saturation_ranks") is not None else "-",
+                r.get("runnable_before", -1)))
+        lines.append("")
+    rows = []
+    for path in sorted(glob.glob(os.path.join(results, "fft-*.json"))):
+        d = json.load(open(path))
+        par = d["parameters"]
+        rows.append((tuple(par["supercell"]), par["ranks"], par, d))
+    if rows:
+        lines.append("| Si | box | npw | sticks / Nx Ny | P | planning | ours ms (median) | ours all-to-all ms | "
+                     "FFTW MPI ms (median) | ratio (medians) | ratio (minima) | load before |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for _, _, par, d in sorted(rows, key=lambda t: (t[0], t[1])):
+            lines.append("| %s | %s | %d | %d / %d | %d | %s | %.4g | %.4g | %.4g | %.3f | %.3f | %.2f |" % (
+                "x".join(str(c) for c in par["supercell"]), "x".join(str(b) for b in par["box"]), par["npw"],
+                par["sticks"], par["z_columns_fftw"], par["ranks"], par["planning"].replace("FFTW_", "").lower(),
+                d["ours"]["seconds"]["median"] * 1e3, d["ours"]["alltoall_seconds"]["median"] * 1e3,
+                d["fftw_mpi"]["seconds"]["median"] * 1e3, d["ratio_median"], d["ratio_min"],
+                d["load_average_1min"]["before"]))
+    return "\n".join(lines)
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(root, "bench", "results", "cg_bands"))
     ap.add_argument("--out", default=os.path.join(root, "docs", "results", "cg_bands"))
+    ap.add_argument("--tables", action="store_true", help="print markdown tables of the figures instead")
     a = ap.parse_args()
+    if a.tables:
+        print(tables(a.results))
+        return 0
     os.makedirs(a.out, exist_ok=True)
     written = []
     for path in sorted(glob.glob(os.path.join(a.results, "scaling-*.json"))):

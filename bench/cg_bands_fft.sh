@@ -42,8 +42,8 @@ mkdir -p "$outdir"
 busy() {
   local sum=0 r
   for _ in 1 2 3 4 5; do
-    r=$(cut -d' ' -f4 /proc/loadavg | cut -d/ -f1)
-    sum=$((sum + r - 1))
+    read -r _ _ _ r _ < /proc/loadavg  # a builtin: only this shell runs while it reads
+    sum=$((sum + ${r%%/*} - 1))
     sleep 1
   done
   awk -v s="$sum" 'BEGIN { printf "%.2f", s / 5 }'

@@ -3,7 +3,8 @@
 # of issue 12's figure: one JSON file per run in bench/results/cg_bands/fft-si<cell>-ecut<E>-p<P>.json.
 #
 #   bench/cg_bands_fft.sh [--cells "2,2,2 3,3,3"] [--ecut E] [--ranks "1 2 4 8 16"]
-#                         [--repetitions R] [--max-busy X] [--wait-minutes M] [-- extra bench options]
+#                         [--repetitions R] [--tag T] [--max-busy X] [--wait-minutes M] [-- extra bench options]
+# (--tag T: files fft-si<cell>-ecut<E>-T-p<P>.json, e.g. --tag transposed -- --fftw-transposed)
 #
 # Before each run it waits, as bench/cg_bands_scaling.sh does, until the mean number of runnable
 # tasks other than the sampler is below --max-busy (default 0.7), for up to --wait-minutes (20).
@@ -17,6 +18,7 @@ cells="2,2,2 3,3,3"
 ecut=6
 ranks="1 2 4 8 16"
 reps=100
+tag=""
 max_busy=0.7
 wait_minutes=20
 extra=()
@@ -26,10 +28,11 @@ while [ $# -gt 0 ]; do
     --ecut) ecut="$2"; shift 2 ;;
     --ranks) ranks="$2"; shift 2 ;;
     --repetitions) reps="$2"; shift 2 ;;
+    --tag) tag="-$2"; shift 2 ;;
     --max-busy) max_busy="$2"; shift 2 ;;
     --wait-minutes) wait_minutes="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cg_bands_fft: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +68,7 @@ wait_quiet() {
 for cell in $cells; do
   for p in $ranks; do
     wait_quiet
-    out="$outdir/fft-si${cell//,/x}-ecut${ecut}-p$p.json"
+    out="$outdir/fft-si${cell//,/x}-ecut${ecut}${tag}-p$p.json"
     OMP_NUM_THREADS=1 mpiexec -n "$p" --oversubscribe -x OMP_NUM_THREADS=1 "$bench" --supercell "$cell" \
       --ecut "$ecut" --repetitions "$reps" --json "$out" --check "${extra[@]}" 2>&1 || {
       echo "cg_bands_fft: the run failed (P=$p, Si $cell)" >&2; exit 1; }

@@ -29,7 +29,7 @@ def scaling_plot(path, out_dir):
     doc = json.load(open(path))
     runs = doc["runs"]
     settings = sorted({r["batch_reductions"] for r in runs})
-    fig, axes = plt.subplots(1, len(settings), figsize=(6.2 * len(settings), 4.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(settings), figsize=(6.2 * len(settings), 4.6), squeeze=False)
     first = runs[0]
     for ax, batch in zip(axes[0], settings):
         rows = sorted((r for r in runs if r["batch_reductions"] == batch), key=lambda r: r["ranks"])
@@ -142,13 +142,14 @@ def tables(results):
         par = d["parameters"]
         rows.append((tuple(par["supercell"]), par["ranks"], par, d))
     if rows:
-        lines.append("| Si | box | npw | sticks / Nx Ny | P | planning | ours ms (median) | ours all-to-all ms | "
+        lines.append("| Si | box | npw | sticks / Nx Ny | P | planning | FFTW layout | ours ms (median) | ours all-to-all ms | "
                      "FFTW MPI ms (median) | ratio (medians) | ratio (minima) | load before |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for _, _, par, d in sorted(rows, key=lambda t: (t[0], t[1])):
-            lines.append("| %s | %s | %d | %d / %d | %d | %s | %.4g | %.4g | %.4g | %.3f | %.3f | %.2f |" % (
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for _, _, par, d in sorted(rows, key=lambda t: (t[0], t[2].get("fftw_layout", ""), t[1])):
+            lines.append("| %s | %s | %d | %d / %d | %d | %s | %s | %.4g | %.4g | %.4g | %.3f | %.3f | %.2f |" % (
                 "x".join(str(c) for c in par["supercell"]), "x".join(str(b) for b in par["box"]), par["npw"],
                 par["sticks"], par["z_columns_fftw"], par["ranks"], par["planning"].replace("FFTW_", "").lower(),
+                par.get("fftw_layout", "natural").split(" ")[0],
                 d["ours"]["seconds"]["median"] * 1e3, d["ours"]["alltoall_seconds"]["median"] * 1e3,
                 d["fftw_mpi"]["seconds"]["median"] * 1e3, d["ratio_median"], d["ratio_min"],
                 d["load_average_1min"]["before"]))

@@ -23,6 +23,18 @@ add_library(plexus::fftw3 INTERFACE IMPORTED)
 set_target_properties(plexus::fftw3 PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${FFTW3_INCLUDE_DIR}"
   INTERFACE_LINK_LIBRARIES "${FFTW3_LIBRARY}")
+# FFTW3's MPI transforms (Debian: libfftw3-mpi-dev), optional: only plexus-fft-bench compares
+# against them; without it that benchmark is not built.
+find_path(FFTW3_MPI_INCLUDE_DIR fftw3-mpi.h)
+find_library(FFTW3_MPI_LIBRARY NAMES fftw3_mpi)
+if(FFTW3_MPI_INCLUDE_DIR AND FFTW3_MPI_LIBRARY)
+  add_library(plexus::fftw3_mpi INTERFACE IMPORTED)
+  set_target_properties(plexus::fftw3_mpi PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${FFTW3_MPI_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${FFTW3_MPI_LIBRARY};plexus::fftw3")
+else()
+  message(STATUS "FFTW3 MPI (fftw3-mpi.h, libfftw3_mpi) not found: plexus-fft-bench is not built")
+endif()
 
 include(PlexusTeuchos)
 

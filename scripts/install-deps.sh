@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages plexus builds against, when any is missing.
 # Idempotent and quiet when everything is already there. Uses sudo when not root.
+#   scripts/install-deps.sh           the build's packages (what CI installs)
+#   scripts/install-deps.sh --plots   those and python3-matplotlib, for bench/cg_bands_plot.py
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +16,13 @@ PACKAGES=(
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
   clang libclang-rt-14-dev libomp-dev  # the fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP)
 )
+
+for arg in "$@"; do
+  case "$arg" in
+    --plots) PACKAGES+=(python3-matplotlib) ;;  # the benchmark plots (bench/cg_bands_plot.py)
+    *) echo "install-deps: unknown option '$arg' (known: --plots)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -202,18 +202,27 @@ class CgBandsSolver final : public Solver {
     f["logp_G"] = net.G;
     const double transpose = 16.0 * static_cast<double>(layout.sticks().size()) * layout.box()[2];
     const int max_ranks = static_cast<int>(std::min<std::size_t>(layout.sticks().size(), 1 << 16));
+    if (speak)
+      log().info(
+          "cg_bands: communication per sweep: allreduce {:.4g} s measured, {:.4g} s predicted; all-to-all "
+          "{:.4g} s measured, {:.4g} s predicted (LogGP parameters: {})",
+          f["allreduce_seconds_per_sweep"], pred.allreduce_seconds, f["alltoall_seconds_per_sweep"],
+          pred.alltoall_seconds, net.source.empty() ? "none" : net.source);
+    // Without a network (one rank measured nothing) every rank count would look free.
+    if (net.L + net.o_s + net.o_r + net.g + net.G <= 0) {
+      if (speak)
+        log().info(
+            "cg_bands: no saturation rank count: the LogGP parameters are all zero (measured on one rank); "
+            "give cg_bands/LogP a file of plexus logp --json run on 2 or more ranks");
+      return;
+    }
     const cb::Saturation sat =
         cb::saturation(net, ranks, r.history.back(), transpose, f["compute_seconds_per_sweep"], max_ranks);
     f["saturation_ranks"] = sat.ranks;
     f["saturation_sweep_seconds"] = sat.seconds;
     if (speak)
-      log().info(
-          "cg_bands: communication per sweep: allreduce {:.4g} s measured, {:.4g} s predicted; all-to-all "
-          "{:.4g} s measured, {:.4g} s predicted (LogGP parameters: {}); a sweep is predicted fastest on {} rank{} "
-          "({:.4g} s)",
-          f["allreduce_seconds_per_sweep"], pred.allreduce_seconds, f["alltoall_seconds_per_sweep"],
-          pred.alltoall_seconds, net.source.empty() ? "none" : net.source, sat.ranks, sat.ranks == 1 ? "" : "s",
-          sat.seconds);
+      log().info("cg_bands: a sweep is predicted fastest on {} rank{} ({:.4g} s; Eq. 26)", sat.ranks,
+                 sat.ranks == 1 ? "" : "s", sat.seconds);
   }
 
   // One operation report per sweep, and the history rows.

@@ -52,7 +52,12 @@ function(plexus_add_mpi_test name)
     if(np GREATER 8)
       list(APPEND labels large-ranks)  # left out of the sanitizer run of scripts/test.sh
     endif()
-    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${labels}" PROCESSORS 2
+    # One rank takes one core: two such runs may share the machine; more ranks take both.
+    set(procs 2)
+    if(np EQUAL 1)
+      set(procs 1)
+    endif()
+    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${labels}" PROCESSORS ${procs}
       ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV}")
     plexus_fail_on_sanitizer_reports(${name}_np${np})
   endforeach()

@@ -6,9 +6,10 @@
 #      and 16 ranks (label large-ranks: the same code runs on 1 to 8 ranks, and leaving them out
 #      keeps .ci/run within 30 minutes on two cores), the longer density-matrix runs on the
 #      real h2o-32 matrices (label h2o-long; every algorithm on 2 ranks stays), the multiply
-#      conformance suite on 6 ranks (3x2 grids: the suite runs on 1, 2, 3, 4 and 8 ranks there)
-#      and the out-of-tree plugin build (third_party_strategy: a build check, the same in both
-#      builds). Any sanitizer report fails the test.
+#      conformance suite and the cg_bands suite on 6 and 8 ranks (both run on 1 to 4 ranks there),
+#      cg_bands' compare and nboverlap program runs (the same solver code as its suite), and the
+#      out-of-tree plugin build (third_party_strategy: a build check, the same in both builds).
+#      Any sanitizer report fails the test.
 #   2. the fuzz build: clang with libFuzzer, ASan and UBSan (PLEXUS_FUZZ=ON) in
 #      $PLEXUS_BUILD_DIR-fuzz, only the fuzz targets and the plugins they load, and a short
 #      deterministic run of each (label libfuzzer; tests/fuzz/README.md).
@@ -31,7 +32,7 @@ cmake -S "$PLEXUS_ROOT" -B "$san_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined
 cmake --build "$san_dir" -j "$PLEXUS_JOBS"
 (cd "$san_dir" && ctest --output-on-failure -j "$PLEXUS_JOBS" -LE 'large-ranks|h2o-long' \
-  -E '^(test_mpi_multiply_conformance_np6|third_party_strategy)$')
+  -E '^(test_mpi_multiply_conformance_np[68]|test_cg_bands_np[68]|app_compare_cg_bands_collectives|app_cg_bands_nboverlap_collectives|third_party_strategy)$')
 
 fuzz_dir="$PLEXUS_BUILD_DIR-fuzz"
 CC=clang CXX=clang++ cmake -S "$PLEXUS_ROOT" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -42,32 +42,12 @@ bench="$PLEXUS_BUILD_DIR/bin/plexus-fft-bench"
 outdir="$PLEXUS_ROOT/bench/results/cg_bands"
 mkdir -p "$outdir"
 
-busy() {
-  local sum=0 r
-  for _ in 1 2 3 4 5; do
-    read -r _ _ _ r _ < /proc/loadavg  # a builtin: only this shell runs while it reads
-    sum=$((sum + ${r%%/*} - 1))
-    sleep 1
-  done
-  awk -v s="$sum" 'BEGIN { printf "%.2f", s / 5 }'
-}
-wait_quiet() {
-  local deadline=$((SECONDS + 60 * wait_minutes)) b
-  while :; do
-    b=$(busy)
-    if awk -v b="$b" -v m="$max_busy" 'BEGIN { exit !(b < m) }'; then return 0; fi
-    if [ $SECONDS -ge $deadline ]; then
-      echo "cg_bands_fft: the machine stayed busy ($b runnable) for $wait_minutes min; measuring anyway" >&2
-      return 0
-    fi
-    echo "cg_bands_fft: busy ($b runnable tasks, load $(cut -d' ' -f1 /proc/loadavg)); waiting" >&2
-    sleep 30
-  done
-}
+# shellcheck source=quiet.sh
+source "$here/quiet.sh"
 
 for cell in $cells; do
   for p in $ranks; do
-    wait_quiet
+    wait_quiet cg_bands_fft >/dev/null
     out="$outdir/fft-si${cell//,/x}-ecut${ecut}${tag}-p$p.json"
     OMP_NUM_THREADS=1 mpiexec -n "$p" --oversubscribe -x OMP_NUM_THREADS=1 "$bench" --supercell "$cell" \
       --ecut "$ecut" --repetitions "$reps" --json "$out" --check "${extra[@]}" 2>&1 || {

@@ -51,38 +51,15 @@ mkdir -p "$(dirname "$out")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# Mean runnable tasks over 5 s, the sampler itself left out.
-busy() {
-  local sum=0 r
-  for _ in 1 2 3 4 5; do
-    read -r _ _ _ r _ < /proc/loadavg  # a builtin: only this shell runs while it reads
-    sum=$((sum + ${r%%/*} - 1))
-    sleep 1
-  done
-  awk -v s="$sum" 'BEGIN { printf "%.2f", s / 5 }'
-}
-
-wait_quiet() {
-  local deadline=$((SECONDS + 60 * wait_minutes)) b
-  while :; do
-    b=$(busy)
-    if awk -v b="$b" -v m="$max_busy" 'BEGIN { exit !(b < m) }'; then echo "$b"; return 0; fi
-    if [ $SECONDS -ge $deadline ]; then
-      echo "cg_bands_scaling: the machine stayed busy ($b runnable) for $wait_minutes min; measuring anyway" >&2
-      echo "$b"
-      return 0
-    fi
-    echo "cg_bands_scaling: busy ($b runnable tasks, load $(cut -d' ' -f1 /proc/loadavg)); waiting" >&2
-    sleep 30
-  done
-}
+# shellcheck source=quiet.sh
+source "$here/quiet.sh"
 
 runs=()
 start=$SECONDS
 for p in $ranks; do
   for batch in $batches; do
     file="$work/run-p$p-batch$batch.json"
-    b=$(wait_quiet)
+    b=$(wait_quiet cg_bands_scaling)
     load0=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s.%N)
     cmd=(mpiexec -n "$p" --oversubscribe -x OMP_NUM_THREADS=1 "$plexus" run --log-level warn

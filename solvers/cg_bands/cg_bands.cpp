@@ -31,8 +31,8 @@ struct Settings {
   bool keep_unconverged = false;
   int seed = 1;
   cb::PlaneFft::Planning planning = cb::PlaneFft::Planning::Measure;
-  std::int64_t npw = 0;
-  std::string logp;  ///< "measure", "none" or the file read into logp_file
+  std::vector<cb::Miller> basis;  ///< the plane waves, made once (every run of the solver uses them)
+  std::string logp;               ///< "measure", "none" or the file read into logp_file
   logp::Parameters logp_file;
 };
 
@@ -66,13 +66,14 @@ Settings settings_of(const ParameterList& p) {
                                             " (give 'measure', 'none' or a file written by plexus logp --json)");
     }
   }
-  s.npw = static_cast<std::int64_t>(cb::basis(s.crystal, s.ecut).size());
-  if (s.npw < s.bands) {
+  s.basis = cb::basis(s.crystal, s.ecut);
+  const auto npw = static_cast<std::int64_t>(s.basis.size());
+  if (npw < s.bands) {
     // npw grows as Ecut^(3/2): the cut-off that would hold the bands, with a margin.
-    const double need = s.ecut * std::pow(1.3 * s.bands / std::max<double>(1, s.npw), 2.0 / 3.0);
-    throw InputError("cg_bands/Ecut", "cg_bands/Ecut = " + std::to_string(s.ecut) + " Ry gives " +
-                                          std::to_string(s.npw) + " plane waves, too few for cg_bands/Bands = " +
-                                          std::to_string(s.bands) + " bands: raise Ecut (to about " +
+    const double need = s.ecut * std::pow(1.3 * s.bands / std::max<double>(1, npw), 2.0 / 3.0);
+    throw InputError("cg_bands/Ecut", "cg_bands/Ecut = " + std::to_string(s.ecut) + " Ry gives " + std::to_string(npw) +
+                                          " plane waves, too few for cg_bands/Bands = " + std::to_string(s.bands) +
+                                          " bands: raise Ecut (to about " +
                                           std::to_string(static_cast<int>(std::ceil(need))) + " Ry) or lower Bands");
   }
   return s;
@@ -97,13 +98,13 @@ class CgBandsSolver final : public Solver {
     MPI_Comm dots = ctx.comms().dup(ctx.comm(), "cg_bands/dots");
     MPI_Comm fft_comm = ctx.comms().dup(ctx.comm(), "cg_bands/fft");
 
-    const auto basis = cb::basis(s_.crystal, s_.ecut);
+    const auto& basis = s_.basis;
     const auto terms = cb::potential_terms(s_.crystal);
     const auto box = cb::fft_box(basis, terms);
     cb::Layout layout(basis, box, p);
     if (speak) describe(layout, terms.size(), ctx.collectives().name());
     cb::PlaneFft fft(layout, fft_comm, ctx.collectives(), s_.planning);
-    cb::Hamiltonian h(s_.crystal, basis, fft);
+    cb::Hamiltonian h(s_.crystal, basis, terms, fft);
     cb::CgOptions o;
     o.bands = s_.bands;
     o.tolerance = s_.tolerance;

@@ -34,12 +34,14 @@ std::vector<double> potential_on_planes(const std::vector<PotentialTerm>& terms,
   return v;
 }
 
-Hamiltonian::Hamiltonian(const Crystal& crystal, const std::vector<Miller>& basis, PlaneFft& fft) : fft_(fft) {
+Hamiltonian::Hamiltonian(const Crystal& crystal, const std::vector<Miller>& basis,
+                         const std::vector<PotentialTerm>& terms, PlaneFft& fft)
+    : fft_(fft) {
   const Layout& layout = fft.layout();
   const int r = fft.rank();
   for (int i : layout.basis_indices(r))
     kinetic_.push_back(cg_bands::kinetic(crystal, basis[static_cast<std::size_t>(i)]));
-  potential_ = potential_on_planes(potential_terms(crystal), layout.box(), layout.first_plane(r), layout.planes_of(r));
+  potential_ = potential_on_planes(terms, layout.box(), layout.first_plane(r), layout.planes_of(r));
   const double scale = 1.0 / static_cast<double>(fft.box_points());
   for (double& v : potential_) v *= scale;
 }

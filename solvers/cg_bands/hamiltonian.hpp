@@ -12,7 +12,9 @@ namespace plexus::cg_bands {
 class Hamiltonian {
  public:
   /// basis: the whole basis (every rank has it); the rank's coefficients are fft.layout()'s.
-  Hamiltonian(const Crystal& crystal, const std::vector<Miller>& basis, PlaneFft& fft);
+  /// terms: the crystal's nonzero V(G) (potential_terms), from which V(r) is built.
+  Hamiltonian(const Crystal& crystal, const std::vector<Miller>& basis, const std::vector<PotentialTerm>& terms,
+              PlaneFft& fft);
 
   /// out = H in, both this rank's coefficients. Collective over the FFT's communicator (two
   /// all-to-alls).

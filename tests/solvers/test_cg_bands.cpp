@@ -240,7 +240,7 @@ TEST(Hamiltonian, EqualsTheDenseMatrix) {
     MpiCollectives coll;
     mpi::Traffic traffic;
     cb::PlaneFft fft(layout, MPI_COMM_WORLD, coll);
-    cb::Hamiltonian h(m.crystal, m.basis, fft);
+    cb::Hamiltonian h(m.crystal, m.basis, m.terms, fft);
     const auto mine = layout.basis_indices(me);
     std::vector<cplx> in(mine.size()), out(mine.size());
     for (std::size_t k = 0; k < mine.size(); ++k) in[k] = field(mine[k], 3);
@@ -268,7 +268,7 @@ Solved solve(const Model& m, Collectives& coll, cb::CgOptions o) {
   cb::Layout layout(m.basis, m.box, world_size());
   mpi::Traffic traffic;
   cb::PlaneFft fft(layout, MPI_COMM_WORLD, coll);
-  cb::Hamiltonian h(m.crystal, m.basis, fft);
+  cb::Hamiltonian h(m.crystal, m.basis, m.terms, fft);
   const auto mine = layout.basis_indices(me);
   o.quiet = true;
   cb::BandSolver solver(h, mine, MPI_COMM_WORLD, coll, o);

@@ -13,6 +13,7 @@
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
+#include "plexus/plugin.hpp"
 #include "plexus/solver.hpp"
 
 namespace plexus::app {
@@ -45,6 +46,11 @@ struct Selection {
 };
 /// The names selected by a validated list.
 Selection selection_of(const ParameterList& validated);
+
+/// A copy of the validated component sublist `sublist` holding only the parameters component
+/// `name` of `kind` declares: a strategy and collectives of one name share one sublist, which holds
+/// the parameters of both when the run uses the component as both.
+ParameterList own_parameters(const ParameterList& sublist, ComponentKind kind, const std::string& name);
 
 /// The validated `Timing` sublist: how `run` and `compare` repeat the solver so that timings can
 /// be trusted (see docs/user-guide.md, "Timing").

@@ -39,13 +39,26 @@ ParameterListPtr valid_for(const ComponentEntry& e) {
   return v.is_null() ? Teuchos::rcp(new ParameterList(e.descriptor.name)) : v;
 }
 
+// The valid parameters of collectives `name` as selection `s` uses them: with those of the
+// strategy of that name when the run uses it as both.
+ParameterListPtr valid_for_run(const Registry& reg, const Selection& s, const std::string& name) {
+  ParameterListPtr valid = valid_for(reg.get(ComponentKind::Collectives, name));
+  if (name != s.strategy) return valid;
+  ParameterListPtr both = valid_for(reg.get(ComponentKind::Comm, name));
+  for (auto it = valid->begin(); it != valid->end(); ++it)
+    if (!both->isParameter(valid->name(it))) both->setEntry(valid->name(it), valid->entry(it));
+  return both;
+}
+
 // Validates every component sublist present in `parent` (and the selected one, created if
 // absent) against its component's valid parameters.
+// `except`: a sublist validated elsewhere (one shared with the run's collectives).
 void validate_component_sublists(ParameterList& parent, ComponentKind kind, const std::vector<std::string>& names,
-                                 const std::string& selected, const std::string& path) {
+                                 const std::string& selected, const std::string& path,
+                                 const std::string& except = "") {
   parent.sublist(selected);  // the selected component's sublist is always echoed, with its defaults
   for (const auto& name : names) {
-    if (!parent.isSublist(name)) continue;
+    if (!parent.isSublist(name) || name == except) continue;
     const ComponentEntry& e = Registry::global().get(kind, name);
     validate_and_fill(parent.sublist(name), *valid_for(e), path + "/" + name);
   }
@@ -175,18 +188,33 @@ void validate_top_level_here(ParameterList& user) {
     if (!user.isSublist(name) && name != s.solver) continue;
     validate_and_fill(user.sublist(name), *valid_for(reg.get(ComponentKind::Solver, name)), "plexus/" + name);
   }
-  validate_component_sublists(comm, ComponentKind::Comm, comms, s.strategy, "plexus/Communication");
-  // Collectives components: one named like a strategy shares its sublist (validated above).
+  // A collectives component named like a strategy shares its sublist, validated for the roles the
+  // run gives it: as a strategy (selected or not) against the strategy's parameters, as the run's
+  // collectives only against the collectives' (a strategy parameter there would do nothing), as
+  // both against both. Every selected sublist is made before it is validated, so that the echo
+  // holds its defaults and reads back the same.
+  const auto is_comm = [&](const std::string& name) {
+    return std::find(comms.begin(), comms.end(), name) != comms.end();
+  };
+  const std::string shared = !s.collectives.empty() && is_comm(s.collectives) ? s.collectives : "";
+  validate_component_sublists(comm, ComponentKind::Comm, comms, s.strategy, "plexus/Communication", shared);
   for (const auto& name : collectives) {
-    if (std::find(comms.begin(), comms.end(), name) != comms.end()) continue;
+    if (is_comm(name) && name != shared) continue;  // validated above as a strategy's
     if (!comm.isSublist(name) && name != s.collectives) continue;
-    validate_and_fill(comm.sublist(name), *valid_for(reg.get(ComponentKind::Collectives, name)),
+    validate_and_fill(comm.sublist(name), *valid_for_run(Registry::global(), s, name),
                       "plexus/Communication/" + name);
   }
-  if (!s.collectives.empty() && !comm.isSublist(s.collectives)) comm.sublist(s.collectives);
   validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
 }
 }  // namespace
+
+ParameterList own_parameters(const ParameterList& sublist, ComponentKind kind, const std::string& name) {
+  const ParameterListPtr valid = valid_for(Registry::global().get(kind, name));
+  ParameterList own(sublist.name());
+  for (auto it = sublist.begin(); it != sublist.end(); ++it)
+    if (valid->isParameter(sublist.name(it))) own.setEntry(sublist.name(it), sublist.entry(it));
+  return own;
+}
 
 Selection selection_of(const ParameterList& validated) {
   Selection s;

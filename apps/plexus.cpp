@@ -313,8 +313,8 @@ struct Components {
 
 std::unique_ptr<CommStrategy> make_strategy(ParameterList& params) {
   const std::string name = selection_of(params).strategy;
-  return Registry::global().make_comm(name, params.sublist("Communication").sublist(name),
-                                      "plexus/Communication/" + name);
+  ParameterList own = own_parameters(params.sublist("Communication").sublist(name), ComponentKind::Comm, name);
+  return Registry::global().make_comm(name, own, "plexus/Communication/" + name);
 }
 
 Components make_components(ParameterList& params) {
@@ -325,10 +325,11 @@ Components make_components(ParameterList& params) {
   c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
   c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
   c.context = std::make_unique<Context>(MPI_COMM_WORLD, c.strategy, c.kernel);
-  if (!s.collectives.empty())
-    c.context->set_collectives(reg.make_collectives(s.collectives,
-                                                    params.sublist("Communication").sublist(s.collectives),
-                                                    "plexus/Communication/" + s.collectives));
+  if (!s.collectives.empty()) {
+    ParameterList own = own_parameters(params.sublist("Communication").sublist(s.collectives),
+                                       ComponentKind::Collectives, s.collectives);
+    c.context->set_collectives(reg.make_collectives(s.collectives, own, "plexus/Communication/" + s.collectives));
+  }
   return c;
 }
 

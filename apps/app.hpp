@@ -94,6 +94,9 @@ struct Summary {
   double volume_max = 0;      ///< data bytes received per multiply (one-sided gets included), max over ranks
   double volume_avg = 0;      ///< the same, average over ranks
   double model_max = -1;      ///< the strategy's predicted volume (predicted_bytes_received), max; -1: none
+  /// Data and index bytes received from other ranks per multiply (what crosses a network: the
+  /// volume less a rank's transfers from itself, plus the index), average over ranks.
+  double network_avg = 0;
   double messages_max = 0;    ///< messages sent per multiply, max over ranks
   double messages_avg = 0;
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks

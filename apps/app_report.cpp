@@ -67,9 +67,12 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
   double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0, peak_device = 0;
-  double volume = 0, model = -1;
+  double volume = 0, model = -1, network = 0;
   for (const auto& r : reports) {
-    for (const auto& t : r.traffic) volume += static_cast<double>(t.bytes_received);
+    for (const auto& t : r.traffic) {
+      volume += static_cast<double>(t.bytes_received);
+      network += static_cast<double>(t.bytes_received + t.index_bytes_received - t.local_bytes_received);
+    }
     if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end())
       model = std::max(model, 0.0) + it->second;
     flops += r.flops;
@@ -86,10 +89,11 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
                       wait / n,    kernel / n, peak_buffer,
                       peak_memory, volume / n, model < 0 ? -1.0 : model / n,
                       peak_device};
-  double sums[4] = {flops / n, bytes / n, messages / n, volume / n};
-  double gmax[10], gsum[4];
+  double sums[5] = {flops / n, bytes / n, messages / n, volume / n, network / n};
+  double gmax[10], gsum[5];
   MPI_Allreduce(maxes, gmax, 10, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(sums, gsum, 4, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(sums, gsum, 5, MPI_DOUBLE, MPI_SUM, comm);
+  s.network_avg = gsum[4] / s.ranks;
   s.volume_max = gmax[7];
   s.model_max = gmax[8];
   s.volume_avg = gsum[3] / s.ranks;
@@ -272,6 +276,7 @@ std::string run_json(const RunRecord& r) {
                     {"volume_per_rank_max", s.volume_max},
                     {"volume_per_rank_avg", s.volume_avg},
                     {"model_volume_per_rank_max", s.model_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.model_max)},
+                    {"network_bytes_per_rank_avg", s.network_avg},
                     {"wait_seconds_max", s.wait_max},
                     {"kernel_seconds_max", s.kernel_seconds},
                     {"peak_memory_bytes_max", s.peak_memory_max}};

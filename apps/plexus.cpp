@@ -403,6 +403,8 @@ void print_summary_lines(const Summary& s, const TimingPlan& plan) {
          format_number("%.4g", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
+  l.info("  from other ranks      {} per rank average (received, index included: what crosses a network)",
+         format_bytes(s.network_avg));
   l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
          format_number("%.1f", s.messages_avg));
   l.info("  wait time             {} s (max over ranks)", format_number("%.4g", s.wait_max));
@@ -601,7 +603,7 @@ std::string csv_text(const std::vector<Row>& rows) {
   std::ostringstream os;
   os << "strategy,kernel,ranks,multiplies,warm_up_multiplies,seconds_per_multiply,seconds_min,seconds_median,"
         "seconds_mean,gflops,volume_per_rank_max,"
-        "volume_per_rank_avg,model_volume_per_rank_max,bytes_sent_per_rank_max,"
+        "volume_per_rank_avg,model_volume_per_rank_max,network_bytes_per_rank_avg,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
         "peak_buffer_bytes_max,peak_memory_bytes_max,relative_difference";
   std::vector<std::string> figure_names;
@@ -623,7 +625,7 @@ std::string csv_text(const std::vector<Row>& rows) {
        << format_number("%.9g", s.gflops) << "," << format_number("%.0f", s.volume_max) << ","
        << format_number("%.1f", s.volume_avg) << ","
        << (s.model_max < 0 ? std::string() : format_number("%.0f", s.model_max)) << ","
-       << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
+       << format_number("%.1f", s.network_avg) << "," << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
        << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
        << format_number("%.9g", s.wait_max) << "," << format_number("%.0f", s.peak_buffer_max) << ","
        << format_number("%.0f", s.peak_memory_max) << ","
@@ -680,6 +682,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
        << ", \"volume_per_rank_max\": " << json_number(s.volume_max)
        << ", \"volume_per_rank_avg\": " << json_number(s.volume_avg)
        << ", \"model_volume_per_rank_max\": " << (s.model_max < 0 ? std::string("null") : json_number(s.model_max))
+       << ", \"network_bytes_per_rank_avg\": " << json_number(s.network_avg)
        << ", \"bytes_sent_per_rank_max\": " << json_number(s.bytes_max)
        << ", \"bytes_sent_per_rank_avg\": " << json_number(s.bytes_avg)
        << ", \"messages_per_rank_max\": " << json_number(s.messages_max)

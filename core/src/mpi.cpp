@@ -45,6 +45,8 @@ RoleCounts& RoleCounts::operator+=(const RoleCounts& o) {
   index_bytes_received += o.index_bytes_received;
   messages_sent += o.messages_sent;
   messages_received += o.messages_received;
+  local_bytes_sent += o.local_bytes_sent;
+  local_bytes_received += o.local_bytes_received;
   wait_seconds += o.wait_seconds;
   return *this;
 }
@@ -83,6 +85,7 @@ void Traffic::isend(const void* buf, std::int64_t count, MPI_Datatype type, int 
   r.elem_bytes = type_size(type);
   check(MPI_Isend(buf, checked_count(count, "MPI_Isend"), type, dest, tag, comm, &r.req), "MPI_Isend");
   add_sent(role, payload, count * r.elem_bytes, 1);
+  if (dest == rank(comm)) counts_[static_cast<int>(role)].local_bytes_sent += count * r.elem_bytes;
   requests_.push_back(r);
 }
 
@@ -93,6 +96,7 @@ void Traffic::irecv(void* buf, std::int64_t capacity, MPI_Datatype type, int sou
   r.payload = payload;
   r.elem_bytes = type_size(type);
   r.receive = true;
+  r.self = rank(comm);
   check(MPI_Irecv(buf, checked_count(capacity, "MPI_Irecv"), type, source, tag, comm, &r.req), "MPI_Irecv");
   requests_.push_back(r);
 }
@@ -106,6 +110,13 @@ void Traffic::rget(void* buf, std::int64_t count, MPI_Datatype type, int target,
   const int n = checked_count(count, "MPI_Rget");
   check(MPI_Rget(buf, n, type, target, static_cast<MPI_Aint>(disp), n, type, win, &r.req), "MPI_Rget");
   add_received(role, payload, count * r.elem_bytes, 1);
+  MPI_Group group = MPI_GROUP_NULL;
+  int self = MPI_UNDEFINED;
+  check(MPI_Win_get_group(win, &group), "MPI_Win_get_group");
+  const int rc = MPI_Group_rank(group, &self);
+  MPI_Group_free(&group);
+  check(rc, "MPI_Group_rank");
+  if (target == self) counts_[static_cast<int>(role)].local_bytes_received += count * r.elem_bytes;
   requests_.push_back(r);  // receive = false: already counted
 }
 
@@ -127,6 +138,7 @@ void Traffic::waitall(Role role) {
     int bytes = 0;
     check(MPI_Get_count(&statuses_[q], MPI_BYTE, &bytes), "MPI_Get_count");
     add_received(r.role, r.payload, bytes, 1);
+    if (statuses_[q].MPI_SOURCE == r.self) counts_[static_cast<int>(r.role)].local_bytes_received += bytes;
   }
   std::size_t keep = 0;
   for (std::size_t i = 0; i < requests_.size(); ++i)

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/matrix_market.hpp"
+#include "plexus/mpi.hpp"
 
 using namespace plexus;
 
@@ -160,4 +162,56 @@ TEST(Grid, ShapesAndErrors) {
   auto line = Grid::create(MPI_COMM_WORLD, 1, p);
   EXPECT_EQ(line->nprows(), 1);
   EXPECT_THROW(Grid::create(MPI_COMM_WORLD, p + 1, 1), InputError);
+}
+
+// The counting layer's local bytes: those of transfers whose peer is the rank itself (counted in
+// the volume, as the published models count them, but crossing no network). Each rank sends n1
+// values to itself and n2 to the next rank, receives them (the second from MPI_ANY_SOURCE), and
+// fetches g1 values from its own part of a window and g2 from the next rank's. On one rank every
+// transfer is local.
+TEST(Traffic, LocalBytesAreThoseWhosePeerIsThisRank) {
+  const int p = mpi::size(MPI_COMM_WORLD), me = mpi::rank(MPI_COMM_WORLD);
+  const int next = (me + 1) % p;
+  const std::int64_t n1 = 3, n2 = 5, g1 = 7, g2 = 11;
+  std::vector<double> out(static_cast<std::size_t>(n1 + n2), 1.0), in(static_cast<std::size_t>(n1 + n2), 0.0);
+  std::vector<double> fetched(static_cast<std::size_t>(g1 + g2), 0.0);
+  double* base = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  ASSERT_EQ(MPI_Win_allocate(static_cast<MPI_Aint>(sizeof(double) * (g1 + g2)), sizeof(double), MPI_INFO_NULL,
+                             MPI_COMM_WORLD, &base, &win),
+            MPI_SUCCESS);
+  std::fill(base, base + g1 + g2, static_cast<double>(me));
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_lock_all(0, win);
+
+  mpi::Traffic t;
+  t.irecv(in.data(), n1, MPI_DOUBLE, me, 1, MPI_COMM_WORLD, mpi::Role::A);
+  t.irecv(in.data() + n1, n2, MPI_DOUBLE, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, mpi::Role::B);
+  t.isend(out.data(), n1, MPI_DOUBLE, me, 1, MPI_COMM_WORLD, mpi::Role::A);
+  t.isend(out.data() + n1, n2, MPI_DOUBLE, next, 2, MPI_COMM_WORLD, mpi::Role::B);
+  t.rget(fetched.data(), g1, MPI_DOUBLE, me, 0, win, mpi::Role::C);
+  t.rget(fetched.data() + g1, g2, MPI_DOUBLE, next, g1, win, mpi::Role::C, mpi::Payload::Index);
+  t.waitall(mpi::Role::A);
+  t.waitall(mpi::Role::B);
+  t.waitall(mpi::Role::C);
+  MPI_Win_unlock_all(win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_free(&win);
+  EXPECT_EQ(fetched[static_cast<std::size_t>(g1)], static_cast<double>(next));
+
+  const bool alone = p == 1;
+  const auto& a = t.counts(mpi::Role::A);
+  const auto& b = t.counts(mpi::Role::B);
+  const auto& c = t.counts(mpi::Role::C);
+  EXPECT_EQ(a.bytes_sent, 8 * n1);
+  EXPECT_EQ(a.local_bytes_sent, 8 * n1);
+  EXPECT_EQ(a.local_bytes_received, 8 * n1);
+  EXPECT_EQ(b.bytes_sent, 8 * n2);
+  EXPECT_EQ(b.bytes_received, 8 * n2);
+  EXPECT_EQ(b.local_bytes_sent, alone ? 8 * n2 : 0);
+  EXPECT_EQ(b.local_bytes_received, alone ? 8 * n2 : 0);  // from MPI_ANY_SOURCE: told by the status
+  EXPECT_EQ(c.bytes_received, 8 * g1);
+  EXPECT_EQ(c.index_bytes_received, 8 * g2);
+  EXPECT_EQ(c.local_bytes_received, 8 * g1 + (alone ? 8 * g2 : 0));
+  EXPECT_EQ(c.local_bytes_sent, 0);
 }

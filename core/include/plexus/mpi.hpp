@@ -33,6 +33,11 @@ struct RoleCounts {
   std::int64_t index_bytes_received = 0;
   std::int64_t messages_sent = 0;
   std::int64_t messages_received = 0;
+  /// Of the data and index bytes sent (received): those whose peer is this rank itself (a send to
+  /// itself, an MPI_Rget from its own part of a window). Counted in the figures above too, as the
+  /// published volume models count them, but they cross no network.
+  std::int64_t local_bytes_sent = 0;
+  std::int64_t local_bytes_received = 0;
   double wait_seconds = 0.0;  ///< time spent waiting for this role's transfers
   RoleCounts& operator+=(const RoleCounts& o);
 };
@@ -47,6 +52,7 @@ class Traffic {
     Payload payload = Payload::Data;
     int elem_bytes = 1;
     bool receive = false;
+    int self = -1;  ///< a receive: this rank's rank in the communicator (a message from it is local)
   };
 
   /// Posts MPI_Isend; counted when posted.

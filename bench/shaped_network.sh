@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Runs a command (an `mpiexec ... plexus ...` line) over an emulated, bandwidth-limited network:
+# inside a network namespace of its own whose loopback is shaped by a token-bucket filter, with
+# Open MPI told to move every byte between ranks over TCP on that loopback (two-sided messages
+# through the tcp BTL, one-sided MPI_Rget/MPI_Put through UCX's tcp transport). On one machine
+# ranks otherwise talk through shared memory, which hides what the papers measure over networks.
+# See bench/README.md, "An emulated network".
+#
+#   bench/shaped_network.sh [options] -- COMMAND [ARGS...]
+#
+# The namespace is removed when the command ends, also on error or interrupt. Exit status: the
+# command's; 2 for bad options; 77 when the emulation cannot be set up here (not root, no ip or
+# tc, no network namespaces), so that tests skip.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: bench/shaped_network.sh [options] -- COMMAND [ARGS...]
+
+Runs COMMAND (e.g. mpiexec -n 4 build/bin/plexus compare ...) in a network namespace of its own
+whose loopback is shaped by a token-bucket filter (tc tbf), with Open MPI using TCP over that
+loopback only, so that every byte between ranks crosses the shaped link (the shared-link model:
+all ranks share one link of the given rate).
+
+Options:
+  --rate RATE       the link's rate, as tc writes it: 100mbit, 1gbit, 10gbit, 500kbit, ...
+                    or 'none' (TCP over loopback, unshaped: the baseline). Default 1gbit
+  --burst SIZE      the token bucket's size (tc units: 64kb, 1mb, or bytes); at least the MTU.
+                    Default: the larger of 32kb and rate x 1 ms
+  --queue-ms MS     the longest a packet may wait in the filter's queue before it is dropped
+                    (tc tbf latency; not an added delay). Default 100
+  --mtu BYTES       the loopback's MTU (sets the packet size on the link). Default 1500
+  --stats FILE      write the filter's counters after the command as JSON: bytes and packets
+                    that crossed the link, drops, overlimits, and the settings
+  --quiet           no lines of its own on standard error (errors still are)
+  -h, --help        this text
+
+Environment given to COMMAND (any of them already set is kept):
+  OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo
+  OMPI_MCA_osc=ucx UCX_TLS=tcp,self UCX_NET_DEVICES=lo
+  (Open MPI 4.1's default one-sided component on one machine is 'sm', whose windows are shared
+  memory; 'pt2pt' refuses MPI_THREAD_MULTIPLE, which plexus asks for; 'rdma' needs an RDMA BTL.)
+
+Needs root (or CAP_NET_ADMIN), iproute2 (ip, tc) and network namespaces; exits 77 with a
+message when any is missing.
+
+Examples:
+  sudo bench/shaped_network.sh --rate 1gbit --stats link.json -- \
+      mpiexec -n 4 build/bin/plexus compare --strategies cannon,rma25d --set Problem/Blocks=80
+  bench/shaped_network.sh --rate none -- mpiexec -n 4 build/bin/plexus run examples/h2o.xml
+EOF
+}
+
+rate=1gbit
+burst=""
+queue_ms=100
+mtu=1500
+stats=""
+quiet=0
+
+die() {
+  echo "shaped_network: $*" >&2
+  exit 2
+}
+cannot() {
+  echo "shaped_network: cannot emulate a network here: $*" >&2
+  exit 77
+}
+say() {
+  [ "$quiet" = 1 ] || echo "shaped_network: $*" >&2
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rate) [ $# -ge 2 ] || die "--rate needs a value (e.g. 1gbit)"; rate="$2"; shift 2 ;;
+    --burst) [ $# -ge 2 ] || die "--burst needs a value (e.g. 64kb)"; burst="$2"; shift 2 ;;
+    --queue-ms) [ $# -ge 2 ] || die "--queue-ms needs a value"; queue_ms="$2"; shift 2 ;;
+    --mtu) [ $# -ge 2 ] || die "--mtu needs a value"; mtu="$2"; shift 2 ;;
+    --stats) [ $# -ge 2 ] || die "--stats needs a file name"; stats="$2"; shift 2 ;;
+    --quiet) quiet=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) die "unknown option '$1' (the command comes after --; see --help)" ;;
+  esac
+done
+[ $# -gt 0 ] || die "no command given (bench/shaped_network.sh [options] -- COMMAND ...; see --help)"
+
+# Every option checked before anything is set up.
+[[ "$queue_ms" =~ ^[0-9]+$ && "$queue_ms" -ge 1 ]] || die "--queue-ms '$queue_ms' is not a whole number of milliseconds >= 1"
+[[ "$mtu" =~ ^[0-9]+$ && "$mtu" -ge 576 && "$mtu" -le 65536 ]] || die "--mtu '$mtu' is not a number of bytes in [576, 65536]"
+
+# tc's size and rate units, in bytes and bytes per second (tc: b/k/kb = 1024, m/mb; bit, kbit, mbit, gbit
+# are 1000-based, and kbps/mbps/gbps are bytes).
+to_bytes() {
+  local v="$1" n u
+  [[ "$v" =~ ^([0-9]+)([a-zA-Z]*)$ ]] || return 1
+  n=${BASH_REMATCH[1]}
+  u=${BASH_REMATCH[2],,}
+  case "$u" in
+    "" | b) echo "$n" ;;
+    k | kb) echo $((n * 1024)) ;;
+    m | mb) echo $((n * 1024 * 1024)) ;;
+    *) return 1 ;;
+  esac
+}
+rate_bytes() {
+  local v="$1" n u
+  [[ "$v" =~ ^([0-9]+)([a-zA-Z]+)$ ]] || return 1
+  n=${BASH_REMATCH[1]}
+  u=${BASH_REMATCH[2],,}
+  case "$u" in
+    bit) echo $((n / 8)) ;;
+    kbit) echo $((n * 1000 / 8)) ;;
+    mbit) echo $((n * 1000000 / 8)) ;;
+    gbit) echo $((n * 1000000000 / 8)) ;;
+    bps) echo "$n" ;;
+    kbps) echo $((n * 1000)) ;;
+    mbps) echo $((n * 1000000)) ;;
+    gbps) echo $((n * 1000000000)) ;;
+    *) return 1 ;;
+  esac
+}
+
+shaped=1
+if [ "$rate" = none ]; then
+  shaped=0
+  [ -z "$burst" ] || die "--burst has no meaning with --rate none"
+else
+  rbytes=$(rate_bytes "$rate") || die "--rate '$rate' is not a rate tc reads (e.g. 100mbit, 1gbit, 10gbit, or none)"
+  [ "$rbytes" -gt 0 ] || die "--rate '$rate' is zero"
+  if [ -z "$burst" ]; then
+    burst_bytes=$((rbytes / 1000))  # 1 ms at the rate
+    [ "$burst_bytes" -ge 32768 ] || burst_bytes=32768
+  else
+    burst_bytes=$(to_bytes "$burst") || die "--burst '$burst' is not a size tc reads (e.g. 64kb, 1mb, 100000)"
+  fi
+  # A packet larger than the bucket never passes: the bucket holds at least one full frame.
+  [ "$burst_bytes" -ge $((mtu + 14)) ] ||
+    die "--burst ($burst_bytes bytes) is smaller than one frame of the MTU ($mtu + 14 bytes): no packet would pass"
+fi
+
+# What the emulation needs, checked before anything is made.
+[ "$(id -u)" -eq 0 ] || cannot "it needs root (network namespaces and tc); run it with sudo"
+command -v ip >/dev/null 2>&1 || cannot "'ip' (iproute2) is not installed; scripts/install-deps.sh installs it"
+command -v tc >/dev/null 2>&1 || cannot "'tc' (iproute2) is not installed; scripts/install-deps.sh installs it"
+
+ns="plexus-net-$$"
+cleanup() {
+  ip netns del "$ns" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ip netns add "$ns" 2>/dev/null || cannot "'ip netns add' failed (no network namespaces in this kernel or container?)"
+ip netns exec "$ns" ip link set lo mtu "$mtu" || cannot "cannot set the loopback's MTU in the namespace"
+ip netns exec "$ns" ip link set lo up || cannot "cannot bring the namespace's loopback up"
+if [ "$shaped" = 1 ]; then
+  ip netns exec "$ns" tc qdisc add dev lo root tbf rate "$rate" burst "$burst_bytes" latency "${queue_ms}ms" ||
+    cannot "tc cannot put a token-bucket filter (tbf) on the loopback (sch_tbf missing?)"
+  say "namespace $ns: loopback shaped to $rate (bucket $burst_bytes bytes, queue ${queue_ms} ms), MTU $mtu"
+else
+  ip netns exec "$ns" tc qdisc add dev lo root pfifo_fast 2>/dev/null ||
+    ip netns exec "$ns" tc qdisc add dev lo root pfifo ||
+    cannot "tc cannot put a counting queue (pfifo) on the loopback"
+  say "namespace $ns: loopback unshaped (counted only), MTU $mtu"
+fi
+
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
+export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self}"
+export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
+export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
+export UCX_TLS="${UCX_TLS:-tcp,self}"
+export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
+
+set +e
+ip netns exec "$ns" "$@"
+status=$?
+set -e
+
+# The filter's counters: "Sent B bytes P pkt (dropped D, overlimits O requeues R)".
+line=$(ip netns exec "$ns" tc -s qdisc show dev lo | grep -m1 'Sent ' || true)
+if [[ "$line" =~ Sent\ ([0-9]+)\ bytes\ ([0-9]+)\ pkt\ \(dropped\ ([0-9]+),\ overlimits\ ([0-9]+) ]]; then
+  bytes=${BASH_REMATCH[1]} packets=${BASH_REMATCH[2]} dropped=${BASH_REMATCH[3]} overlimits=${BASH_REMATCH[4]}
+  say "the link carried $bytes bytes in $packets packets (dropped $dropped, overlimits $overlimits)"
+  if [ -n "$stats" ]; then
+    if [ "$shaped" = 1 ]; then
+      rate_json="\"$rate\", \"rate_bytes_per_second\": $rbytes, \"burst_bytes\": $burst_bytes"
+    else
+      rate_json="null, \"rate_bytes_per_second\": null, \"burst_bytes\": null"
+    fi
+    printf '{"bytes": %s, "packets": %s, "dropped": %s, "overlimits": %s, "rate": %s, "queue_ms": %s, "mtu": %s, "command_status": %s}\n' \
+      "$bytes" "$packets" "$dropped" "$overlimits" "$rate_json" "$queue_ms" "$mtu" "$status" >"$stats.tmp.$$"
+    mv "$stats.tmp.$$" "$stats"
+  fi
+else
+  echo "shaped_network: could not read the filter's counters (tc -s qdisc printed: ${line:-nothing})" >&2
+  [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"

@@ -153,6 +153,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 ip netns add "$ns" 2>/dev/null || cannot "'ip netns add' failed (no network namespaces in this kernel or container?)"
+ip netns exec "$ns" true 2>/dev/null || cannot "'ip netns exec' cannot enter the namespace it made (no mount privileges?)"
 ip netns exec "$ns" ip link set lo mtu "$mtu" || cannot "cannot set the loopback's MTU in the namespace"
 ip netns exec "$ns" ip link set lo up || cannot "cannot bring the namespace's loopback up"
 if [ "$shaped" = 1 ]; then

@@ -41,9 +41,8 @@ std::vector<Token> tokens_of(const std::string& text, const std::string& name) {
     const std::string t = input::trim(line);
     if (t.empty() || t[0] == '#') continue;
     if (t.find_first_of(" \t") != std::string::npos)
-      throw InputError(name + ":" + std::to_string(number), name + ", line " + std::to_string(number) +
-                                                                ": expected one value, got '" + input::excerpt(t) +
-                                                                "' (a .perf file holds one value a line)");
+      throw InputError(name, name + ", line " + std::to_string(number) + ": expected one value, got '" +
+                                 input::excerpt(t) + "' (a .perf file holds one value a line)");
     out.push_back({t, number});
   }
   return out;
@@ -67,8 +66,8 @@ class Reader {
     return t;
   }
   [[noreturn]] void fail(const Token& t, const std::string& what) const {
-    throw InputError(name_ + ":" + std::to_string(t.line), name_ + ", line " + std::to_string(t.line) + ": expected " +
-                                                               what + ", got '" + input::excerpt(t.text) + "'");
+    throw InputError(name_, name_ + ", line " + std::to_string(t.line) + ": expected " + what + ", got '" +
+                                input::excerpt(t.text) + "'");
   }
 
   Value<std::int64_t> integer(const std::string& what, std::int64_t min, std::int64_t max = kIntMax) {
@@ -147,10 +146,8 @@ class Reader {
   std::size_t next_ = 0;
 };
 
-std::string where(const std::string& name, int line) { return name + ":" + std::to_string(line); }
-
 [[noreturn]] void refuse(const std::string& name, int line, const std::string& what) {
-  throw InputError(where(name, line), name + ", line " + std::to_string(line) + ": " + what);
+  throw InputError(name, name + ", line " + std::to_string(line) + ": " + what);
 }
 
 std::string number(double v) {
@@ -256,9 +253,9 @@ PerfFile parse_perf(const std::string& text, const std::string& name) {
   f.checksum_reference_pos = r.real("the positional checksum reference");
   if (!r.at_end()) {
     const Token& t = r.take("");
-    throw InputError(where(name, t.line), name + ", line " + std::to_string(t.line) +
-                                              ": expected the end of the file after the checksum line, got '" +
-                                              input::excerpt(t.text) + "'");
+    throw InputError(name, name + ", line " + std::to_string(t.line) +
+                               ": expected the end of the file after the checksum line, got '" +
+                               input::excerpt(t.text) + "'");
   }
   return f;
 }

@@ -162,4 +162,11 @@ struct Phases {
 extern const char* const kLogpHelp;
 int command_logp(const Options& o, int rank, int size, const Phases& phases);
 
+/// `plexus perf` (apps/app_perf.cpp) and its --help text: reads the .perf file o.file, translates
+/// it and hands the parameter list to `compare` (apps/plexus.cpp's compare, which takes it in place
+/// of a parameter file).
+extern const char* const kPerfHelp;
+int command_perf(const Options& o, int rank, int size, const Phases& phases,
+                 const std::function<int(const Options&, ParameterListPtr)>& compare);
+
 }  // namespace plexus::app

@@ -15,7 +15,7 @@
 namespace plexus::app {
 namespace {
 
-const std::vector<std::string> kCommands = {"run", "compare", "plugins", "model", "g4-diff", "logp", "help"};
+const std::vector<std::string> kCommands = {"run", "compare", "perf", "plugins", "model", "g4-diff", "logp", "help"};
 constexpr double kG4DiffTolerance = 5e-7;
 
 // Bounds of `plexus logp` (logp::measure refuses the same sizes).
@@ -91,7 +91,7 @@ Options parse_command_line(int argc, char** argv) {
       msg += "; did you mean 'plexus run " + first + "'?";
     else if (!first.empty() && first[0] == '-')
       msg = "unknown option '" + first + "' before the command";
-    throw UsageError("command line", msg + " (commands: run, compare, plugins, model, g4-diff, logp, help)");
+    throw UsageError("command line", msg + " (commands: run, compare, perf, plugins, model, g4-diff, logp, help)");
   }
   o.command = first;
   ++i;
@@ -103,7 +103,7 @@ Options parse_command_line(int argc, char** argv) {
         const std::string near = nearest(topic, kCommands);
         throw UsageError("help", "no help for '" + topic + "'" +
                                      (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
-                                     " (commands: run, compare, plugins, model, g4-diff, logp)");
+                                     " (commands: run, compare, perf, plugins, model, g4-diff, logp)");
       }
       o.command = topic == "help" ? "help" : topic;
       if (i + 1 < args.size()) throw UsageError("help", "help takes at most one command");
@@ -115,13 +115,13 @@ Options parse_command_line(int argc, char** argv) {
 
   std::vector<std::string> valued, flags = {"--help", "-h"};
   if (o.command == "run") valued = {"--set", "--write-params", "--log-level", "--json"};
-  if (o.command == "compare")
+  if (o.command == "compare" || o.command == "perf")
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   if (o.command == "g4-diff") valued = {"--tolerance"};
   if (o.command == "logp") valued = {"--json", "--repetitions", "--max-bytes"};
-  const bool takes_file = o.command == "run" || o.command == "compare";
+  const bool takes_file = o.command == "run" || o.command == "compare" || o.command == "perf";
 
   for (; i < args.size(); ++i) {
     std::string a = args[i];
@@ -196,6 +196,8 @@ Options parse_command_line(int argc, char** argv) {
   }
   if (o.command == "compare" && o.strategies.empty() && !o.help)
     throw UsageError("--strategies", "'plexus compare' needs --strategies S1,S2,... (e.g. --strategies cannon)");
+  if (o.command == "perf" && o.file.empty() && !o.help)
+    throw UsageError("perf", "'plexus perf' needs a DBCSR benchmark input file, e.g. plexus perf test_H2O.perf");
   if (o.command == "g4-diff" && !o.help) {
     if (o.files.size() != 2)
       throw UsageError("g4-diff",

@@ -41,6 +41,7 @@ const char* const kOverview =
     "  plexus run [FILE.xml] [--set Path/Key=value]... [--json FILE] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
     "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
+    "  plexus perf FILE.perf [--strategies S1,S2,...] [--kernels K1,...] [compare's options]\n"
     "  plexus plugins [--verbose]\n"
     "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
     "  plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
@@ -50,6 +51,7 @@ const char* const kOverview =
     "Commands:\n"
     "  run      run one solver on one problem (no FILE: the built-in H2O-like problem)\n"
     "  compare  run the same problem with several strategies/kernels in one job and check the results agree\n"
+    "  perf     run the multiply of a DBCSR benchmark input file (.perf) as compare does\n"
     "  plugins  list every component (strategies, kernels, solvers) with its plugin and file\n"
     "  model    predict the volume, ticks and buffers of a multiply from panel sizes (dry run)\n"
     "  g4-diff  L1 and L2 relative errors between two G4 files written by the g4 solver\n"
@@ -60,6 +62,7 @@ const char* const kOverview =
     "  mpiexec -n 4 plexus run\n"
     "  mpiexec -n 4 plexus run examples/h2o.xml --set Communication/Strategy=cannon --set multiply/Repetitions=5\n"
     "  mpiexec -n 4 plexus compare examples/h2o.xml --strategies cannon,rma25d:Layers=4 --kernels cpu,reference\n"
+    "  mpiexec -n 4 plexus perf test_H2O.perf --strategies cannon,rma25d\n"
     "  plexus plugins --verbose\n"
     "\n"
     "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
@@ -177,6 +180,7 @@ const char* const kG4DiffHelp =
 const char* help_of(const std::string& command) {
   if (command == "run") return kRunHelp;
   if (command == "compare") return kCompareHelp;
+  if (command == "perf") return kPerfHelp;
   if (command == "plugins") return kPluginsHelp;
   if (command == "model") return kModelHelp;
   if (command == "g4-diff") return kG4DiffHelp;
@@ -293,9 +297,12 @@ void load_plugins(int rank) {
     for (const auto& w : Registry::global().warnings()) log().warn("{}", w);
 }
 
-ParameterListPtr load_parameters(const Options& o, int rank) {
+// The user's list: `given` (plexus perf's translation) or the parameter file, then --set.
+ParameterListPtr load_parameters(const Options& o, int rank, const ParameterListPtr& given = Teuchos::null) {
   load_plugins(rank);
-  ParameterListPtr params = o.file.empty() ? Teuchos::rcp(new ParameterList("plexus")) : read_parameter_file(o.file);
+  ParameterListPtr params = !given.is_null() ? Teuchos::rcp(new ParameterList(*given))
+                            : o.file.empty() ? Teuchos::rcp(new ParameterList("plexus"))
+                                             : read_parameter_file(o.file);
   params->setName("plexus");
   for (const auto& s : o.sets) apply_override(*params, s);
   if (!o.log_level.empty()) apply_override(*params, "Output/LogLevel=" + o.log_level);
@@ -802,7 +809,8 @@ void release(std::vector<Combination>& combos) {
   combos.clear();
 }
 
-int command_compare(const Options& o, int rank, int size) {
+// `given`: a parameter list to use in place of the file (plexus perf).
+int command_compare(const Options& o, int rank, int size, const ParameterListPtr& given = Teuchos::null) {
   ParameterListPtr base;
   std::vector<Combination> combos;
   int exit_code = 0;
@@ -811,7 +819,7 @@ int command_compare(const Options& o, int rank, int size) {
         std::vector<Spec> strategies, kernels;
         for (const auto& t : o.strategies) strategies.push_back(parse_spec(t, "--strategies"));
         for (const auto& t : o.kernels) kernels.push_back(parse_spec(t, "--kernels"));
-        base = load_parameters(o, rank);
+        base = load_parameters(o, rank, given);
         auto checked = Teuchos::rcp(new ParameterList(*base));
         validate_top_level(*checked);
         configure_logging(rank, checked->sublist("Output").get<std::string>("LogLevel"));
@@ -1190,13 +1198,17 @@ int dispatch(int argc, char** argv, int rank, int size) {
   if (o.command == "plugins") return command_plugins(o, rank, size);
   if (o.command == "model") return command_model(o, rank, size);
   if (o.command == "g4-diff") return command_g4_diff(o, rank);
-  if (o.command == "logp") {
+  if (o.command == "logp" || o.command == "perf") {
     Phases phases;
     phases.setup = [&](const std::function<void()>& setup, int& exit_code) {
       return setup_phase(setup, rank, size, exit_code);
     };
     phases.agreed = [](const std::function<void()>& check) { agreed(check); };
     phases.run = [&](const std::function<void()>& phase) { run_or_abort(phase, rank, 0.0); };
+    if (o.command == "perf")
+      return command_perf(o, rank, size, phases, [&](const Options& c, ParameterListPtr base) {
+        return command_compare(c, rank, size, base);
+      });
     return command_logp(o, rank, size, phases);
   }
   return 2;

@@ -237,6 +237,23 @@ ParameterListPtr problem_valid_parameters() {
                  "(empty: BlockSizes); BlockSizes then cuts the inner dimension (A's columns, B's rows)");
   declare_double(*v, "Occupancy", 0.1, "random: fraction of blocks present, in (0, 1] (the diagonal always is)", 0.0,
                  1.0, true);
+  for (const char* m : {"A", "B", "C"})
+    declare_double(*v, std::string("Occupancy") + m, 0.0,
+                   std::string("random: fraction of the blocks of ") + m +
+                       " present, in (0, 1] (0: Problem/Occupancy; the diagonal always is)",
+                   0.0, 1.0);
+  declare_int(*v, "Rows", 0,
+              "random multiply problem: rows M of A and C (scalar), cut into blocks of RowBlockSizes (or BlockSizes), "
+              "cycled, the last block cut to fit (0: Blocks blocks)",
+              0, kIntMax);
+  declare_int(*v, "Cols", 0,
+              "random multiply problem: columns N of B and C (scalar), cut into blocks of ColBlockSizes (or "
+              "BlockSizes) as Rows is (0: Blocks blocks)",
+              0, kIntMax);
+  declare_int(*v, "Inner", 0,
+              "random multiply problem: the inner dimension K (columns of A, rows of B; scalar), cut into blocks of "
+              "BlockSizes as Rows is (0: Blocks blocks)",
+              0, kIntMax);
   declare_bool(*v, "Symmetric", true, "random: generate symmetric A and B (square problems)");
   declare_int(*v, "Bandwidth", -1,
               "random: locality; >= 0 keeps only blocks with |i-j| <= Bandwidth, and Occupancy is then the "
@@ -284,7 +301,7 @@ ParameterListPtr problem_valid_parameters() {
   return v;
 }
 
-ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool with_c) {
+ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool with_c, bool trans_a, bool trans_b) {
   const MPI_Comm comm = ctx.comm();
   const MultiplyAlgorithm& strategy = ctx.multiply_algorithm();
   // Work on a validated, default-filled copy: callers may pass a partial list.
@@ -309,59 +326,118 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     const double occupancy = problem.get<double>("Occupancy");
     if (!(occupancy > 0.0 && occupancy <= 1.0))
       throw InputError("Problem/Occupancy", "Problem/Occupancy must be in (0, 1], got " + std::to_string(occupancy));
+    // OccupancyA/B/C: 0 stands for Occupancy.
+    auto occupancy_of = [&](const char* m) {
+      const double o = problem.get<double>(std::string("Occupancy") + m);
+      return o > 0.0 ? o : occupancy;
+    };
+    const double occ_a = occupancy_of("A"), occ_b = occupancy_of("B"), occ_c = occupancy_of("C");
     const int seed = problem.get<int>("Seed");
     const bool symmetric = problem.get<bool>("Symmetric");
     const int bandwidth = problem.get<int>("Bandwidth");
+    const int dim_m = problem.get<int>("Rows"), dim_k = problem.get<int>("Inner"), dim_n = problem.get<int>("Cols");
+    const bool square = dim_m == 0 && dim_k == 0 && dim_n == 0;
+    // The block count of a dimension: Blocks, or the blocks of its pattern covering Rows/Cols/Inner.
+    auto count_of = [&](const char* dim, int n, const std::vector<int>& pat, const char* by) -> std::int64_t {
+      if (n == 0) return blocks;
+      const std::int64_t count = covering_count(n, pat);
+      if (count > kIntMax)
+        throw InputError(std::string("Problem/") + dim, std::string("Problem/") + dim + " = " + std::to_string(n) +
+                                                            " makes " + std::to_string(count) + " blocks of Problem/" +
+                                                            by + "; at most " + std::to_string(kIntMax) +
+                                                            " blocks a dimension are supported");
+      return count;
+    };
+    const std::int64_t mb = count_of("Rows", dim_m, row_pattern, "RowBlockSizes");
+    const std::int64_t kb = count_of("Inner", dim_k, pattern, "BlockSizes");
+    const std::int64_t nb = count_of("Cols", dim_n, col_pattern, "ColBlockSizes");
     if (symmetric && !one_pattern)
       throw InputError("Problem/Symmetric", "Problem/Symmetric = true generates square symmetric A and B, whose rows and "
                                             "columns are cut alike: give Problem/RowBlockSizes and ColBlockSizes only "
                                             "with Problem/Symmetric = false");
+    if (symmetric && !(dim_m == dim_k && dim_k == dim_n))
+      throw InputError("Problem/Symmetric",
+                       "Problem/Symmetric = true generates square symmetric A and B: give "
+                       "Problem/Rows, Inner and Cols equal (or all 0), or Problem/Symmetric = "
+                       "false");
     {
-      // Blocks present: the diagonal, and Occupancy of the others (inside the band).
-      const double nb = blocks;
-      const double bw = bandwidth < 0 || bandwidth >= blocks ? nb - 1 : bandwidth;
-      const double off_diagonal = 2 * (nb * bw - bw * (bw + 1) / 2);
-      const double present = nb + occupancy * off_diagonal;
-      const double matrices = with_c ? 3 : 2;
-      const double largest = std::max({mean_size(pattern), mean_size(row_pattern), mean_size(col_pattern)});
-      const double element_bytes = largest * largest * sizeof(double);
-      const double need = matrices * (present / ranks * element_bytes + nb * kIndexBytesPerBlock);
+      // Blocks present in each matrix: its diagonal, and its occupancy of the others (inside the band).
+      auto present = [&](double r, double c, double occ) {
+        const double diagonal = std::min(r, c);
+        const double inside = bandwidth < 0 ? r * c : std::min(r * c, diagonal * (2.0 * bandwidth + 1));
+        return diagonal + occ * std::max(0.0, inside - diagonal);
+      };
+      const double rm = static_cast<double>(mb), rk = static_cast<double>(kb), rn = static_cast<double>(nb);
+      const double sm = mean_size(row_pattern), sk = mean_size(pattern), sn = mean_size(col_pattern);
+      const double bytes_a = present(rm, rk, occ_a) * sm * sk * sizeof(double);
+      const double bytes_b = present(rk, rn, occ_b) * sk * sn * sizeof(double);
+      const double bytes_c = with_c ? present(rm, rn, occ_c) * sm * sn * sizeof(double) : 0.0;
+      const double need = (bytes_a + bytes_b + bytes_c) / ranks + 2 * (rm + rk + rn) * kIndexBytesPerBlock;
       char shown[32];
       std::snprintf(shown, sizeof(shown), "%g", occupancy);
       require_memory(need,
-                     "the random problem (Problem/Blocks = " + std::to_string(blocks) + ", BlockSizes '" + sizes_text +
-                         "', Occupancy " + shown + ": about " + input::format_size(present * element_bytes) +
-                         " for each of its " + std::to_string(static_cast<int>(matrices)) + " matrices, over " +
-                         std::to_string(ranks) + " ranks)",
+                     "the random problem (" +
+                         (square ? "Problem/Blocks = " + std::to_string(blocks)
+                                 : "M x K x N = " + std::to_string(mb) + " x " + std::to_string(kb) + " x " +
+                                       std::to_string(nb) + " blocks") +
+                         ", BlockSizes '" + sizes_text + "', Occupancy " + shown + ": about " +
+                         input::format_size(std::max({bytes_a, bytes_b, bytes_c})) + " for each of its " +
+                         (with_c ? "3" : "2") + " matrices, over " + std::to_string(ranks) + " ranks)",
                      comm);
     }
+    auto sizes_of = [&](const char* dim, int n, const std::vector<int>& pat) {
+      return n == 0 ? BlockSizes::cyclic(blocks, pat) : covering_sizes(n, pat, std::string("Problem/") + dim);
+    };
     const auto [rows, inner, cols] = allocating("making the block sizes", [&] {
-      return std::tuple{BlockSizes::cyclic(blocks, row_pattern), BlockSizes::cyclic(blocks, pattern),
-                        BlockSizes::cyclic(blocks, col_pattern)};
+      return std::tuple{sizes_of("Rows", dim_m, row_pattern), sizes_of("Inner", dim_k, pattern),
+                        sizes_of("Cols", dim_n, col_pattern)};
     });
-    const BlockLayout la{rows, inner}, lb{inner, cols}, lc{rows, cols};
-    // One proposal for all three (the block counts are equal); the strategy may change it.
-    auto dist = strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, blocks, blocks, dist_seed));
+    // Stored shapes: A is rows x inner (inner x rows when op(A) = A^T), B inner x cols (cols x inner).
+    const BlockLayout la = trans_a ? BlockLayout{inner, rows} : BlockLayout{rows, inner};
+    const BlockLayout lb = trans_b ? BlockLayout{cols, inner} : BlockLayout{inner, cols};
+    const BlockLayout lc{rows, cols};
+    std::shared_ptr<const Distribution> da, db, dc;
+    if (square && !trans_a && !trans_b) {
+      // One proposal for all three (the block counts are equal); the strategy may change it.
+      da = db = dc = strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, blocks, blocks, dist_seed));
+    } else {
+      // C's rows are distributed like A's rows, its columns like B's columns; a transposed operand
+      // keeps a distribution of its own (the multiply redistributes it).
+      auto pc = Distribution::by_name(dist_kind, grid, lc.rows.count(), lc.cols.count(), dist_seed);
+      auto pa = Distribution::by_name(dist_kind, grid, la.rows.count(), la.cols.count(), dist_seed);
+      auto pb = Distribution::by_name(dist_kind, grid, lb.rows.count(), lb.cols.count(), dist_seed);
+      if (!trans_a) pa = std::make_shared<const Distribution>(grid, pc->row_dist(), pa->col_dist(), pa->kind());
+      if (!trans_b) pb = std::make_shared<const Distribution>(grid, pb->row_dist(), pc->col_dist(), pb->kind());
+      da = strategy_distribution(strategy, pa);
+      db = strategy_distribution(strategy, pb);
+      dc = strategy_distribution(strategy, pc);
+    }
     GeneratorSpec spec;
-    spec.occupancy = occupancy;
     spec.symmetric = symmetric;
     spec.force_diagonal = true;
     spec.bandwidth = bandwidth;
-    auto generate = [&](const char* name, std::uint64_t offset, const BlockLayout& layout) {
+    auto generate = [&](const char* name, std::uint64_t offset, double occ, std::shared_ptr<const Distribution> d,
+                        const BlockLayout& layout) {
       spec.seed = static_cast<std::uint64_t>(seed) + offset;
+      spec.occupancy = occ;
       return allocating(std::string("generating the random matrix ") + name,
-                        [&] { return std::make_shared<DistMatrix>(generate_random(name, dist, layout, spec)); });
+                        [&] { return std::make_shared<DistMatrix>(generate_random(name, d, layout, spec)); });
     };
-    out.a = generate("A", 0, la);
-    out.b = generate("B", 1, lb);
+    out.a = generate("A", 0, occ_a, da, la);
+    out.b = generate("B", 1, occ_b, db, lb);
     if (with_c) {
-      out.c = generate("C", 2, lc);
+      out.c = generate("C", 2, occ_c, dc, lc);
     } else {
-      out.c = std::make_shared<DistMatrix>("C", dist, lc);
+      out.c = std::make_shared<DistMatrix>("C", dc, lc);
       out.c->finalize();
     }
     return out;
   }
+
+  if (trans_a || trans_b)
+    throw InputError("multiply/TransA",
+                     "transposed operands (multiply/TransA, TransB = T) are generated by Problem/"
+                     "Generator = 'random' only; a file gives A and B as they are stored");
 
   if (generator == "cp2k-csr" || generator == "model")
     throw InputError("Problem/Generator", "Problem/Generator = '" + generator + "' gives the Kohn-Sham matrices H and S of the "

@@ -378,3 +378,70 @@ TEST(ProblemBlockSizes, PerDimensionListsCutRowsInnerAndColumns) {
   EXPECT_NE(refused(ham, true).find("Problem/RowBlockSizes cuts rows and columns differently"), std::string::npos);
   ctx->release();
 }
+
+// Problem/Rows, Inner and Cols: a rectangular random multiply problem (DBCSR's M, K, N), the block
+// patterns cycled over each dimension and the last block cut; OccupancyA/B/C per matrix; A or B
+// generated transposed for op = T. The product through the driver is the dense one.
+TEST(ProblemShapes, RectangularTransposedPerMatrixOccupancy) {
+  auto ctx = make_context();
+  ParameterList p("Problem");
+  p.set("Rows", 23);   // 5,5,13 -> cut: 5,5,13 (23)
+  p.set("Inner", 17);  // 4,9 cycled: 4,9,4 (17)
+  p.set("Cols", 30);   // 7: 7,7,7,7,2
+  p.set("RowBlockSizes", std::string("5,5,13"));
+  p.set("BlockSizes", std::string("4,9"));
+  p.set("ColBlockSizes", std::string("7"));
+  p.set("Symmetric", false);
+  p.set("OccupancyA", 1.0);  // dense
+  p.set("OccupancyB", 0.3);
+  p.set("OccupancyC", 0.2);
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("op(A) ") + (ta ? "T" : "N") + ", op(B) " + (tb ? "T" : "N"));
+      auto m = build_problem(p, *ctx, true, ta, tb);
+      EXPECT_EQ(m.c->nrows(), 23);
+      EXPECT_EQ(m.c->ncols(), 30);
+      EXPECT_EQ(m.c->layout().cols.count(), 5);
+      EXPECT_EQ(m.c->layout().cols.size(4), 2);
+      EXPECT_EQ(m.a->nrows(), ta ? 17 : 23);
+      EXPECT_EQ(m.a->ncols(), ta ? 23 : 17);
+      EXPECT_EQ(m.b->nrows(), tb ? 30 : 17);
+      EXPECT_EQ(m.b->layout().rows.count(), tb ? 5 : 3);
+      EXPECT_DOUBLE_EQ(m.a->occupancy(), 1.0);
+      EXPECT_LT(m.b->occupancy(), 1.0);
+      EXPECT_LT(m.c->occupancy(), 1.0);
+      const Trans opa = ta ? Trans::T : Trans::N, opb = tb ? Trans::T : Trans::N;
+      auto a = m.a->to_dense(), b = m.b->to_dense();
+      auto transposed = [](const std::vector<double>& x, std::int64_t r, std::int64_t c) {
+        std::vector<double> t(x.size());
+        for (std::int64_t j = 0; j < c; ++j)
+          for (std::int64_t i = 0; i < r; ++i)
+            t[static_cast<std::size_t>(j + i * c)] = x[static_cast<std::size_t>(i + j * r)];
+        return t;
+      };
+      if (ta) a = transposed(a, 17, 23);
+      if (tb) b = transposed(b, 30, 17);
+      std::vector<double> c = m.c->to_dense();
+      multiply(ctx->multiply_algorithm(), ctx->kernel(), opa, opb, -0.5, *m.a, *m.b, 2.0, *m.c);
+      test::dense_gemm(23, 30, 17, -0.5, a, b, 2.0, c);
+      EXPECT_LT(test::relative_error(m.c->to_dense(), c), 1e-13);
+    }
+  // Per-matrix occupancy 0 stands for Occupancy; symmetric generation needs equal dimensions.
+  ParameterList q(p);
+  q.set("OccupancyA", 0.0);
+  q.set("Occupancy", 1.0);
+  EXPECT_DOUBLE_EQ(build_problem(q, *ctx, false).a->occupancy(), 1.0);
+  ParameterList sym("Problem");
+  sym.set("Rows", 20);
+  sym.set("Inner", 20);
+  sym.set("Cols", 24);
+  sym.set("BlockSizes", std::string("4"));
+  sym.set("Symmetric", true);
+  try {
+    build_problem(sym, *ctx, false);
+    ADD_FAILURE() << "symmetric A and B of unequal dimensions were generated";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Problem/Rows, Inner and Cols equal"), std::string::npos) << e.what();
+  }
+  ctx->release();
+}

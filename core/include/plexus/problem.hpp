@@ -21,8 +21,10 @@ struct ProblemMatrices {
 
 /// Builds A, B and (when with_c) C of the problem on a grid of the context (its communicators
 /// from the context's pool), in the distribution the context's multiply algorithm asks for.
-/// Collective over ctx.comm().
-ProblemMatrices build_problem(const ParameterList& problem, Context& ctx, bool with_c);
+/// trans_a / trans_b: the multiply takes op(A) = A^T (op(B) = B^T), so A is generated K x M (B
+/// N x K; Generator = random only). Collective over ctx.comm().
+ProblemMatrices build_problem(const ParameterList& problem, Context& ctx, bool with_c, bool trans_a = false,
+                              bool trans_b = false);
 
 /// The Hamiltonian problem of the density-matrix solvers: the Kohn-Sham matrix H and the overlap
 /// S (null: an orthogonal basis, S = I), square, symmetric, with the same layout and

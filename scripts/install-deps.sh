@@ -15,6 +15,7 @@ PACKAGES=(
   zlib1g-dev nlohmann-json3-dev
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
   clang libclang-rt-14-dev libomp-dev  # the fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP)
+  libdbcsr-dev gfortran  # the optional comm_dbcsr plugin (DBCSR's own multiply; linking it needs Fortran)
 )
 
 for arg in "$@"; do

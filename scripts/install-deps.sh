@@ -16,6 +16,7 @@ PACKAGES=(
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
   clang libclang-rt-14-dev libomp-dev  # the fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP)
   iproute2 python3  # the emulated network (bench/shaped_network.sh: ip, tc) and its volume test
+  libdbcsr-dev gfortran  # the optional comm_dbcsr plugin (DBCSR's own multiply; linking it needs Fortran)
 )
 
 for arg in "$@"; do

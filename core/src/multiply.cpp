@@ -293,7 +293,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
     report.traffic[r] += moved.all_counts()[r];
   }
   const LocalMultiplyStats stats = task.stats();
-  report.flops = stats.flops;
+  report.flops += stats.flops;  // plus what the algorithm computed outside core's accumulators
   report.products = stats.products;
   report.skipped_products = stats.skipped;
   report.kernel_seconds = stats.kernel_seconds;

@@ -108,7 +108,9 @@ inline double norm(const std::vector<double>& x) {
 
 /// C as DBCSR's filtered multiply defines it, block by block: a product A(i,k)B(k,j) is skipped
 /// when |A(i,k)|*|B(k,j)| < eps / (blocks in row i of A); then blocks with |C(i,j)| < eps go.
-inline std::vector<double> filtered_reference(const Case& k, const Operands& o) {
+/// on_the_fly = false: no product is skipped, only the final filter (what a multiply without
+/// on-the-fly filtering would give).
+inline std::vector<double> filtered_reference(const Case& k, const Operands& o, bool on_the_fly = true) {
   auto A = blocks_of(o.a), B = blocks_of(o.b);
   const auto &la = o.a.layout(), &lb = o.b.layout();
   std::map<int, int> row_count;
@@ -118,7 +120,7 @@ inline std::vector<double> filtered_reference(const Case& k, const Operands& o) 
     for (int j = 0; j < k.cols; ++j) {
       auto bit = B.find({ik.second, j});
       if (bit == B.end()) continue;
-      if (norm(av) * norm(bit->second) < k.filter_eps / row_count[ik.first]) continue;
+      if (on_the_fly && norm(av) * norm(bit->second) < k.filter_eps / row_count[ik.first]) continue;
       const int m = la.rows.size(ik.first), kk = la.cols.size(ik.second), n = lb.cols.size(j);
       auto& c = C[{ik.first, j}];
       if (c.empty()) c.assign(static_cast<std::size_t>(m * n), 0.0);

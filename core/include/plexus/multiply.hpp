@@ -41,12 +41,15 @@ struct MultiplyReport {
   double stack_seconds = 0;       ///< building stacks
   double flops = 0;               ///< 2*m*n*k over the products computed on this rank
   std::int64_t products = 0;
-  std::int64_t skipped_products = 0;
+  std::int64_t skipped_products = 0;  ///< by on-the-fly filtering; see extra "skipped_products_not_counted"
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
   std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
   std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked host memory during the multiply
   std::int64_t peak_device_bytes = 0;   ///< peak of device memory the local backend held (0 on the host)
-  std::map<std::string, double> extra;  ///< strategy-specific figures (documented by the strategy)
+  /// Strategy-specific figures (documented by the strategy). "skipped_products_not_counted" (1):
+  /// the algorithm's products are computed where it cannot count them (an external library), so
+  /// products and skipped_products say nothing about them.
+  std::map<std::string, double> extra;
 
   double wait_seconds() const;
   std::int64_t bytes_sent() const;  ///< data + index, all roles
@@ -85,6 +88,9 @@ class MultiplyTask {
   const DistMatrix& b() const { return b_; }
   /// The target: its distribution and layout. Its values are those before the multiply.
   const DistMatrix& c() const { return c_; }
+  /// C's factor: the accumulators start from beta * C. An algorithm that computes outside them
+  /// (an external library given C itself) applies it.
+  double beta() const { return beta_; }
   Kernel& kernel() const { return kernel_; }
   const MultiplyOptions& options() const { return options_; }
 
@@ -101,7 +107,8 @@ class MultiplyTask {
   /// The multiply's counted traffic. An algorithm may count in its own Traffic objects and
   /// absorb() them here before it returns.
   mpi::Traffic& traffic() { return traffic_; }
-  /// The report being built: an algorithm sets `ticks` and its own `extra` figures.
+  /// The report being built: an algorithm sets `ticks` and its own `extra` figures, and `flops`
+  /// when it computes outside the accumulators handed out here (the driver adds theirs).
   MultiplyReport& report() { return report_; }
 
   /// Sum of the statistics of every accumulator handed out (driver use).

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,9 +37,18 @@ int rank_of() {
   return r;
 }
 
+// Every multiply algorithm, less those PLEXUS_DENSITY_EXCLUDE names (comma-separated): the CTest
+// runs leave out an external library's (dbcsr: minutes more, and its products are the multiply
+// conformance suite's to check; tests/solvers/CMakeLists.txt).
 std::vector<std::string> algorithms() {
   Registry::global().load_default();
-  return Registry::global().names(ComponentKind::Comm);
+  std::vector<std::string> names = Registry::global().names(ComponentKind::Comm);
+  const char* env = std::getenv("PLEXUS_DENSITY_EXCLUDE");
+  const std::string exclude = env ? std::string(",") + env + "," : std::string();
+  std::vector<std::string> kept;
+  for (const auto& n : names)
+    if (exclude.find("," + n + ",") == std::string::npos) kept.push_back(n);
+  return kept;
 }
 
 // One solver run: its figures and P gathered on every rank.

@@ -88,6 +88,30 @@ std::string translate_error(const std::string& text, int ranks = 4) {
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
+// A file with one field changed, and the error it must give.
+struct Case {
+  const char* what;
+  int line;  // the line the error names; it holds `value`
+  void (*change)(Fields&);
+  std::string value;
+  const char* expected;
+};
+
+// Each case's file gives an error naming its line and saying what was expected.
+template <class ErrorOf>
+void expect_errors(const std::vector<Case>& cases, ErrorOf error_of) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    Fields f;
+    c.change(f);
+    const std::string text = f.text();
+    ASSERT_EQ(line_text(text, c.line), c.value);
+    const std::string msg = error_of(text);
+    EXPECT_HAS(msg, "t.perf, line " + std::to_string(c.line) + ": ");
+    EXPECT_HAS(msg, c.expected);
+  }
+}
+
 TEST(PerfFile, ReadsTheH2OLayoutWithoutTheRmaLine) {
   const Fields f;
   const std::string text = f.text();
@@ -193,13 +217,6 @@ TEST(PerfFile, ReadsTheRmaLinePairsAndFortranNumbers) {
 }
 
 TEST(PerfFile, MalformedFilesNameTheLineAndWhatWasExpected) {
-  struct Case {
-    const char* what;
-    int line;  // the line the error names; it holds `value`
-    void (*change)(Fields&);
-    std::string value;
-    const char* expected;
-  };
   const std::vector<Case> cases = {
       {"npcols", 2, [](Fields& f) { set(f.npcols, "-1"); }, "-1", "expected npcols"},
       {"operation", 4, [](Fields& f) { set(f.operation, "dbcsr_add"); }, "dbcsr_add",
@@ -240,16 +257,7 @@ TEST(PerfFile, MalformedFilesNameTheLineAndWhatWasExpected) {
       {"trailing", 60, [](Fields& f) { set(f.tail, "42\n"); }, "42",
        "expected the end of the file after the checksum line"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.what);
-    Fields f;
-    c.change(f);
-    const std::string text = f.text();
-    ASSERT_EQ(line_text(text, c.line), c.value);
-    const std::string msg = parse_error(text);
-    EXPECT_HAS(msg, "t.perf, line " + std::to_string(c.line) + ": ");
-    EXPECT_HAS(msg, c.expected);
-  }
+  expect_errors(cases, parse_error);
   // A file that ends early says what is missing.
   Fields f;
   set_list(f.checksum, {"F", "0."});
@@ -259,13 +267,6 @@ TEST(PerfFile, MalformedFilesNameTheLineAndWhatWasExpected) {
 }
 
 TEST(PerfFile, UnsupportedFieldsAreRefusedNamingTheLine) {
-  struct Case {
-    const char* what;
-    int line;
-    void (*change)(Fields&);
-    std::string value;
-    const char* expected;
-  };
   const std::vector<Case> cases = {
       {"complex", 21, [](Fields& f) { set(f.type, "7"); }, "7",
        "data type 7 (complex double precision) is not supported"},
@@ -277,16 +278,7 @@ TEST(PerfFile, UnsupportedFieldsAreRefusedNamingTheLine) {
       {"empty", 10, [](Fields& f) { set(f.sa, "1.0d0"); }, "1.0d0", "the sparsity of A is 1 (no blocks at all)"},
       {"npcols", 2, [](Fields& f) { set(f.npcols, "3"); }, "3", "npcols = 3 does not divide the job's 4 ranks"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.what);
-    Fields f;
-    c.change(f);
-    const std::string text = f.text();
-    ASSERT_EQ(line_text(text, c.line), c.value);
-    const std::string msg = translate_error(text);
-    EXPECT_HAS(msg, "t.perf, line " + std::to_string(c.line) + ": ");
-    EXPECT_HAS(msg, c.expected);
-  }
+  expect_errors(cases, [](const std::string& text) { return translate_error(text); });
   // Symmetric A and B need one blocking of equal dimensions.
   Fields f;
   set(f.syma, "S");

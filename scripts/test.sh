@@ -4,7 +4,7 @@
 #   1. the sanitizer build: g++ with -fsanitize=address,undefined (cmake/PlexusSanitizers.cmake)
 #      in $PLEXUS_BUILD_DIR-sanitize (no benchmarks), and its tests except the MPI runs on 9, 12
 #      and 16 ranks (label large-ranks: the same code runs on 1 to 8 ranks, and leaving them out
-#      keeps .ci/run within 30 minutes on two cores), the longer density-matrix runs on the
+#      keeps .ci/run near 30 minutes on two cores), the longer density-matrix runs on the
 #      real h2o-32 matrices (label h2o-long; every algorithm on 2 ranks stays), the multiply
 #      conformance suite and the cg_bands suite on 6 and 8 ranks (both run on 1 to 4 ranks there),
 #      cg_bands' compare and nboverlap program runs (the same solver code as its suite), and the

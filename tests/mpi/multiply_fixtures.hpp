@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the multiply tests: plugins, grids, operands built from the generator, gathered
-// block lists, and C as DBCSR's filtered multiply defines it (computed block by block).
+// block lists, and C as plexus's filtered multiply defines it (computed block by block).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -106,8 +106,9 @@ inline double norm(const std::vector<double>& x) {
   return std::sqrt(s);
 }
 
-/// C as DBCSR's filtered multiply defines it, block by block: a product A(i,k)B(k,j) is skipped
-/// when |A(i,k)|*|B(k,j)| < eps / (blocks in row i of A); then blocks with |C(i,j)| < eps go.
+/// C as plexus's filtered multiply defines it (docs/architecture.md), block by block: a product
+/// A(i,k)B(k,j) is skipped when |A(i,k)|*|B(k,j)| < eps / (blocks in row i of A); then blocks with
+/// |C(i,j)| < eps go.
 /// on_the_fly = false: no product is skipped, only the final filter (what a multiply without
 /// on-the-fly filtering would give).
 inline std::vector<double> filtered_reference(const Case& k, const Operands& o, bool on_the_fly = true) {

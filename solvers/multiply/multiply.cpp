@@ -81,19 +81,20 @@ class DenseCheck {
               mask[static_cast<std::size_t>(c_layout_.rows.offset(bi) + i + (c_layout_.cols.offset(bj) + j) * m)] = 1.0;
         }
       }
-      std::vector<double> x = c_.empty() ? std::vector<double>(static_cast<std::size_t>(m * n), 0.0) : c_;
-      for (int t = 0; t < times; ++t) {
-        std::vector<double> next(x.size());
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t i = 0; i < m; ++i) {
-            double sum = 0;
-            for (std::int64_t l = 0; l < k; ++l) sum += opa(i, l) * opb(l, j);
-            const auto q = static_cast<std::size_t>(i + j * m);
-            next[q] = alpha * sum + beta * x[q];
-            if (retain) next[q] *= mask[q];
-          }
-        x = std::move(next);
-      }
+      // op(A) op(B) is the same in every repetition: computed once.
+      std::vector<double> product(static_cast<std::size_t>(m * n));
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < m; ++i) {
+          double sum = 0;
+          for (std::int64_t l = 0; l < k; ++l) sum += opa(i, l) * opb(l, j);
+          product[static_cast<std::size_t>(i + j * m)] = sum;
+        }
+      std::vector<double> x = c_.empty() ? std::vector<double>(product.size(), 0.0) : c_;
+      for (int t = 0; t < times; ++t)
+        for (std::size_t q = 0; q < x.size(); ++q) {
+          x[q] = alpha * product[q] + beta * x[q];
+          if (retain) x[q] *= mask[q];
+        }
       double d = 0, e = 0;
       for (std::size_t q = 0; q < x.size(); ++q) {
         d += (got[q] - x[q]) * (got[q] - x[q]);

@@ -1141,6 +1141,10 @@ int command_plugins(const Options& o, int rank, int size) {
          << kind_name(kind) << " " << e->descriptor.name << "  (plugin " << e->plugin << " " << e->version << ", "
          << e->file << ")\n";
       if (!e->descriptor.summary.empty()) os << "    " << e->descriptor.summary << "\n";
+      if (e->descriptor.unavailable) {
+        const std::string why = e->descriptor.unavailable();
+        if (!why.empty()) os << "    unavailable here: " << why << "\n";
+      }
       if (kind == ComponentKind::Comm) {
         // What a strategy provides follows from what its plugin registers: a multiply algorithm
         // (every comm component), and the collectives of the same name and plugin if any.

@@ -3,6 +3,7 @@
 // as in PLEXUS_CONFORMANCE_ONLY / PLEXUS_CONFORMANCE_EXTRA (docs/plugin-guide.md).
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plexus::test {
@@ -41,12 +42,24 @@ inline std::vector<Spec> parse_specs(const char* text) {
 }
 
 /// The specs under test: PLEXUS_CONFORMANCE_ONLY if set, else `defaults` followed by
-/// PLEXUS_CONFORMANCE_EXTRA.
+/// PLEXUS_CONFORMANCE_EXTRA; either less the components PLEXUS_CONFORMANCE_EXCLUDE names
+/// (comma-separated names, e.g. "dbcsr" where a run tests a local backend the dbcsr algorithm
+/// does not use).
 inline std::vector<Spec> specs_under_test(std::vector<Spec> defaults) {
-  if (const char* only = std::getenv("PLEXUS_CONFORMANCE_ONLY"); only != nullptr && *only != '\0')
-    return parse_specs(only);
-  for (const auto& s : parse_specs(std::getenv("PLEXUS_CONFORMANCE_EXTRA"))) defaults.push_back(s);
-  return defaults;
+  std::vector<Spec> specs;
+  if (const char* only = std::getenv("PLEXUS_CONFORMANCE_ONLY"); only != nullptr && *only != '\0') {
+    specs = parse_specs(only);
+  } else {
+    specs = std::move(defaults);
+    for (const auto& s : parse_specs(std::getenv("PLEXUS_CONFORMANCE_EXTRA"))) specs.push_back(s);
+  }
+  const std::vector<Spec> excluded = parse_specs(std::getenv("PLEXUS_CONFORMANCE_EXCLUDE"));
+  std::erase_if(specs, [&](const Spec& s) {
+    for (const auto& x : excluded)
+      if (x.name == s.name) return true;
+    return false;
+  });
+  return specs;
 }
 
 }  // namespace plexus::test

@@ -9,6 +9,7 @@
 namespace plexus {
 
 KernelSession::~KernelSession() = default;
+bool KernelSession::norms(const BlockLayout&, const BlockLayout&, double*, double*) { return false; }
 Kernel::~Kernel() = default;
 HostKernel::~HostKernel() = default;
 ReferenceKernel::~ReferenceKernel() = default;

@@ -181,8 +181,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   const bool filtering = !row_eps_.empty();
   std::vector<double> a_norms, b_norms;
   if (filtering) {
-    a_norms = block_norms(a, a_layout);
-    b_norms = block_norms(b, b_layout);
+    // Where the backend keeps the panels (a device backend computes them there), else here.
+    a_norms.resize(static_cast<std::size_t>(a.nblocks));
+    b_norms.resize(static_cast<std::size_t>(b.nblocks));
+    if (!session_->norms(a_layout, b_layout, a_norms.data(), b_norms.data())) {
+      a_norms = block_norms(a, a_layout);
+      b_norms = block_norms(b, b_layout);
+    }
   }
   // B's CSR row of each k (global block row of B), -1 if B has none.
   Scratch<int> b_row_of(static_cast<std::size_t>(b_layout.rows.count()), -1);

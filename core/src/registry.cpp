@@ -371,6 +371,12 @@ template <class T, class Factory>
 std::unique_ptr<T> make_component(const ComponentEntry& e, const Factory& factory, ParameterList& sublist,
                                   const std::string& path) {
   validate_and_fill(sublist, *valid_of(e), path);
+  if (e.descriptor.unavailable) {
+    const std::string why = e.descriptor.unavailable();
+    if (!why.empty())
+      throw UnavailableError(path, std::string(kind_name(e.descriptor.kind)) + " '" + e.descriptor.name + "' (plugin " +
+                                       e.plugin + ") cannot be used on this machine: " + why);
+  }
   require_factory(e, factory);
   auto made = factory(sublist);
   PLEXUS_CHECK(made != nullptr, std::string(kind_name(e.descriptor.kind)) + " '" + e.descriptor.name +

@@ -23,6 +23,14 @@ class InputError : public Error {
   ~InputError() override;
 };
 
+/// A component was selected that cannot run on this machine (ComponentDescriptor::unavailable:
+/// e.g. a GPU kernel without a GPU). Test suites skip such components with the message.
+class UnavailableError : public InputError {
+ public:
+  using InputError::InputError;
+  ~UnavailableError() override;
+};
+
 }  // namespace plexus
 
 /// Throws plexus::Error with the source location when the condition is false.

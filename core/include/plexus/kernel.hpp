@@ -5,15 +5,17 @@
 //
 //   session = kernel.begin(C)            C's starting values (host) become the backend's
 //   per tick:  session.stage(A, B)       the tick's panels (host) are made readable to it
+//              session.norms(...)        with filtering: the panels' block norms (optional)
 //              session.grow(n)           C's area grows by the blocks this tick creates (zeroed)
 //              session.process(stack)    C[c] += A[a] * B[b], from several threads at once
-//              session.unstage()         the panels are not read any more (waits for the work)
+//              session.unstage()         the host panels are not read any more
 //   C = session.finish()                 C's values back in host memory
 //
 // A host backend (HostKernel) works on the panels where they are and on C in place: it only
 // supplies process() on host pointers. A device backend keeps C resident in device memory
-// across ticks, copies each tick's panels once, and counts what it holds under the device
-// categories of the memory tracker.
+// across ticks, copies each tick's panels once (its products may still run on its copies after
+// unstage(), overlapping the next tick's communication and copies), computes block norms where
+// the panels are, and counts what it holds under the device categories of the memory tracker.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,10 +47,16 @@ class KernelSession {
   virtual void stage(const PanelView& a, const PanelView& b) = 0;
   /// C[e.c] += A[e.a] * B[e.b] for every entry. Called concurrently from thread slots
   /// 0 .. slots-1 (one call at a time per slot), each slot on C blocks no other slot touches.
-  /// A backend may return before the work is done; unstage() and finish() wait for it.
+  /// A backend may return before the work is done; finish() waits for it.
   virtual void process(const StackEntry* stack, std::int64_t n, int slot) = 0;
-  /// Ends the tick: afterwards the staged panels are not read again, and all work is done.
-  /// Core calls it also when the tick fails after stage() (then its errors are dropped).
+  /// The Frobenius norm of every block of the staged panels, in block order (a_norms[a.nblocks],
+  /// b_norms[b.nblocks]; block sizes from the layouts), computed where the backend keeps the
+  /// panels, for on-the-fly filtering. Called at most once per tick, after stage() and before
+  /// process(). false: the backend leaves them to core, which computes them on the host.
+  virtual bool norms(const BlockLayout& a_layout, const BlockLayout& b_layout, double* a_norms, double* b_norms);
+  /// Ends the tick: afterwards the host memory of the staged panels is not read again (a device
+  /// backend may still compute with its own copies; finish() waits for that). Core calls it also
+  /// when the tick fails after stage() (then its errors are dropped).
   virtual void unstage() = 0;
   /// C's values (the whole area, in host memory). The session is over afterwards.
   virtual MatrixData finish() = 0;

@@ -19,7 +19,12 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes.
-inline constexpr int kAbiVersion = 11;  // 11: RoleCounts::local_bytes_*, MultiplyTask::beta(); 10: SolverResult::series; 9: Grid::pool(); 8: SolverResult::history, MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids with layers; 5: local backends own C (Kernel::begin); 4: no operation flags; 3: collectives components; 2: the multiply driver
+inline constexpr int kAbiVersion =
+    12;  // 12: ComponentDescriptor::unavailable, KernelSession::norms; 11: RoleCounts::local_bytes_*,
+         // MultiplyTask::beta(); 10: SolverResult::series; 9: Grid::pool(); 8: SolverResult::history,
+         // MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids with
+         // layers; 5: local backends own C (Kernel::begin); 4: no operation flags; 3: collectives components; 2: the
+         // multiply driver
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);
@@ -31,6 +36,10 @@ struct ComponentDescriptor {
   std::string summary;
   /// The valid parameters of the component's sublist, with documentation, defaults and validators.
   std::function<ParameterListPtr()> valid_parameters;
+  /// Why the component cannot be used on this machine (e.g. "no CUDA device"), or "" when it
+  /// can; unset: always usable. `plexus plugins` shows the reason, and the registry refuses to
+  /// make the component with it (UnavailableError), before its factory runs.
+  std::function<std::string()> unavailable;
   /// Factories; each receives the validated, default-filled sublist.
   std::function<std::unique_ptr<CommStrategy>(const ParameterList&)> make_comm;
   std::function<std::unique_ptr<Kernel>(const ParameterList&)> make_kernel;

@@ -67,8 +67,16 @@ if(NOT PLEXUS_ENABLE_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Device code for the A100 (sm_80) and H100 (sm_90) generations, and PTX that newer GPUs
+    # compile when loading; -DCMAKE_CUDA_ARCHITECTURES=native builds for the GPUs of this machine.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
     set(PLEXUS_HAVE_CUDA ON)
-    message(STATUS "plexus: CUDA compiler found: ${CMAKE_CUDA_COMPILER} (no CUDA plugin is built yet)")
+    message(STATUS "plexus: CUDA ${CUDAToolkit_VERSION} found (${CMAKE_CUDA_COMPILER}): the cuda kernel plugin is "
+                   "built for ${CMAKE_CUDA_ARCHITECTURES}")
   elseif(PLEXUS_ENABLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "PLEXUS_ENABLE_CUDA=ON but no CUDA compiler was found")
   endif()

@@ -26,7 +26,9 @@ if(PLEXUS_SANITIZE)
   if(PLEXUS_SANITIZE MATCHES "undefined")
     list(APPEND _plexus_san_flags -fno-sanitize-recover=undefined)
   endif()
-  add_compile_options(${_plexus_san_flags})
+  # C and C++ only: nvcc does not take them (the cuda plugin's device code is not instrumented;
+  # its host side, plexus_cuda_host, is, and the tests run it on the emulated device).
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_plexus_san_flags}>")
   add_link_options(-fsanitize=${PLEXUS_SANITIZE})
   # GCC's -Wmaybe-uninitialized is unreliable on instrumented code (GCC's manual: sanitizers can
   # cause spurious warnings): with ASan it fires inside libstdc++'s <regex>. The normal build keeps

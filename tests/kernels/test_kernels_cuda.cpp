@@ -1,0 +1,264 @@
+// Tests of what only the `cuda` kernel has: its shape table, its choice of device, its memory
+// messages (on the emulated device), and the real plugin's behaviour on this machine: without a
+// device it loads, says why it cannot run, and refuses to be made; with one, it multiplies.
+// What every local backend must do is in the conformance suite (test_kernel_conformance.cpp),
+// which runs the cuda kernel where a GPU is and the emulated device everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/parameters.hpp"
+#include "plexus/registry.hpp"
+#include "raw_stacks.hpp"
+#include "session.hpp"
+#include "smm.hpp"
+
+#ifndef PLEXUS_CUDA_EMULATED_PATH
+#error "PLEXUS_CUDA_EMULATED_PATH must name the built test plugin"
+#endif
+
+namespace {
+
+using plexus::ComponentKind;
+using plexus::Registry;
+using plexus::test::random_stack;
+using plexus::test::rel_error;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::unique_ptr<plexus::Kernel> make(const std::string& name, const std::vector<std::string>& overrides = {}) {
+  plexus::ParameterList p(name);
+  for (const auto& o : overrides) plexus::apply_override(p, o);
+  return Registry::global().make_kernel(name, p, "Kernel/" + name);
+}
+
+void load(const std::string& file) {
+  if (Registry::global().find(ComponentKind::Kernel, file == PLEXUS_CUDA_EMULATED_PATH ? "cuda-emulated" : "cuda") ==
+      nullptr)
+    Registry::global().load_file(file);
+}
+
+TEST(CudaShapes, EverySpecialisedShapeHasItsId) {
+  for (int s = 0; s < plexus_cuda::kSmmShapes; ++s)
+    EXPECT_EQ(plexus_cuda::shape_of(plexus_cuda::smm_m(s), plexus_cuda::smm_n(s), plexus_cuda::smm_k(s)), s);
+  EXPECT_EQ(plexus_cuda::shape_of(23, 23, 23), (3 * 5 + 3) * 5 + 3);
+  EXPECT_EQ(plexus_cuda::shape_of(5, 13, 6), (0 * 5 + 2) * 5 + 1);
+  for (auto [m, n, k] : {std::array{7, 5, 5}, std::array{64, 64, 64}, std::array{0, 5, 5}, std::array{100, 5, 5},
+                         std::array{23, 23, -1}, std::array{23, 65, 23}})
+    EXPECT_EQ(plexus_cuda::shape_of(m, n, k), plexus_cuda::kGenericShape) << m << "x" << n << "x" << k;
+}
+
+TEST(CudaShapes, TilesFitTheirThreadsAndSharedMemory) {
+  // The launch geometry nvcc is given: at most 128 threads, whole groups, and shared memory within
+  // the 48 KiB every CUDA device offers without opting in.
+  std::vector<int> seen;
+  for (int s = 0; s < plexus_cuda::kSmmShapes; ++s) {
+    auto check = [&]<int M, int N, int K>() {
+      using T = plexus_cuda::Tile<M, N, K>;
+      EXPECT_LE(T::kThreads, 128);
+      EXPECT_GE(T::kGroups, 1);
+      EXPECT_EQ(T::kThreads % T::kGroupThreads, 0);
+      EXPECT_LE(T::kShared * static_cast<int>(sizeof(double)), 48 * 1024);
+      EXPECT_EQ((plexus_cuda::smm_blocks<M, N, K>(T::kGroups * 3 + 1)), 4);
+      seen.push_back(M * 10000 + N * 100 + K);
+    };
+    EXPECT_TRUE(plexus_cuda::dispatch_shape(s, check));
+  }
+  EXPECT_EQ(seen.size(), std::size_t(plexus_cuda::kSmmShapes));
+  EXPECT_FALSE(plexus_cuda::dispatch_shape(plexus_cuda::kGenericShape, [&]<int, int, int>() {}));
+}
+
+TEST(CudaDeviceChoice, AutoTakesTheNodeLocalRankModuloTheDevices) {
+  EXPECT_EQ(plexus_cuda::choose_device("auto", 4, 5, "Kernel/cuda/Device"), 1);
+  EXPECT_EQ(plexus_cuda::choose_device("auto", 1, 3, "Kernel/cuda/Device"), 0);
+  EXPECT_EQ(plexus_cuda::choose_device("1", 2, 0, "Kernel/cuda/Device"), 1);
+}
+
+TEST(CudaDeviceChoice, BadChoicesSayWhatThereIs) {
+  auto message = [](const std::string& spec, int count) {
+    try {
+      plexus_cuda::choose_device(spec, count, 0, "Kernel/cuda/Device");
+    } catch (const plexus::InputError& e) {
+      EXPECT_EQ(e.where(), "Kernel/cuda/Device");
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_TRUE(contains(message("2", 2), "this node has 2 CUDA devices (0 to 1)")) << message("2", 2);
+  EXPECT_TRUE(contains(message("1", 1), "this node has 1 CUDA device (0)")) << message("1", 1);
+  EXPECT_TRUE(contains(message("gpu0", 2), "'gpu0' is not a device")) << message("gpu0", 2);
+  EXPECT_TRUE(contains(message("-1", 2), "is not a device")) << message("-1", 2);
+  EXPECT_TRUE(contains(message("auto", 0), "no CUDA device")) << message("auto", 0);
+}
+
+TEST(CudaDeviceChoice, NodeLocalRankFromTheLauncher) {
+  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",   "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                        "PALS_LOCAL_RANKID",          "FLUX_TASK_LOCAL_ID"};
+  std::map<std::string, std::string> saved;
+  for (const char* v : vars)
+    if (const char* x = std::getenv(v)) saved[v] = x;
+  for (const char* v : vars) ::unsetenv(v);
+  EXPECT_EQ(plexus_cuda::node_local_rank(), 0) << "no launcher variable: rank 0 of its node";
+  ::setenv("SLURM_LOCALID", "2", 1);
+  EXPECT_EQ(plexus_cuda::node_local_rank(), 2);
+  ::setenv("MPI_LOCALRANKID", "3", 1);  // MPICH's, before Slurm's
+  EXPECT_EQ(plexus_cuda::node_local_rank(), 3);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x1", 1);  // not a number: the next one counts
+  EXPECT_EQ(plexus_cuda::node_local_rank(), 3);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  EXPECT_EQ(plexus_cuda::node_local_rank(), 1);
+  for (const char* v : vars) ::unsetenv(v);
+  for (const auto& [k, v] : saved) ::setenv(k.c_str(), v.c_str(), 1);
+}
+
+TEST(CudaMemory, BytesInBinaryUnits) {
+  EXPECT_EQ(plexus_cuda::bytes_text(512), "512 B");
+  EXPECT_EQ(plexus_cuda::bytes_text(1536), "1.50 KiB");
+  EXPECT_EQ(plexus_cuda::bytes_text(std::int64_t{3} << 30), "3.00 GiB");
+}
+
+TEST(CudaMemory, CThatDoesNotFitSaysHowMuchWasNeededAndFree) {
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  auto k = make("cuda-emulated", {"MemoryMB=1"});
+  const std::int64_t before = plexus::memory::current_total(plexus::MemorySpace::Device);
+  try {
+    k->begin(plexus::MatrixData(200000, 1.0), 1);  // 1.53 MiB of C on a 1 MiB device
+    ADD_FAILURE() << "C did not fit, and nothing said so";
+  } catch (const plexus::Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(contains(m, "C's local blocks (200000 values) needs 1.53 MiB of device memory")) << m;
+    EXPECT_TRUE(contains(m, "emulated device has 1.00 MiB free of 1.00 MiB")) << m;
+  }
+  EXPECT_EQ(plexus::memory::current_total(plexus::MemorySpace::Device), before) << "nothing held after the failure";
+}
+
+TEST(CudaMemory, PanelsThatDoNotFitSayWhich) {
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  auto k = make("cuda-emulated", {"MemoryMB=1"});
+  const std::vector<double> a(140000, 1.0), b(10, 1.0);  // A's panel: 1.07 MiB
+  plexus::PanelView va, vb;
+  va.data = a.data();
+  va.data_size = static_cast<std::int64_t>(a.size());
+  vb.data = b.data();
+  vb.data_size = static_cast<std::int64_t>(b.size());
+  auto s = k->begin(plexus::MatrixData(4, 0.0), 1);
+  try {
+    s->stage(va, vb);
+    ADD_FAILURE() << "A did not fit, and nothing said so";
+  } catch (const plexus::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "the A panel of a tick needs 1.07 MiB of device memory")) << e.what();
+  }
+}
+
+TEST(CudaEmulated, TicksBatchesAndStreamsGiveTheStackProduct) {
+  // Three ticks, each with other panel values (the double-buffered staging reuses the first
+  // tick's buffers in the third), the stack split between two slots, three streams; batches of 5
+  // entries (buffers reused many times within a tick) or one batch per slot and tick. The
+  // emulated device runs copies as late as CUDA may, so a missing wait before a buffer is reused
+  // gives wrong figures here.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  for (const char* batch : {"BatchSize=5", "BatchSize=100000"}) {
+    for (int seed : {1, 2}) {
+      SCOPED_TRACE(std::string(batch) + ", seed " + std::to_string(seed));
+      auto k = make("cuda-emulated", {batch, "Streams=3", "Seed=" + std::to_string(seed)});
+      const auto p = random_stack(400, {5, 6, 13, 23, 32, 7}, 300 + seed);
+      // Tick t multiplies (t + 1) A by B: C gets 1 + 2 + 3 = 6 times the stack's products (the
+      // cuda kernel adds atomically, so the two slots may share C blocks).
+      std::vector<double> expect = p.c;
+      for (const auto& e : p.stack)
+        for (int j = 0; j < e.n; ++j)
+          for (int l = 0; l < e.k; ++l)
+            for (int i = 0; i < e.m; ++i)
+              expect[std::size_t(e.c + i + j * e.m)] +=
+                  6.0 * p.a[std::size_t(e.a + i + l * e.m)] * p.b[std::size_t(e.b + l + j * e.k)];
+      auto s = k->begin(plexus::MatrixData(p.c.begin(), p.c.end()), 2);
+      for (int tick = 0; tick < 3; ++tick) {
+        std::vector<double> a = p.a;
+        for (double& x : a) x *= tick + 1;
+        plexus::PanelView va, vb;
+        va.data = a.data();
+        va.data_size = static_cast<std::int64_t>(a.size());
+        vb.data = p.b.data();
+        vb.data_size = static_cast<std::int64_t>(p.b.size());
+        s->stage(va, vb);
+        const auto half = static_cast<std::int64_t>(p.stack.size() / 2);
+        s->process(p.stack.data(), half, 0);
+        s->process(p.stack.data() + half, static_cast<std::int64_t>(p.stack.size()) - half, 1);
+        s->unstage();
+        std::fill(a.begin(), a.end(), -7.0);  // the host panel is free after unstage()
+      }
+      const plexus::MatrixData c = s->finish();
+      EXPECT_LE(rel_error(std::vector<double>(c.begin(), c.end()), expect), 1e-13);
+    }
+  }
+}
+
+TEST(CudaPlugin, LoadsAndSaysWhetherItCanRun) {
+  if (!PLEXUS_HAVE_CUDA) GTEST_SKIP() << "this build has no cuda plugin (no nvcc at configure time)";
+  load(PLEXUS_KERNELS_CUDA_PATH);
+  const auto* e = Registry::global().find(ComponentKind::Kernel, "cuda");
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(static_cast<bool>(e->descriptor.unavailable));
+  const std::string why = e->descriptor.unavailable();
+  if (why.empty()) {
+    // A GPU is here: the kernel is made on it and works on device memory.
+    auto k = make("cuda");
+    EXPECT_EQ(k->memory_space(), plexus::MemorySpace::Device);
+    auto p = random_stack(500, {5, 23, 7}, 5);
+    auto s = k->begin(plexus::MatrixData(p.c.begin(), p.c.end()), 1);
+    plexus::PanelView va, vb;
+    va.data = p.a.data();
+    va.data_size = static_cast<std::int64_t>(p.a.size());
+    vb.data = p.b.data();
+    vb.data_size = static_cast<std::int64_t>(p.b.size());
+    s->stage(va, vb);
+    s->process(p.stack.data(), static_cast<std::int64_t>(p.stack.size()), 0);
+    s->unstage();
+    const plexus::MatrixData c = s->finish();
+    auto r = make("reference");
+    auto rs = r->begin(plexus::MatrixData(p.c.begin(), p.c.end()), 1);
+    rs->stage(va, vb);
+    rs->process(p.stack.data(), static_cast<std::int64_t>(p.stack.size()), 0);
+    rs->unstage();
+    const plexus::MatrixData expect = rs->finish();
+    EXPECT_LE(rel_error(std::vector<double>(c.begin(), c.end()), std::vector<double>(expect.begin(), expect.end())),
+              1e-13);
+    return;
+  }
+  // No device: the reason names the problem, and making the kernel refuses with it.
+  EXPECT_TRUE(contains(why, "no CUDA device")) << why;
+  try {
+    make("cuda");
+    ADD_FAILURE() << "the cuda kernel was made without a device";
+  } catch (const plexus::UnavailableError& err) {
+    EXPECT_EQ(err.where(), "Kernel/cuda");
+    EXPECT_TRUE(contains(err.what(),
+                         "kernel 'cuda' (plugin kernels_cuda) cannot be used on this machine: no CUDA "
+                         "device"))
+        << err.what();
+  }
+}
+
+TEST(CudaPlugin, ParametersAreDocumented) {
+  if (!PLEXUS_HAVE_CUDA) GTEST_SKIP() << "this build has no cuda plugin (no nvcc at configure time)";
+  load(PLEXUS_KERNELS_CUDA_PATH);
+  const auto* e = Registry::global().find(ComponentKind::Kernel, "cuda");
+  ASSERT_NE(e, nullptr);
+  auto valid = e->descriptor.valid_parameters();
+  for (const char* name : {"Device", "Threads", "Streams", "BatchSize"}) {
+    ASSERT_TRUE(valid->isParameter(name)) << name;
+    EXPECT_FALSE(valid->getEntry(name).docString().empty()) << name;
+  }
+  EXPECT_EQ(valid->get<std::string>("Device"), "auto");
+}
+
+}  // namespace

@@ -44,6 +44,11 @@ struct Selection {
   std::string collectives;  ///< a collectives component to select, or empty: the strategy's own
   std::string kernel;
 };
+/// The parameters of a validated list whose values differ from the defaults that the program and
+/// its components declare (or that nothing declares), as "Path/Key=value" (the form of --set), in
+/// the list's order.
+std::vector<std::string> non_default_assignments(const ParameterList& validated);
+
 /// The names selected by a validated list.
 Selection selection_of(const ParameterList& validated);
 

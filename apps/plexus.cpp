@@ -1,11 +1,16 @@
 // The `plexus` program: run a solver, compare strategies and kernels, list plugins.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -40,7 +45,7 @@ const char* const kOverview =
     "Usage:\n"
     "  plexus run [FILE.xml] [--set Path/Key=value]... [--json FILE] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
-    "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
+    "                 [--csv FILE] [--json FILE] [--tolerance T] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus perf FILE.perf [--strategies S1,S2,...] [--kernels K1,...] [compare's options]\n"
     "  plexus plugins [--verbose]\n"
     "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
@@ -71,18 +76,24 @@ const char* const kRunHelp =
     "Usage: plexus run [FILE.xml] [options]\n"
     "\n"
     "Runs the solver selected by the parameter list (FILE.xml; without it, the built-in default problem:\n"
-    "160 x 160 blocks of 23, about 10% occupancy, like a small water system). The complete list used,\n"
-    "with every default filled in, is printed first, so the run can be reproduced from its own output.\n"
+    "160 x 160 blocks of 23, about 10% occupancy, like a small water system). It first prints the\n"
+    "parameters other than the defaults, as --set options, and where the complete list used (every\n"
+    "default filled in) went: a new file plexus-params/run-<date>-<time>-<pid>.xml by default (never\n"
+    "one that exists; the directory is PLEXUS_PARAMS_DIR when set), so the run can be repeated exactly.\n"
     "\n"
     "Options:\n"
     "  --set Path/Key=value   override one parameter (repeatable), e.g. --set Problem/Blocks=40\n"
     "                         --set Communication/Strategy=cannon --set Kernel/Type=reference\n"
-    "  --write-params FILE    also write the complete parameter list used to FILE (XML)\n"
+    "  --write-params FILE    write the complete parameter list used to FILE (XML) instead of the\n"
+    "                         record file\n"
+    "  --echo-params          print the complete parameter list (XML)\n"
+    "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
     "  --json FILE            write the run as JSON: the solver's figures (e.g. energy, trace_PS, mu,\n"
     "                         iterations, idempotency_error), its per-iteration history, the timing\n"
     "                         summary and the operations (\"-\": standard output; add --log-level\n"
     "                         warn so that the log leaves it alone)\n"
-    "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs)\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs); it\n"
+    "                         overrides Output/LogLevel for this run and is not saved with the list\n"
     "  -h, --help             this text\n"
     "\n"
     "Timing: Timing/WarmUp (default 1) quiet solver runs come first and are not counted; then\n"
@@ -119,7 +130,11 @@ const char* const kCompareHelp =
     "  --csv FILE             write the table as CSV\n"
     "  --json FILE            write the table as JSON\n"
     "  --tolerance T          largest accepted relative difference (default 1e-10); exceeded: exit code 1\n"
-    "  --log-level LEVEL      error, warn, info (default) or debug\n"
+    "  --write-params FILE    write the complete parameter list used (XML) to FILE instead of the\n"
+    "                         record file plexus-params/compare-<date>-<time>-<pid>.xml (as for run)\n"
+    "  --echo-params          print the complete parameter list (XML)\n"
+    "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug; not saved with the list\n"
     "  -h, --help             this text\n"
     "\n"
     "Examples:\n"
@@ -305,8 +320,14 @@ ParameterListPtr load_parameters(const Options& o, int rank, const ParameterList
                                              : read_parameter_file(o.file);
   params->setName("plexus");
   for (const auto& s : o.sets) apply_override(*params, s);
-  if (!o.log_level.empty()) apply_override(*params, "Output/LogLevel=" + o.log_level);
   return params;
+}
+
+// The log level is the invocation's: --log-level, else Output/LogLevel of the list. --log-level
+// stays out of the list, so that a saved list (--write-params) replays at its own level.
+void configure_logging_for(const Options& o, const ParameterList& validated, int rank) {
+  configure_logging(rank,
+                    !o.log_level.empty() ? o.log_level : validated.sublist("Output").get<std::string>("LogLevel"));
 }
 
 struct Components {
@@ -393,11 +414,93 @@ std::string plural(long long n, const std::string& one, const std::string& many 
   return std::to_string(n) + " " + (n == 1 ? one : many.empty() ? one + "s" : many);
 }
 
-void echo_parameters(const ParameterList& params, int rank) {
-  if (rank != 0 || !log().should_log(spdlog::level::info)) return;
-  log().info("parameters used (save them with --write-params FILE to repeat this run):");
-  std::fflush(stdout);
-  std::cout << to_xml(params) << std::flush;
+// A --set value as a shell reads it back: quoted when it holds anything but plain characters.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:@%") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// Writes the complete list to a new file in `dir` (PLEXUS_PARAMS_DIR, default plexus-params):
+// <command>-<date>-<time>-<pid>[-n].xml, created exclusively, so that no existing file is ever
+// replaced. Returns its path, or "" with `why` set when it could not be written.
+std::string write_params_record(const ParameterList& params, const std::string& dir, const std::string& command,
+                                std::string& why) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    why = "cannot create directory '" + dir + "': " + ec.message();
+    return "";
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  const std::string stem =
+      fmt::format("{}/{}-{:04}{:02}{:02}-{:02}{:02}{:02}-{}", dir, command, local.tm_year + 1900, local.tm_mon + 1,
+                  local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec, static_cast<long>(::getpid()));
+  const std::string text = to_xml(params);
+  for (int n = 1; n <= 100; ++n) {
+    const std::string path = n == 1 ? stem + ".xml" : fmt::format("{}-{}.xml", stem, n);
+    std::FILE* f = std::fopen(path.c_str(), "wx");  // exclusive: fails if the file exists
+    if (f == nullptr) {
+      if (errno == EEXIST) continue;
+      why = "cannot create '" + path + "': " + std::strerror(errno);
+      return "";
+    }
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) {
+      why = "cannot write '" + path + "'";
+      std::remove(path.c_str());
+      return "";
+    }
+    return path;
+  }
+  why = "every name '" + stem + "[-n].xml' is taken";
+  return "";
+}
+
+// What a run or compare tells of its parameters (rank 0): the values other than the defaults, in
+// the form of --set, and where the complete list went; --echo-params prints the list itself.
+// Without --write-params or --no-params-file, the complete list goes to a new file of its own
+// (write_params_record): the run's record, never a file of the user's.
+void report_parameters(const ParameterList& params, const Options& o, int rank) {
+  if (rank != 0) return;
+  auto& l = log();
+  // As --set options, on lines of at most 100 columns ("[plexus] " included) where they fit.
+  std::vector<std::string> lines{"parameters other than the defaults:"};
+  for (const auto& a : non_default_assignments(params)) {
+    const std::string set = "--set " + shell_word(a);
+    if (lines.back().size() + 1 + set.size() > 91 && lines.back().size() > 2) lines.push_back(" ");
+    lines.back() += " " + set;
+  }
+  if (lines.size() == 1 && lines.back().back() == ':') lines.back() += " none";
+  for (const auto& line : lines) l.info("{}", line);
+  if (o.echo_params) {
+    std::fflush(stdout);
+    std::cout << to_xml(params) << std::flush;
+  }
+  if (!o.write_params.empty()) {
+    l.info("all parameters: {}", o.write_params);
+    return;
+  }
+  const char* env = std::getenv("PLEXUS_PARAMS_DIR");
+  const std::string dir = env != nullptr && *env != '\0' ? env : "plexus-params";
+  if (o.no_params_file || dir == "none") {
+    if (!o.echo_params) l.info("all parameters: --echo-params prints them, --write-params FILE saves them");
+    return;
+  }
+  std::string why;
+  const std::string path = write_params_record(params, dir, o.command, why);
+  if (path.empty())
+    l.warn(
+        "the parameter record was not written ({}); --write-params FILE saves the list elsewhere, "
+        "--no-params-file or PLEXUS_PARAMS_DIR=none leave it out",
+        why);
+  else
+    l.info("all parameters: {} (--echo-params prints them)", path);
 }
 
 void print_summary_lines(const Summary& s, const TimingPlan& plan) {
@@ -451,7 +554,7 @@ int command_run(const Options& o, int rank, int size) {
       [&] {
         params = load_parameters(o, rank);
         validate_top_level(*params);
-        configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
+        configure_logging_for(o, *params, rank);
         c = make_components(*params);
         check_solver(c);
         agreed([&] { check_outputs(o, rank); });  // an unwritable --json is found now, not at the end
@@ -463,7 +566,7 @@ int command_run(const Options& o, int rank, int size) {
     return exit_code;
   }
 
-  echo_parameters(*params, rank);
+  report_parameters(*params, o, rank);
   const Selection sel = selection_of(*params);
   const TimingPlan plan = timing_of(*params);
   if (rank == 0)
@@ -822,7 +925,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
         base = load_parameters(o, rank, given);
         auto checked = Teuchos::rcp(new ParameterList(*base));
         validate_top_level(*checked);
-        configure_logging(rank, checked->sublist("Output").get<std::string>("LogLevel"));
+        configure_logging_for(o, *checked, rank);
         auto& reg = Registry::global();
         for (const auto& s : strategies) reg.get(ComponentKind::Comm, s.name);
         for (const auto& k : kernels) reg.get(ComponentKind::Kernel, k.name);
@@ -854,7 +957,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     return exit_code;
   }
 
-  echo_parameters(*base, rank);
+  report_parameters(*base, o, rank);
   const std::string solver_name = selection_of(*base).solver;
   const TimingPlan plan = timing_of(*base);
   if (rank == 0) {

@@ -119,6 +119,7 @@ Options parse_command_line(int argc, char** argv) {
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "run" || o.command == "compare" || o.command == "perf")
     flags = {"--help", "-h", "--echo-params", "--no-params-file"};
+  if (o.command == "compare" || o.command == "perf") flags.push_back("--wide");
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   if (o.command == "g4-diff") valued = {"--tolerance"};
@@ -141,6 +142,7 @@ Options parse_command_line(int argc, char** argv) {
         if (name == "--verbose" || name == "-v") o.verbose = true;
         if (name == "--echo-params") o.echo_params = true;
         if (name == "--no-params-file") o.no_params_file = true;
+        if (name == "--wide") o.wide = true;
         continue;
       }
       if (std::find(valued.begin(), valued.end(), name) == valued.end()) {

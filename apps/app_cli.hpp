@@ -23,6 +23,7 @@ struct Options {
   bool tolerance_given = false;
   bool echo_params = false;     // run, compare, perf: print the complete parameter list
   bool no_params_file = false;  // run, compare, perf: no parameter record file
+  bool wide = false;            // compare, perf: every column in the table
   bool verbose = false;
   bool help = false;
 };

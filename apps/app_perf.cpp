@@ -41,7 +41,7 @@ const char* const kPerfHelp =
     "  --set Path/Key=value   override a parameter of the translated list (repeatable),\n"
     "                         e.g. --set Timing/Rounds=3\n"
     "  --write-params FILE    write the translated parameter list (XML; 'plexus compare FILE' repeats it)\n"
-    "  --csv FILE, --json FILE, --tolerance T, --echo-params, --no-params-file, --log-level LEVEL\n"
+    "  --csv FILE, --json FILE, --wide, --tolerance T, --echo-params, --no-params-file, --log-level LEVEL\n"
     "                         as for 'plexus compare'\n"
     "  -h, --help             this text\n"
     "\n"

@@ -111,8 +111,8 @@ const char* const kCompareHelp =
     "\n"
     "Runs the same problem through every (strategy, kernel) combination in one job, compares each result\n"
     "with the first one (relative Frobenius difference) and prints one table: time per multiply\n"
-    "(min, median, mean), GFLOP/s (at the median),\n"
-    "bytes and messages sent per rank (max and average), wait time, peak buffer memory.\n"
+    "(median; --wide: min and mean too), GFLOP/s (at the median), data received per rank against the\n"
+    "strategy's model, peak buffer memory; --wide adds bytes and messages sent per rank, wait time.\n"
     "\n"
     "A strategy or kernel spec is name[:Key=Value[:Key=Value...]]; the assignments go to\n"
     "Communication/<name> (or Kernel/<name>), e.g. rma25d:Layers=4.\n"
@@ -127,8 +127,9 @@ const char* const kCompareHelp =
     "  --strategies LIST      comma-separated strategy specs (required)\n"
     "  --kernels LIST         comma-separated kernel specs (default: Kernel/Type of the parameter list)\n"
     "  --set Path/Key=value   override one parameter for every combination (repeatable)\n"
-    "  --csv FILE             write the table as CSV\n"
-    "  --json FILE            write the table as JSON\n"
+    "  --wide                 every column in the table (default: the columns that fit 100 columns)\n"
+    "  --csv FILE             write the table as CSV (every column)\n"
+    "  --json FILE            write the table as JSON (every column, every multiply's time)\n"
     "  --tolerance T          largest accepted relative difference (default 1e-10); exceeded: exit code 1\n"
     "  --write-params FILE    write the complete parameter list used (XML) to FILE instead of the\n"
     "                         record file plexus-params/compare-<date>-<time>-<pid>.xml (as for run)\n"
@@ -688,23 +689,34 @@ struct Row {
   std::map<std::string, OperationSummary> operations;  ///< of the counted runs
 };
 
-std::string table_text(const std::vector<Row>& rows) {
+// The default table fits 100 columns (with strategy names up to about 20 characters): time, rate,
+// volume against the model, buffer memory, agreement. `wide`: every column; the CSV and JSON have
+// every figure either way.
+std::string table_text(const std::vector<Row>& rows, bool wide) {
   // volume: data bytes a rank receives per multiply (one-sided gets included), the quantity of
   // the published volume models; model: the strategy's own prediction of it from its schedule.
   // min, median, mean: seconds per multiply (each multiply: its slowest rank) over the counted ones.
-  const std::vector<std::string> head = {"strategy",        "kernel",        "min (s)",         "median (s)",
-                                         "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
-                                         "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
-                                         "peak buffer",     "rel. diff"};
+  const std::vector<std::string> head =
+      wide ? std::vector<std::string>{"strategy",        "kernel",        "min (s)",         "median (s)",
+                                      "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
+                                      "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
+                                      "peak buffer",     "rel. diff"}
+           : std::vector<std::string>{"strategy",    "kernel", "median (s)",  "GFLOP/s",
+                                      "volume/rank", "model",  "peak buffer", "rel. diff"};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     const Summary& s = r.summary;
-    cells.push_back(
-        {r.strategy, r.kernel, format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
-         format_number("%.4g", s.seconds), format_number("%.3f", s.gflops), format_bytes(s.volume_max),
-         s.model_max < 0 ? std::string("-") : format_bytes(s.model_max), format_bytes(s.volume_avg),
-         format_bytes(s.bytes_max), format_number("%.0f", s.messages_max), format_number("%.3g", s.wait_max),
-         format_bytes(s.peak_buffer_max), r.compared ? format_number("%.2e", r.rel_diff) : std::string("-")});
+    const std::string model = s.model_max < 0 ? std::string("-") : format_bytes(s.model_max);
+    const std::string diff = r.compared ? format_number("%.2e", r.rel_diff) : std::string("-");
+    if (wide)
+      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_min),
+                       format_number("%.4g", s.seconds_median), format_number("%.4g", s.seconds),
+                       format_number("%.3f", s.gflops), format_bytes(s.volume_max), model, format_bytes(s.volume_avg),
+                       format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
+                       format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max), diff});
+    else
+      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_median), format_number("%.3f", s.gflops),
+                       format_bytes(s.volume_max), model, format_bytes(s.peak_buffer_max), diff});
   }
   return format_table(head, cells, true);
 }
@@ -961,11 +973,11 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   const std::string solver_name = selection_of(*base).solver;
   const TimingPlan plan = timing_of(*base);
   if (rank == 0) {
-    log().info(
-        "comparing {} combination{} of solver '{}' on {} rank{}: {} warm-up round{} (not counted), then {} "
-        "counted round{}, each running every combination once ({} order)",
-        combos.size(), combos.size() == 1 ? "" : "s", solver_name, size, size == 1 ? "" : "s", plan.warm_up,
-        plan.warm_up == 1 ? "" : "s", plan.rounds, plan.rounds == 1 ? "" : "s", plan.rotate ? "rotated" : "fixed");
+    log().info("comparing {} combination{} of solver '{}' on {} rank{}, each running once per round:", combos.size(),
+               combos.size() == 1 ? "" : "s", solver_name, size, size == 1 ? "" : "s");
+    log().info("{} warm-up round{} (not counted), then {} counted round{} ({} order)", plan.warm_up,
+               plan.warm_up == 1 ? "" : "s", plan.rounds, plan.rounds == 1 ? "" : "s",
+               plan.rotate ? "rotated" : "fixed");
     for (std::size_t i = 0; i < combos.size(); ++i)
       log().info("[{}/{}] strategy {}, kernel {}", i + 1, combos.size(), combos[i].strategy_label,
                  combos[i].kernel_label);
@@ -1013,11 +1025,11 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   // Rank 0 decides (all ranks hold the same figures, but one verdict avoids any doubt).
   int verdict = 0;
   if (rank == 0) {
-    log().info(
-        "seconds per multiply (each multiply: its slowest rank) over {} counted multiplies per combination; "
-        "GFLOP/s at the median",
-        rows.empty() ? 0 : rows.front().summary.multiplies);
-    std::cout << "\n" << table_text(rows) << std::flush;
+    log().info("seconds per multiply (its slowest rank) over {} counted multiplies per combination",
+               rows.empty() ? 0 : rows.front().summary.multiplies);
+    log().info("GFLOP/s at the median; volume: data received per rank and multiply, max over ranks");
+    if (!o.wide) log().info("model: the strategy's prediction of the volume; --wide: every column (CSV, JSON: all)");
+    std::cout << "\n" << table_text(rows, o.wide) << std::flush;
     std::vector<std::string> bad;
     std::size_t uncompared = 0;
     for (const auto& r : rows)

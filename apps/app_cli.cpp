@@ -82,6 +82,11 @@ Options parse_command_line(int argc, char** argv) {
     o.help = true;
     return o;
   }
+  if (first == "--version") {
+    if (args.size() > 1) throw UsageError("--version", "--version takes no other argument");
+    o.command = "version";
+    return o;
+  }
   if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
     std::string msg = "unknown command '" + first + "'";
     const std::string near = nearest(first, kCommands);

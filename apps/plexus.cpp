@@ -52,6 +52,7 @@ const char* const kOverview =
     "  plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
     "  plexus logp [--json FILE] [--repetitions N] [--max-bytes B]\n"
     "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
+    "  plexus --version               the version, git commit and build configuration\n"
     "\n"
     "Commands:\n"
     "  run      run one solver on one problem (no FILE: the built-in H2O-like problem)\n"
@@ -1306,6 +1307,10 @@ int dispatch(int argc, char** argv, int rank, int size) {
   }
   if (o.help) {
     if (rank == 0) std::cout << help_of(o.command) << std::flush;
+    return 0;
+  }
+  if (o.command == "version") {
+    if (rank == 0) std::cout << version_text() << std::flush;
     return 0;
   }
   if (o.command == "run") return command_run(o, rank, size);

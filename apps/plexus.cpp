@@ -464,6 +464,41 @@ std::string write_params_record(const ParameterList& params, const std::string& 
   return "";
 }
 
+// Problem parameters that only some generators read (core/src/problem.cpp): given to another
+// generator, they would be ignored without a word. (A parameter not listed here is read by all.)
+bool generator_reads(const std::string& generator, const std::string& parameter) {
+  static const std::map<std::string, std::vector<std::string>> kReadBy = [] {
+    std::map<std::string, std::vector<std::string>> m;
+    for (const char* p : {"Blocks", "Occupancy", "OccupancyA", "OccupancyB", "OccupancyC", "Rows", "Inner", "Cols",
+                          "Symmetric", "Bandwidth", "Seed"})
+      m[p] = {"random"};
+    for (const char* p : {"FileA", "FileB", "FileC"}) m[p] = {"matrix-market"};
+    for (const char* p : {"FileH", "FileS"}) m[p] = {"matrix-market", "cp2k-csr"};
+    for (const char* p : {"Molecules", "ModelGap", "ModelWidth", "ModelRadius", "ModelDecay", "ModelCoupling",
+                          "ModelOverlap", "ModelDisplacement", "ModelSeed"})
+      m[p] = {"model"};
+    return m;
+  }();
+  const auto it = kReadBy.find(parameter);
+  return it == kReadBy.end() || std::find(it->second.begin(), it->second.end(), generator) != it->second.end();
+}
+
+// Warns (rank 0) about the Problem parameters given other than their defaults that the selected
+// generator does not read.
+void warn_ignored_problem_parameters(const ParameterList& params, const std::vector<std::string>& changed) {
+  const std::string generator = params.sublist("Problem").get<std::string>("Generator");
+  std::string ignored;
+  for (const auto& a : changed) {
+    if (a.rfind("Problem/", 0) != 0) continue;
+    const std::string name = a.substr(8, a.find('=') - 8);
+    if (name.find('/') == std::string::npos && !generator_reads(generator, name))
+      ignored += (ignored.empty() ? "" : ", ") + a;
+  }
+  if (!ignored.empty())
+    log().warn("Problem/Generator = '{}' does not read {}: ignored (another generator's parameters)", generator,
+               ignored);
+}
+
 // What a run or compare tells of its parameters (rank 0): the values other than the defaults, in
 // the form of --set, and where the complete list went; --echo-params prints the list itself.
 // Without --write-params or --no-params-file, the complete list goes to a new file of its own
@@ -473,13 +508,15 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
   auto& l = log();
   // As --set options, on lines of at most 100 columns ("[plexus] " included) where they fit.
   std::vector<std::string> lines{"parameters other than the defaults:"};
-  for (const auto& a : non_default_assignments(params)) {
+  const auto changed = non_default_assignments(params);
+  for (const auto& a : changed) {
     const std::string set = "--set " + shell_word(a);
     if (lines.back().size() + 1 + set.size() > 91 && lines.back().size() > 2) lines.push_back(" ");
     lines.back() += " " + set;
   }
   if (lines.size() == 1 && lines.back().back() == ':') lines.back() += " none";
   for (const auto& line : lines) l.info("{}", line);
+  warn_ignored_problem_parameters(params, changed);
   if (o.echo_params) {
     std::fflush(stdout);
     std::cout << to_xml(params) << std::flush;

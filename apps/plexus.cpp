@@ -1,5 +1,7 @@
 // The `plexus` program: run a solver, compare strategies and kernels, list plugins.
 #include <mpi.h>
+#include <omp.h>
+#include <sched.h>
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app.hpp"
@@ -307,6 +310,71 @@ double timeout_of(const ParameterList& validated) {
 
 // ---- shared set-up --------------------------------------------------------------------------
 
+/// How the job's ranks and OpenMP threads sit on the cores: the node where they are most
+/// oversubscribed (ranks x threads over the cores its ranks may run on).
+struct CoreUse {
+  int ranks = 1, threads = 1, cores = 1;
+  bool chose_threads = false;  ///< OMP_NUM_THREADS was not set: threads = cores / ranks of the node
+  bool oversubscribed() const { return ranks * threads > cores; }
+};
+
+/// Collective over MPI_COMM_WORLD, before the components are made (the cpu kernel takes its thread
+/// count then). The cores of a node are those any of its ranks may run on (the union of their
+/// affinity masks); PLEXUS_TEST_CORES=N pretends N (tests). Without OMP_NUM_THREADS, OpenMP would
+/// start one thread per core in every rank: then each rank gets cores / ranks threads (at least 1).
+CoreUse choose_threads() {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  CoreUse u;
+  MPI_Comm_size(node, &u.ranks);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) {
+    CPU_ZERO(&mask);
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()) && c < CPU_SETSIZE; ++c)
+      CPU_SET(c, &mask);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &mask, static_cast<int>(sizeof(mask)), MPI_BYTE, MPI_BOR, node);
+  MPI_Comm_free(&node);
+  u.cores = std::max(1, CPU_COUNT(&mask));
+  if (const char* test = std::getenv("PLEXUS_TEST_CORES"); test != nullptr && std::atoi(test) > 0)
+    u.cores = std::atoi(test);
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  u.threads = omp_get_max_threads();
+  if ((env == nullptr || *env == '\0') && u.ranks * u.threads > u.cores) {
+    u.threads = std::max(1, u.cores / u.ranks);
+    omp_set_num_threads(u.threads);
+    u.chose_threads = true;
+  }
+  // The most oversubscribed node speaks for the job.
+  struct {
+    double ratio;
+    int rank;
+  } worst{double(u.ranks) * u.threads / u.cores, mpi::rank(MPI_COMM_WORLD)};
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  int facts[4] = {u.ranks, u.threads, u.cores, u.chose_threads ? 1 : 0};
+  MPI_Bcast(facts, 4, MPI_INT, worst.rank, MPI_COMM_WORLD);
+  return CoreUse{facts[0], facts[1], facts[2], facts[3] != 0};
+}
+
+/// Rank 0 tells the threads it chose and warns when ranks x threads exceed the cores: every
+/// timing is then slower than the machine can do, by up to that factor.
+void report_core_use(const CoreUse& u, int rank) {
+  if (rank != 0) return;
+  const std::string node =
+      fmt::format("{} rank{} on {} core{}{}", u.ranks, u.ranks == 1 ? "" : "s", u.cores, u.cores == 1 ? "" : "s",
+                  mpi::size(MPI_COMM_WORLD) > u.ranks ? " of a node" : "");
+  if (u.chose_threads)
+    log().info("OMP_NUM_THREADS is not set: {} OpenMP thread{} per rank ({})", u.threads, u.threads == 1 ? "" : "s",
+               node);
+  if (!u.oversubscribed()) return;
+  if (u.threads > 1)
+    log().warn("{} ranks x {} OpenMP threads on {} cores: oversubscribed, times are slower; try OMP_NUM_THREADS={}",
+               u.ranks, u.threads, u.cores, std::max(1, u.cores / u.ranks));
+  else
+    log().warn("{}: the ranks share cores, every time is slower than on {} cores", node, u.ranks);
+}
+
 // Loads the plugins; rank 0 tells what the plugin path had that could not be used.
 void load_plugins(int rank) {
   Registry::global().load_default();
@@ -589,6 +657,7 @@ int command_run(const Options& o, int rank, int size) {
   ParameterListPtr params;
   Components c;
   int exit_code = 0;
+  const CoreUse cores = choose_threads();
   const bool ok = setup_phase(
       [&] {
         params = load_parameters(o, rank);
@@ -605,6 +674,7 @@ int command_run(const Options& o, int rank, int size) {
     return exit_code;
   }
 
+  report_core_use(cores, rank);
   report_parameters(*params, o, rank);
   const Selection sel = selection_of(*params);
   const TimingPlan plan = timing_of(*params);
@@ -967,6 +1037,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   ParameterListPtr base;
   std::vector<Combination> combos;
   int exit_code = 0;
+  const CoreUse cores = choose_threads();
   const bool ok = setup_phase(
       [&] {
         std::vector<Spec> strategies, kernels;
@@ -1007,6 +1078,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     return exit_code;
   }
 
+  report_core_use(cores, rank);
   report_parameters(*base, o, rank);
   const std::string solver_name = selection_of(*base).solver;
   const TimingPlan plan = timing_of(*base);

@@ -123,7 +123,7 @@ Options parse_command_line(int argc, char** argv) {
   if (o.command == "compare" || o.command == "perf")
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
   if (o.command == "run" || o.command == "compare" || o.command == "perf")
-    flags = {"--help", "-h", "--echo-params", "--no-params-file"};
+    flags = {"--help", "-h", "--echo-params", "--no-params-file", "--no-progress"};
   if (o.command == "compare" || o.command == "perf") flags.push_back("--wide");
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
@@ -148,6 +148,7 @@ Options parse_command_line(int argc, char** argv) {
         if (name == "--echo-params") o.echo_params = true;
         if (name == "--no-params-file") o.no_params_file = true;
         if (name == "--wide") o.wide = true;
+        if (name == "--no-progress") o.no_progress = true;
         continue;
       }
       if (std::find(valued.begin(), valued.end(), name) == valued.end()) {

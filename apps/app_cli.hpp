@@ -24,6 +24,7 @@ struct Options {
   bool echo_params = false;     // run, compare, perf: print the complete parameter list
   bool no_params_file = false;  // run, compare, perf: no parameter record file
   bool wide = false;            // compare, perf: every column in the table
+  bool no_progress = false;     // run, compare, perf: no progress line
   bool verbose = false;
   bool help = false;
 };

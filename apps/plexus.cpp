@@ -92,6 +92,8 @@ const char* const kRunHelp =
     "                         record file\n"
     "  --echo-params          print the complete parameter list (XML)\n"
     "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
+    "  --no-progress          no progress line (on standard error after 2 s: the solver run, the\n"
+    "                         multiply or iteration, time elapsed and an estimate of the rest)\n"
     "  --json FILE            write the run as JSON: the solver's figures (e.g. energy, trace_PS, mu,\n"
     "                         iterations, idempotency_error), its per-iteration history, the timing\n"
     "                         summary and the operations (\"-\": standard output; add --log-level\n"
@@ -139,6 +141,8 @@ const char* const kCompareHelp =
     "                         record file plexus-params/compare-<date>-<time>-<pid>.xml (as for run)\n"
     "  --echo-params          print the complete parameter list (XML)\n"
     "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
+    "  --no-progress          no progress line (on standard error after 2 s: the round, the\n"
+    "                         combination, time elapsed and an estimate of the rest)\n"
     "  --log-level LEVEL      error, warn, info (default) or debug; not saved with the list\n"
     "  -h, --help             this text\n"
     "\n"
@@ -651,6 +655,12 @@ void check_outputs(const Options& o, int rank) {
   if (!o.json.empty()) output::check(o.json, "--json");
 }
 
+// The progress line of long runs (plexus/progress.hpp): rank 0, unless --no-progress or a log
+// level above info.
+void start_progress_line(const Options& o, int rank) {
+  progress::set_line_enabled(rank == 0 && !o.no_progress && log().should_log(spdlog::level::info));
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 int command_run(const Options& o, int rank, int size) {
@@ -690,9 +700,12 @@ int command_run(const Options& o, int rank, int size) {
   SolverResult last;
   Summary s;
   std::vector<double> run_seconds;
+  start_progress_line(o, rank);
   run_or_abort(
       [&] {
+        progress::Stage runs("solver run", plan.total_rounds());
         for (int w = 0; w < plan.warm_up; ++w) {
+          runs.done(w);
           SolverContext ctx = context_for(*params, c, true);
           const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
           c.context->clear_log();
@@ -702,6 +715,7 @@ int command_run(const Options& o, int rank, int size) {
                        format_number("%.4g", warm.seconds_max));
         }
         for (int k = 0; k < plan.rounds; ++k) {
+          runs.done(plan.warm_up + k);
           if (rank == 0 && plan.rounds > 1) log().info("counted run {}/{}", k + 1, plan.rounds);
           SolverContext ctx = context_for(*params, c, false);
           last = SolverResult{};  // the previous run's result is not held while the next one runs
@@ -1100,10 +1114,13 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   std::shared_ptr<DistMatrix> held;
   std::vector<double> reference_values;
   bool have_reference = false;
+  start_progress_line(o, rank);
   run_or_abort(
       [&] {
         const int total = plan.total_rounds();
+        progress::Stage rounds("round", total);
         for (int k = 0; k < total; ++k) {
+          rounds.done(k);
           const auto order = round_order(combos.size(), k, total, plan.rotate);
           if (rank == 0) {
             std::string list;
@@ -1111,9 +1128,12 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
             log().info("round {}/{} ({}): combinations {}", k + 1, total,
                        plan.is_warm_up(k) ? "warm-up, not counted" : "counted", list);
           }
-          for (std::size_t i : order)
-            run_combination(combos[i], plan.is_warm_up(k), k == total - 1, held, reference_values,
+          progress::Stage combinations("combination", static_cast<int>(order.size()));
+          for (std::size_t j = 0; j < order.size(); ++j) {
+            combinations.done(static_cast<int>(j));
+            run_combination(combos[order[j]], plan.is_warm_up(k), k == total - 1, held, reference_values,
                             have_reference);
+          }
         }
         for (auto& c : combos) {
           Row row;

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -97,7 +98,7 @@ const char* const kRunHelp =
     "  --json FILE            write the run as JSON: the solver's figures (e.g. energy, trace_PS, mu,\n"
     "                         iterations, idempotency_error), its per-iteration history, the timing\n"
     "                         summary and the operations (\"-\": standard output; add --log-level\n"
-    "                         warn so that the log leaves it alone)\n"
+    "                         warn so that the log leaves it alone; the summary then stays out)\n"
     "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs); it\n"
     "                         overrides Output/LogLevel for this run and is not saved with the list\n"
     "  -h, --help             this text\n"
@@ -614,17 +615,34 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
     l.info("all parameters: {} (--echo-params prints them)", path);
 }
 
-void print_summary_lines(const Summary& s, const TimingPlan& plan) {
-  auto& l = log();
+// The lines of a run's result (its summary): on standard output at every log level, as compare's
+// table is, unless --json - has standard output; at info they go through the log.
+class ResultLines {
+ public:
+  explicit ResultLines(bool stdout_free) : stdout_free_(stdout_free) {}
+  template <class... Args>
+  void info(fmt::format_string<Args...> format, Args&&... args) {
+    const std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (log().should_log(spdlog::level::info))
+      log().info("{}", line);
+    else if (stdout_free_)
+      std::cout << "[plexus] " << line << std::endl;
+  }
+
+ private:
+  bool stdout_free_;
+};
+
+void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& plan) {
   l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
          plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
   if (s.multiplies == 0) return;
-  l.info("  time per multiply     min {} s, median {} s, mean {} s (each multiply: max over ranks)",
+  l.info("  time per multiply     min {} s, median {} s, mean {} s (each: its slowest rank)",
          format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
          format_number("%.4g", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
-  l.info("  from other ranks      {} per rank average (received, index included: what crosses a network)",
+  l.info("  from other ranks      {} received per rank, average (index included: the network's part)",
          format_bytes(s.network_avg));
   l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
          format_number("%.1f", s.messages_avg));
@@ -639,12 +657,12 @@ void print_summary_lines(const Summary& s, const TimingPlan& plan) {
 
 // One line per kind of operation of a counted run: how many, their time, what a rank received
 // and what the operations' models predicted.
-void print_operation_lines(const std::map<std::string, OperationSummary>& ops) {
+void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops) {
   for (const auto& [name, o] : ops)
-    log().info("  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
-               format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
-               o.predicted_bytes_received < 0 ? std::string()
-                                              : " (model " + format_bytes(o.predicted_bytes_received) + ")");
+    l.info(
+        "  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
+        format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
+        o.predicted_bytes_received < 0 ? std::string() : " (model " + format_bytes(o.predicted_bytes_received) + ")");
 }
 
 // The program's own outputs (--csv, --json), checked by the rank that writes them before any
@@ -735,11 +753,12 @@ int command_run(const Options& o, int rank, int size) {
       },
       rank, timeout_of(*params));
   if (rank == 0) {
-    log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
-               size, size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
-    print_summary_lines(s, plan);
-    print_operation_lines(operations);
-    for (const auto& [name, value] : last.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
+    ResultLines l(o.json != "-");
+    l.info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel, size,
+           size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
+    print_summary_lines(l, s, plan);
+    print_operation_lines(l, operations);
+    for (const auto& [name, value] : last.figures) l.info("  {:<21} {}", name, format_number("%.12g", value));
   }
   if (!o.json.empty()) {
     // Rank 0 writes; every rank learns whether it could (a failed write is this run's error).

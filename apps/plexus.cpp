@@ -612,7 +612,7 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
         "--no-params-file or PLEXUS_PARAMS_DIR=none leave it out",
         why);
   else
-    l.info("all parameters: {} (--echo-params prints them)", path);
+    l.info("all parameters: {}", path);
 }
 
 // The lines of a run's result (its summary): on standard output at every log level, as compare's

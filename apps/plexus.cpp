@@ -575,7 +575,8 @@ void warn_ignored_problem_parameters(const ParameterList& params, const std::vec
 // What a run or compare tells of its parameters (rank 0): the values other than the defaults, in
 // the form of --set, and where the complete list went; --echo-params prints the list itself.
 // Without --write-params or --no-params-file, the complete list goes to a new file of its own
-// (write_params_record): the run's record, never a file of the user's.
+// (write_params_record): the run's record, never a file of the user's; not at a log level above
+// info, where its path would not be told.
 void report_parameters(const ParameterList& params, const Options& o, int rank) {
   if (rank != 0) return;
   auto& l = log();
@@ -604,6 +605,7 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
     if (!o.echo_params) l.info("all parameters: --echo-params prints them, --write-params FILE saves them");
     return;
   }
+  if (!l.should_log(spdlog::level::info)) return;  // a quiet run writes no file it cannot name
   std::string why;
   const std::string path = write_params_record(params, dir, o.command, why);
   if (path.empty())

@@ -639,12 +639,12 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
   l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
          plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
   if (s.multiplies == 0) return;
-  l.info("  time per multiply     min {} s, median {} s, mean {} s (each: its slowest rank)",
+  l.info("  time per multiply     min {} s, median {} s, mean {} s (slowest rank)",
          format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
          format_number("%.4g", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
-  l.info("  from other ranks      {} received per rank, average (index included: the network's part)",
+  l.info("  from other ranks      {} received per rank, average (index included)",
          format_bytes(s.network_avg));
   l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
          format_number("%.1f", s.messages_avg));

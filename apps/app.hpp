@@ -44,6 +44,11 @@ struct Selection {
   std::string collectives;  ///< a collectives component to select, or empty: the strategy's own
   std::string kernel;
 };
+/// The parameters of a validated list whose values differ from the defaults that the program and
+/// its components declare (or that nothing declares), as "Path/Key=value" (the form of --set), in
+/// the list's order.
+std::vector<std::string> non_default_assignments(const ParameterList& validated);
+
 /// The names selected by a validated list.
 Selection selection_of(const ParameterList& validated);
 
@@ -144,6 +149,10 @@ struct RunRecord {
 std::string run_json(const RunRecord& r);
 
 // ---- commands in files of their own -----------------------------------------------------------
+
+/// `plexus --version` (apps/app_version.cpp, in the program only): the version, the git description
+/// of the sources at build time, and the build configuration (CUDA, libxsmm, HDF5, DBCSR).
+std::string version_text();
 
 /// The program's handling of errors (apps/plexus.cpp owns it), for the commands that live in files
 /// of their own.

@@ -82,6 +82,11 @@ Options parse_command_line(int argc, char** argv) {
     o.help = true;
     return o;
   }
+  if (first == "--version") {
+    if (args.size() > 1) throw UsageError("--version", "--version takes no other argument");
+    o.command = "version";
+    return o;
+  }
   if (std::find(kCommands.begin(), kCommands.end(), first) == kCommands.end()) {
     std::string msg = "unknown command '" + first + "'";
     const std::string near = nearest(first, kCommands);
@@ -117,6 +122,9 @@ Options parse_command_line(int argc, char** argv) {
   if (o.command == "run") valued = {"--set", "--write-params", "--log-level", "--json"};
   if (o.command == "compare" || o.command == "perf")
     valued = {"--set", "--strategies", "--kernels", "--csv", "--json", "--tolerance", "--log-level", "--write-params"};
+  if (o.command == "run" || o.command == "compare" || o.command == "perf")
+    flags = {"--help", "-h", "--echo-params", "--no-params-file", "--no-progress"};
+  if (o.command == "compare" || o.command == "perf") flags.push_back("--wide");
   if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   if (o.command == "g4-diff") valued = {"--tolerance"};
@@ -137,6 +145,10 @@ Options parse_command_line(int argc, char** argv) {
         if (has_value) throw UsageError(name, "option " + name + " takes no value");
         if (name == "--help" || name == "-h") o.help = true;
         if (name == "--verbose" || name == "-v") o.verbose = true;
+        if (name == "--echo-params") o.echo_params = true;
+        if (name == "--no-params-file") o.no_params_file = true;
+        if (name == "--wide") o.wide = true;
+        if (name == "--no-progress") o.no_progress = true;
         continue;
       }
       if (std::find(valued.begin(), valued.end(), name) == valued.end()) {
@@ -157,6 +169,8 @@ Options parse_command_line(int argc, char** argv) {
       } else if (name == "--write-params") {
         o.write_params = value;
       } else if (name == "--log-level") {
+        if (value != "error" && value != "warn" && value != "info" && value != "debug")
+          throw UsageError(name, "--log-level needs error, warn, info or debug, got '" + value + "'");
         o.log_level = value;
       } else if (name == "--strategies") {
         auto v = spec_list(name, value);

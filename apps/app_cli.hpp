@@ -21,6 +21,10 @@ struct Options {
   std::int64_t max_bytes = 0;      // logp: 0 = the default of logp::MeasureOptions
   double tolerance = 1e-10;
   bool tolerance_given = false;
+  bool echo_params = false;     // run, compare, perf: print the complete parameter list
+  bool no_params_file = false;  // run, compare, perf: no parameter record file
+  bool wide = false;            // compare, perf: every column in the table
+  bool no_progress = false;     // run, compare, perf: no progress line
   bool verbose = false;
   bool help = false;
 };

@@ -1,7 +1,10 @@
 // The top-level parameter list of the `plexus` program and its validation.
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 
 #include "app.hpp"
 #include "plexus/mpi.hpp"
@@ -207,6 +210,71 @@ void validate_top_level_here(ParameterList& user) {
   validate_component_sublists(kernel, ComponentKind::Kernel, kernels, s.kernel, "plexus/Kernel");
 }
 }  // namespace
+
+namespace {
+
+// Copies the entries of `from` missing in `into` (a component's declared parameters).
+void merge_missing(ParameterList& into, const ParameterList& from) {
+  for (auto it = from.begin(); it != from.end(); ++it)
+    if (!into.isParameter(from.name(it))) into.setEntry(from.name(it), from.entry(it));
+}
+
+// The declared defaults of every component sublist present in `validated` (a component and a
+// collectives component of one name share a sublist: the declarations of both).
+void fill_component_defaults(ParameterList& defaults, const ParameterList& validated,
+                             const std::vector<ComponentKind>& kinds) {
+  for (auto it = validated.begin(); it != validated.end(); ++it) {
+    const std::string& name = validated.name(it);
+    if (!validated.isSublist(name)) continue;
+    ParameterList& d = defaults.sublist(name);
+    for (ComponentKind kind : kinds)
+      if (const ComponentEntry* e = Registry::global().find(kind, name)) merge_missing(d, *valid_for(*e));
+  }
+}
+
+std::string value_text(const Teuchos::ParameterEntry& e) {
+  const Teuchos::any& v = e.getAny(false);
+  if (v.type() == typeid(int)) return fmt::format("{}", Teuchos::any_cast<int>(v));
+  if (v.type() == typeid(double)) return fmt::format("{}", Teuchos::any_cast<double>(v));
+  if (v.type() == typeid(bool)) return Teuchos::any_cast<bool>(v) ? "true" : "false";
+  if (v.type() == typeid(std::string)) return Teuchos::any_cast<std::string>(v);
+  std::ostringstream os;
+  os << e.getAny(false);
+  return os.str();
+}
+
+void collect_non_defaults(const ParameterList& list, const ParameterList* defaults, const std::string& prefix,
+                          std::vector<std::string>& out) {
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    const std::string& name = list.name(it);
+    const Teuchos::ParameterEntry& e = list.entry(it);
+    if (e.isList()) {
+      const ParameterList* d = defaults && defaults->isSublist(name) ? &defaults->sublist(name) : nullptr;
+      collect_non_defaults(list.sublist(name), d, prefix + name + "/", out);
+      continue;
+    }
+    const Teuchos::ParameterEntry* d = defaults ? defaults->getEntryPtr(name) : nullptr;
+    if (d == nullptr || d->isList() || !(d->getAny(false) == e.getAny(false)))
+      out.push_back(prefix + name + "=" + value_text(e));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> non_default_assignments(const ParameterList& validated) {
+  // The declarations the validation filled the list from (validate_top_level): the top level with
+  // Problem, Output and Timing, then every component sublist present.
+  ParameterListPtr defaults = top_level_valid();
+  fill_component_defaults(*defaults, validated, {ComponentKind::Solver});
+  if (validated.isSublist("Communication"))
+    fill_component_defaults(defaults->sublist("Communication"), validated.sublist("Communication"),
+                            {ComponentKind::Comm, ComponentKind::Collectives});
+  if (validated.isSublist("Kernel"))
+    fill_component_defaults(defaults->sublist("Kernel"), validated.sublist("Kernel"), {ComponentKind::Kernel});
+  std::vector<std::string> out;
+  collect_non_defaults(validated, defaults.get(), "", out);
+  return out;
+}
 
 ParameterList own_parameters(const ParameterList& sublist, ComponentKind kind, const std::string& name) {
   const ParameterListPtr valid = valid_for(Registry::global().get(kind, name));

@@ -1,11 +1,18 @@
 // The `plexus` program: run a solver, compare strategies and kernels, list plugins.
 #include <mpi.h>
+#include <omp.h>
+#include <sched.h>
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -13,6 +20,8 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -40,13 +49,14 @@ const char* const kOverview =
     "Usage:\n"
     "  plexus run [FILE.xml] [--set Path/Key=value]... [--json FILE] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus compare [FILE.xml] --strategies S1,S2,... [--kernels K1,K2,...] [--set Path/Key=value]...\n"
-    "                 [--csv FILE] [--json FILE] [--tolerance T] [--log-level LEVEL]\n"
+    "                 [--csv FILE] [--json FILE] [--tolerance T] [--write-params FILE] [--log-level LEVEL]\n"
     "  plexus perf FILE.perf [--strategies S1,S2,...] [--kernels K1,...] [compare's options]\n"
     "  plexus plugins [--verbose]\n"
     "  plexus model --strategies S1,S2,... --grid PRxPC --bytes SA[,SB[,SC]] [--json FILE]\n"
     "  plexus g4-diff A.h5 B.h5 [--tolerance T]\n"
     "  plexus logp [--json FILE] [--repetitions N] [--max-bytes B]\n"
     "  plexus help [COMMAND]          (or plexus COMMAND --help)\n"
+    "  plexus --version               the version, git commit and build configuration\n"
     "\n"
     "Commands:\n"
     "  run      run one solver on one problem (no FILE: the built-in H2O-like problem)\n"
@@ -71,18 +81,26 @@ const char* const kRunHelp =
     "Usage: plexus run [FILE.xml] [options]\n"
     "\n"
     "Runs the solver selected by the parameter list (FILE.xml; without it, the built-in default problem:\n"
-    "160 x 160 blocks of 23, about 10% occupancy, like a small water system). The complete list used,\n"
-    "with every default filled in, is printed first, so the run can be reproduced from its own output.\n"
+    "160 x 160 blocks of 23, about 10% occupancy, like a small water system). It first prints the\n"
+    "parameters other than the defaults, as --set options, and where the complete list used (every\n"
+    "default filled in) went: a new file plexus-params/run-<date>-<time>-<pid>.xml by default (never\n"
+    "one that exists; the directory is PLEXUS_PARAMS_DIR when set), so the run can be repeated exactly.\n"
     "\n"
     "Options:\n"
     "  --set Path/Key=value   override one parameter (repeatable), e.g. --set Problem/Blocks=40\n"
     "                         --set Communication/Strategy=cannon --set Kernel/Type=reference\n"
-    "  --write-params FILE    also write the complete parameter list used to FILE (XML)\n"
+    "  --write-params FILE    write the complete parameter list used to FILE (XML) instead of the\n"
+    "                         record file\n"
+    "  --echo-params          print the complete parameter list (XML)\n"
+    "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
+    "  --no-progress          no progress line (on standard error after 2 s: the solver run, the\n"
+    "                         multiply or iteration, time elapsed and an estimate of the rest)\n"
     "  --json FILE            write the run as JSON: the solver's figures (e.g. energy, trace_PS, mu,\n"
     "                         iterations, idempotency_error), its per-iteration history, the timing\n"
     "                         summary and the operations (\"-\": standard output; add --log-level\n"
-    "                         warn so that the log leaves it alone)\n"
-    "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs)\n"
+    "                         warn so that the log leaves it alone; the summary then stays out)\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug (debug: every rank logs); it\n"
+    "                         overrides Output/LogLevel for this run and is not saved with the list\n"
     "  -h, --help             this text\n"
     "\n"
     "Timing: Timing/WarmUp (default 1) quiet solver runs come first and are not counted; then\n"
@@ -100,8 +118,8 @@ const char* const kCompareHelp =
     "\n"
     "Runs the same problem through every (strategy, kernel) combination in one job, compares each result\n"
     "with the first one (relative Frobenius difference) and prints one table: time per multiply\n"
-    "(min, median, mean), GFLOP/s (at the median),\n"
-    "bytes and messages sent per rank (max and average), wait time, peak buffer memory.\n"
+    "(median; --wide: min and mean too), GFLOP/s (at the median), data received per rank against the\n"
+    "strategy's model, peak buffer memory; --wide adds bytes and messages sent per rank, wait time.\n"
     "\n"
     "A strategy or kernel spec is name[:Key=Value[:Key=Value...]]; the assignments go to\n"
     "Communication/<name> (or Kernel/<name>), e.g. rma25d:Layers=4.\n"
@@ -116,10 +134,17 @@ const char* const kCompareHelp =
     "  --strategies LIST      comma-separated strategy specs (required)\n"
     "  --kernels LIST         comma-separated kernel specs (default: Kernel/Type of the parameter list)\n"
     "  --set Path/Key=value   override one parameter for every combination (repeatable)\n"
-    "  --csv FILE             write the table as CSV\n"
-    "  --json FILE            write the table as JSON\n"
+    "  --wide                 every column in the table (default: the columns that fit 100 columns)\n"
+    "  --csv FILE             write the table as CSV (every column)\n"
+    "  --json FILE            write the table as JSON (every column, every multiply's time)\n"
     "  --tolerance T          largest accepted relative difference (default 1e-10); exceeded: exit code 1\n"
-    "  --log-level LEVEL      error, warn, info (default) or debug\n"
+    "  --write-params FILE    write the complete parameter list used (XML) to FILE instead of the\n"
+    "                         record file plexus-params/compare-<date>-<time>-<pid>.xml (as for run)\n"
+    "  --echo-params          print the complete parameter list (XML)\n"
+    "  --no-params-file       write no record file (also PLEXUS_PARAMS_DIR=none)\n"
+    "  --no-progress          no progress line (on standard error after 2 s: the round, the\n"
+    "                         combination, time elapsed and an estimate of the rest)\n"
+    "  --log-level LEVEL      error, warn, info (default) or debug; not saved with the list\n"
     "  -h, --help             this text\n"
     "\n"
     "Examples:\n"
@@ -290,6 +315,71 @@ double timeout_of(const ParameterList& validated) {
 
 // ---- shared set-up --------------------------------------------------------------------------
 
+/// How the job's ranks and OpenMP threads sit on the cores: the node where they are most
+/// oversubscribed (ranks x threads over the cores its ranks may run on).
+struct CoreUse {
+  int ranks = 1, threads = 1, cores = 1;
+  bool chose_threads = false;  ///< OMP_NUM_THREADS was not set: threads = cores / ranks of the node
+  bool oversubscribed() const { return ranks * threads > cores; }
+};
+
+/// Collective over MPI_COMM_WORLD, before the components are made (the cpu kernel takes its thread
+/// count then). The cores of a node are those any of its ranks may run on (the union of their
+/// affinity masks); PLEXUS_TEST_CORES=N pretends N (tests). Without OMP_NUM_THREADS, OpenMP would
+/// start one thread per core in every rank: then each rank gets cores / ranks threads (at least 1).
+CoreUse choose_threads() {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  CoreUse u;
+  MPI_Comm_size(node, &u.ranks);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) {
+    CPU_ZERO(&mask);
+    for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()) && c < CPU_SETSIZE; ++c)
+      CPU_SET(c, &mask);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &mask, static_cast<int>(sizeof(mask)), MPI_BYTE, MPI_BOR, node);
+  MPI_Comm_free(&node);
+  u.cores = std::max(1, CPU_COUNT(&mask));
+  if (const char* test = std::getenv("PLEXUS_TEST_CORES"); test != nullptr && std::atoi(test) > 0)
+    u.cores = std::atoi(test);
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  u.threads = omp_get_max_threads();
+  if ((env == nullptr || *env == '\0') && u.ranks * u.threads > u.cores) {
+    u.threads = std::max(1, u.cores / u.ranks);
+    omp_set_num_threads(u.threads);
+    u.chose_threads = true;
+  }
+  // The most oversubscribed node speaks for the job.
+  struct {
+    double ratio;
+    int rank;
+  } worst{double(u.ranks) * u.threads / u.cores, mpi::rank(MPI_COMM_WORLD)};
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  int facts[4] = {u.ranks, u.threads, u.cores, u.chose_threads ? 1 : 0};
+  MPI_Bcast(facts, 4, MPI_INT, worst.rank, MPI_COMM_WORLD);
+  return CoreUse{facts[0], facts[1], facts[2], facts[3] != 0};
+}
+
+/// Rank 0 tells the threads it chose and warns when ranks x threads exceed the cores: every
+/// timing is then slower than the machine can do, by up to that factor.
+void report_core_use(const CoreUse& u, int rank) {
+  if (rank != 0) return;
+  const std::string node =
+      fmt::format("{} rank{} on {} core{}{}", u.ranks, u.ranks == 1 ? "" : "s", u.cores, u.cores == 1 ? "" : "s",
+                  mpi::size(MPI_COMM_WORLD) > u.ranks ? " of a node" : "");
+  if (u.chose_threads)
+    log().info("OMP_NUM_THREADS is not set: {} OpenMP thread{} per rank ({})", u.threads, u.threads == 1 ? "" : "s",
+               node);
+  if (!u.oversubscribed()) return;
+  if (u.threads > 1)
+    log().warn("{} ranks x {} OpenMP threads on {} cores: oversubscribed, times are slower; try OMP_NUM_THREADS={}",
+               u.ranks, u.threads, u.cores, std::max(1, u.cores / u.ranks));
+  else
+    log().warn("{}: the ranks share cores, every time is slower than on {} cores", node, u.ranks);
+}
+
 // Loads the plugins; rank 0 tells what the plugin path had that could not be used.
 void load_plugins(int rank) {
   Registry::global().load_default();
@@ -305,8 +395,14 @@ ParameterListPtr load_parameters(const Options& o, int rank, const ParameterList
                                              : read_parameter_file(o.file);
   params->setName("plexus");
   for (const auto& s : o.sets) apply_override(*params, s);
-  if (!o.log_level.empty()) apply_override(*params, "Output/LogLevel=" + o.log_level);
   return params;
+}
+
+// The log level is the invocation's: --log-level, else Output/LogLevel of the list. --log-level
+// stays out of the list, so that a saved list (--write-params) replays at its own level.
+void configure_logging_for(const Options& o, const ParameterList& validated, int rank) {
+  configure_logging(rank,
+                    !o.log_level.empty() ? o.log_level : validated.sublist("Output").get<std::string>("LogLevel"));
 }
 
 struct Components {
@@ -393,24 +489,162 @@ std::string plural(long long n, const std::string& one, const std::string& many 
   return std::to_string(n) + " " + (n == 1 ? one : many.empty() ? one + "s" : many);
 }
 
-void echo_parameters(const ParameterList& params, int rank) {
-  if (rank != 0 || !log().should_log(spdlog::level::info)) return;
-  log().info("parameters used (save them with --write-params FILE to repeat this run):");
-  std::fflush(stdout);
-  std::cout << to_xml(params) << std::flush;
+// A --set value as a shell reads it back: quoted when it holds anything but plain characters.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:@%") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
 }
 
-void print_summary_lines(const Summary& s, const TimingPlan& plan) {
+// Writes the complete list to a new file in `dir` (PLEXUS_PARAMS_DIR, default plexus-params):
+// <command>-<date>-<time>-<pid>[-n].xml, created exclusively, so that no existing file is ever
+// replaced. Returns its path, or "" with `why` set when it could not be written.
+std::string write_params_record(const ParameterList& params, const std::string& dir, const std::string& command,
+                                std::string& why) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    why = "cannot create directory '" + dir + "': " + ec.message();
+    return "";
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  const std::string stem =
+      fmt::format("{}/{}-{:04}{:02}{:02}-{:02}{:02}{:02}-{}", dir, command, local.tm_year + 1900, local.tm_mon + 1,
+                  local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec, static_cast<long>(::getpid()));
+  const std::string text = to_xml(params);
+  for (int n = 1; n <= 100; ++n) {
+    const std::string path = n == 1 ? stem + ".xml" : fmt::format("{}-{}.xml", stem, n);
+    std::FILE* f = std::fopen(path.c_str(), "wx");  // exclusive: fails if the file exists
+    if (f == nullptr) {
+      if (errno == EEXIST) continue;
+      why = "cannot create '" + path + "': " + std::strerror(errno);
+      return "";
+    }
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) {
+      why = "cannot write '" + path + "'";
+      std::remove(path.c_str());
+      return "";
+    }
+    return path;
+  }
+  why = "every name '" + stem + "[-n].xml' is taken";
+  return "";
+}
+
+// Problem parameters that only some generators read (core/src/problem.cpp): given to another
+// generator, they would be ignored without a word. (A parameter not listed here is read by all.)
+bool generator_reads(const std::string& generator, const std::string& parameter) {
+  static const std::map<std::string, std::vector<std::string>> kReadBy = [] {
+    std::map<std::string, std::vector<std::string>> m;
+    for (const char* p : {"Blocks", "Occupancy", "OccupancyA", "OccupancyB", "OccupancyC", "Rows", "Inner", "Cols",
+                          "Symmetric", "Bandwidth", "Seed"})
+      m[p] = {"random"};
+    for (const char* p : {"FileA", "FileB", "FileC"}) m[p] = {"matrix-market"};
+    for (const char* p : {"FileH", "FileS"}) m[p] = {"matrix-market", "cp2k-csr"};
+    for (const char* p : {"Molecules", "ModelGap", "ModelWidth", "ModelRadius", "ModelDecay", "ModelCoupling",
+                          "ModelOverlap", "ModelDisplacement", "ModelSeed"})
+      m[p] = {"model"};
+    return m;
+  }();
+  const auto it = kReadBy.find(parameter);
+  return it == kReadBy.end() || std::find(it->second.begin(), it->second.end(), generator) != it->second.end();
+}
+
+// Warns (rank 0) about the Problem parameters given other than their defaults that the selected
+// generator does not read.
+void warn_ignored_problem_parameters(const ParameterList& params, const std::vector<std::string>& changed) {
+  const std::string generator = params.sublist("Problem").get<std::string>("Generator");
+  std::string ignored;
+  for (const auto& a : changed) {
+    if (a.rfind("Problem/", 0) != 0) continue;
+    const std::string name = a.substr(8, a.find('=') - 8);
+    if (name.find('/') == std::string::npos && !generator_reads(generator, name))
+      ignored += (ignored.empty() ? "" : ", ") + a;
+  }
+  if (!ignored.empty())
+    log().warn("Problem/Generator = '{}' does not read {}: ignored (another generator's parameters)", generator,
+               ignored);
+}
+
+// What a run or compare tells of its parameters (rank 0): the values other than the defaults, in
+// the form of --set, and where the complete list went; --echo-params prints the list itself.
+// Without --write-params or --no-params-file, the complete list goes to a new file of its own
+// (write_params_record): the run's record, never a file of the user's; not at a log level above
+// info, where its path would not be told.
+void report_parameters(const ParameterList& params, const Options& o, int rank) {
+  if (rank != 0) return;
   auto& l = log();
+  // As --set options, on lines of at most 100 columns ("[plexus] " included) where they fit.
+  std::vector<std::string> lines{"parameters other than the defaults:"};
+  const auto changed = non_default_assignments(params);
+  for (const auto& a : changed) {
+    const std::string set = "--set " + shell_word(a);
+    if (lines.back().size() + 1 + set.size() > 91 && lines.back().size() > 2) lines.push_back(" ");
+    lines.back() += " " + set;
+  }
+  if (lines.size() == 1 && lines.back().back() == ':') lines.back() += " none";
+  for (const auto& line : lines) l.info("{}", line);
+  warn_ignored_problem_parameters(params, changed);
+  if (o.echo_params) {
+    std::fflush(stdout);
+    std::cout << to_xml(params) << std::flush;
+  }
+  if (!o.write_params.empty()) {
+    l.info("all parameters: {}", o.write_params);
+    return;
+  }
+  const char* env = std::getenv("PLEXUS_PARAMS_DIR");
+  const std::string dir = env != nullptr && *env != '\0' ? env : "plexus-params";
+  if (o.no_params_file || dir == "none") {
+    if (!o.echo_params) l.info("all parameters: --echo-params prints them, --write-params FILE saves them");
+    return;
+  }
+  if (!l.should_log(spdlog::level::info)) return;  // a quiet run writes no file it cannot name
+  std::string why;
+  const std::string path = write_params_record(params, dir, o.command, why);
+  if (path.empty())
+    l.warn(
+        "the parameter record was not written ({}); --write-params FILE saves the list elsewhere, "
+        "--no-params-file or PLEXUS_PARAMS_DIR=none leave it out",
+        why);
+  else
+    l.info("all parameters: {}", path);
+}
+
+// The lines of a run's result (its summary): on standard output at every log level, as compare's
+// table is, unless --json - has standard output; at info they go through the log.
+class ResultLines {
+ public:
+  explicit ResultLines(bool stdout_free) : stdout_free_(stdout_free) {}
+  template <class... Args>
+  void info(fmt::format_string<Args...> format, Args&&... args) {
+    const std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (log().should_log(spdlog::level::info))
+      log().info("{}", line);
+    else if (stdout_free_)
+      std::cout << "[plexus] " << line << std::endl;
+  }
+
+ private:
+  bool stdout_free_;
+};
+
+void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& plan) {
   l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
          plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
   if (s.multiplies == 0) return;
-  l.info("  time per multiply     min {} s, median {} s, mean {} s (each multiply: max over ranks)",
+  l.info("  time per multiply     min {} s, median {} s, mean {} s (slowest rank)",
          format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
          format_number("%.4g", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
-  l.info("  from other ranks      {} per rank average (received, index included: what crosses a network)",
+  l.info("  from other ranks      {} received per rank, average (index included)",
          format_bytes(s.network_avg));
   l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
          format_number("%.1f", s.messages_avg));
@@ -425,12 +659,12 @@ void print_summary_lines(const Summary& s, const TimingPlan& plan) {
 
 // One line per kind of operation of a counted run: how many, their time, what a rank received
 // and what the operations' models predicted.
-void print_operation_lines(const std::map<std::string, OperationSummary>& ops) {
+void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops) {
   for (const auto& [name, o] : ops)
-    log().info("  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
-               format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
-               o.predicted_bytes_received < 0 ? std::string()
-                                              : " (model " + format_bytes(o.predicted_bytes_received) + ")");
+    l.info(
+        "  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
+        format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
+        o.predicted_bytes_received < 0 ? std::string() : " (model " + format_bytes(o.predicted_bytes_received) + ")");
 }
 
 // The program's own outputs (--csv, --json), checked by the rank that writes them before any
@@ -441,17 +675,24 @@ void check_outputs(const Options& o, int rank) {
   if (!o.json.empty()) output::check(o.json, "--json");
 }
 
+// The progress line of long runs (plexus/progress.hpp): rank 0, unless --no-progress or a log
+// level above info.
+void start_progress_line(const Options& o, int rank) {
+  progress::set_line_enabled(rank == 0 && !o.no_progress && log().should_log(spdlog::level::info));
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 int command_run(const Options& o, int rank, int size) {
   ParameterListPtr params;
   Components c;
   int exit_code = 0;
+  const CoreUse cores = choose_threads();
   const bool ok = setup_phase(
       [&] {
         params = load_parameters(o, rank);
         validate_top_level(*params);
-        configure_logging(rank, params->sublist("Output").get<std::string>("LogLevel"));
+        configure_logging_for(o, *params, rank);
         c = make_components(*params);
         check_solver(c);
         agreed([&] { check_outputs(o, rank); });  // an unwritable --json is found now, not at the end
@@ -463,7 +704,8 @@ int command_run(const Options& o, int rank, int size) {
     return exit_code;
   }
 
-  echo_parameters(*params, rank);
+  report_core_use(cores, rank);
+  report_parameters(*params, o, rank);
   const Selection sel = selection_of(*params);
   const TimingPlan plan = timing_of(*params);
   if (rank == 0)
@@ -478,9 +720,12 @@ int command_run(const Options& o, int rank, int size) {
   SolverResult last;
   Summary s;
   std::vector<double> run_seconds;
+  start_progress_line(o, rank);
   run_or_abort(
       [&] {
+        progress::Stage runs("solver run", plan.total_rounds());
         for (int w = 0; w < plan.warm_up; ++w) {
+          runs.done(w);
           SolverContext ctx = context_for(*params, c, true);
           const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
           c.context->clear_log();
@@ -490,6 +735,7 @@ int command_run(const Options& o, int rank, int size) {
                        format_number("%.4g", warm.seconds_max));
         }
         for (int k = 0; k < plan.rounds; ++k) {
+          runs.done(plan.warm_up + k);
           if (rank == 0 && plan.rounds > 1) log().info("counted run {}/{}", k + 1, plan.rounds);
           SolverContext ctx = context_for(*params, c, false);
           last = SolverResult{};  // the previous run's result is not held while the next one runs
@@ -509,11 +755,12 @@ int command_run(const Options& o, int rank, int size) {
       },
       rank, timeout_of(*params));
   if (rank == 0) {
-    log().info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel,
-               size, size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
-    print_summary_lines(s, plan);
-    print_operation_lines(operations);
-    for (const auto& [name, value] : last.figures) log().info("  {:<21} {}", name, format_number("%.12g", value));
+    ResultLines l(o.json != "-");
+    l.info("summary: solver '{}', strategy '{}', kernel '{}', {} rank{}{}", sel.solver, sel.strategy, sel.kernel, size,
+           size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
+    print_summary_lines(l, s, plan);
+    print_operation_lines(l, operations);
+    for (const auto& [name, value] : last.figures) l.info("  {:<21} {}", name, format_number("%.12g", value));
   }
   if (!o.json.empty()) {
     // Rank 0 writes; every rank learns whether it could (a failed write is this run's error).
@@ -585,23 +832,34 @@ struct Row {
   std::map<std::string, OperationSummary> operations;  ///< of the counted runs
 };
 
-std::string table_text(const std::vector<Row>& rows) {
+// The default table fits 100 columns (with strategy names up to about 20 characters): time, rate,
+// volume against the model, buffer memory, agreement. `wide`: every column; the CSV and JSON have
+// every figure either way.
+std::string table_text(const std::vector<Row>& rows, bool wide) {
   // volume: data bytes a rank receives per multiply (one-sided gets included), the quantity of
   // the published volume models; model: the strategy's own prediction of it from its schedule.
   // min, median, mean: seconds per multiply (each multiply: its slowest rank) over the counted ones.
-  const std::vector<std::string> head = {"strategy",        "kernel",        "min (s)",         "median (s)",
-                                         "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
-                                         "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
-                                         "peak buffer",     "rel. diff"};
+  const std::vector<std::string> head =
+      wide ? std::vector<std::string>{"strategy",        "kernel",        "min (s)",         "median (s)",
+                                      "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
+                                      "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
+                                      "peak buffer",     "rel. diff"}
+           : std::vector<std::string>{"strategy",    "kernel", "median (s)",  "GFLOP/s",
+                                      "volume/rank", "model",  "peak buffer", "rel. diff"};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     const Summary& s = r.summary;
-    cells.push_back(
-        {r.strategy, r.kernel, format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
-         format_number("%.4g", s.seconds), format_number("%.3f", s.gflops), format_bytes(s.volume_max),
-         s.model_max < 0 ? std::string("-") : format_bytes(s.model_max), format_bytes(s.volume_avg),
-         format_bytes(s.bytes_max), format_number("%.0f", s.messages_max), format_number("%.3g", s.wait_max),
-         format_bytes(s.peak_buffer_max), r.compared ? format_number("%.2e", r.rel_diff) : std::string("-")});
+    const std::string model = s.model_max < 0 ? std::string("-") : format_bytes(s.model_max);
+    const std::string diff = r.compared ? format_number("%.2e", r.rel_diff) : std::string("-");
+    if (wide)
+      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_min),
+                       format_number("%.4g", s.seconds_median), format_number("%.4g", s.seconds),
+                       format_number("%.3f", s.gflops), format_bytes(s.volume_max), model, format_bytes(s.volume_avg),
+                       format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
+                       format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max), diff});
+    else
+      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_median), format_number("%.3f", s.gflops),
+                       format_bytes(s.volume_max), model, format_bytes(s.peak_buffer_max), diff});
   }
   return format_table(head, cells, true);
 }
@@ -814,6 +1072,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   ParameterListPtr base;
   std::vector<Combination> combos;
   int exit_code = 0;
+  const CoreUse cores = choose_threads();
   const bool ok = setup_phase(
       [&] {
         std::vector<Spec> strategies, kernels;
@@ -822,7 +1081,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
         base = load_parameters(o, rank, given);
         auto checked = Teuchos::rcp(new ParameterList(*base));
         validate_top_level(*checked);
-        configure_logging(rank, checked->sublist("Output").get<std::string>("LogLevel"));
+        configure_logging_for(o, *checked, rank);
         auto& reg = Registry::global();
         for (const auto& s : strategies) reg.get(ComponentKind::Comm, s.name);
         for (const auto& k : kernels) reg.get(ComponentKind::Kernel, k.name);
@@ -854,15 +1113,16 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     return exit_code;
   }
 
-  echo_parameters(*base, rank);
+  report_core_use(cores, rank);
+  report_parameters(*base, o, rank);
   const std::string solver_name = selection_of(*base).solver;
   const TimingPlan plan = timing_of(*base);
   if (rank == 0) {
-    log().info(
-        "comparing {} combination{} of solver '{}' on {} rank{}: {} warm-up round{} (not counted), then {} "
-        "counted round{}, each running every combination once ({} order)",
-        combos.size(), combos.size() == 1 ? "" : "s", solver_name, size, size == 1 ? "" : "s", plan.warm_up,
-        plan.warm_up == 1 ? "" : "s", plan.rounds, plan.rounds == 1 ? "" : "s", plan.rotate ? "rotated" : "fixed");
+    log().info("comparing {} combination{} of solver '{}' on {} rank{}, each running once per round:", combos.size(),
+               combos.size() == 1 ? "" : "s", solver_name, size, size == 1 ? "" : "s");
+    log().info("{} warm-up round{} (not counted), then {} counted round{} ({} order)", plan.warm_up,
+               plan.warm_up == 1 ? "" : "s", plan.rounds, plan.rounds == 1 ? "" : "s",
+               plan.rotate ? "rotated" : "fixed");
     for (std::size_t i = 0; i < combos.size(); ++i)
       log().info("[{}/{}] strategy {}, kernel {}", i + 1, combos.size(), combos[i].strategy_label,
                  combos[i].kernel_label);
@@ -875,10 +1135,13 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   std::shared_ptr<DistMatrix> held;
   std::vector<double> reference_values;
   bool have_reference = false;
+  start_progress_line(o, rank);
   run_or_abort(
       [&] {
         const int total = plan.total_rounds();
+        progress::Stage rounds("round", total);
         for (int k = 0; k < total; ++k) {
+          rounds.done(k);
           const auto order = round_order(combos.size(), k, total, plan.rotate);
           if (rank == 0) {
             std::string list;
@@ -886,9 +1149,12 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
             log().info("round {}/{} ({}): combinations {}", k + 1, total,
                        plan.is_warm_up(k) ? "warm-up, not counted" : "counted", list);
           }
-          for (std::size_t i : order)
-            run_combination(combos[i], plan.is_warm_up(k), k == total - 1, held, reference_values,
+          progress::Stage combinations("combination", static_cast<int>(order.size()));
+          for (std::size_t j = 0; j < order.size(); ++j) {
+            combinations.done(static_cast<int>(j));
+            run_combination(combos[order[j]], plan.is_warm_up(k), k == total - 1, held, reference_values,
                             have_reference);
+          }
         }
         for (auto& c : combos) {
           Row row;
@@ -910,11 +1176,11 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   // Rank 0 decides (all ranks hold the same figures, but one verdict avoids any doubt).
   int verdict = 0;
   if (rank == 0) {
-    log().info(
-        "seconds per multiply (each multiply: its slowest rank) over {} counted multiplies per combination; "
-        "GFLOP/s at the median",
-        rows.empty() ? 0 : rows.front().summary.multiplies);
-    std::cout << "\n" << table_text(rows) << std::flush;
+    log().info("seconds per multiply (its slowest rank) over {} counted multiplies per combination",
+               rows.empty() ? 0 : rows.front().summary.multiplies);
+    log().info("GFLOP/s at the median; volume: data received per rank and multiply, max over ranks");
+    if (!o.wide) log().info("model: the strategy's prediction of the volume; --wide: every column (CSV, JSON: all)");
+    std::cout << "\n" << table_text(rows, o.wide) << std::flush;
     std::vector<std::string> bad;
     std::size_t uncompared = 0;
     for (const auto& r : rows)
@@ -1195,6 +1461,10 @@ int dispatch(int argc, char** argv, int rank, int size) {
   }
   if (o.help) {
     if (rank == 0) std::cout << help_of(o.command) << std::flush;
+    return 0;
+  }
+  if (o.command == "version") {
+    if (rank == 0) std::cout << version_text() << std::flush;
     return 0;
   }
   if (o.command == "run") return command_run(o, rank, size);

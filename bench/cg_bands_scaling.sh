@@ -62,7 +62,7 @@ for p in $ranks; do
     b=$(wait_quiet cg_bands_scaling)
     load0=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s.%N)
-    cmd=(mpiexec -n "$p" --oversubscribe -x OMP_NUM_THREADS=1 "$plexus" run --log-level warn
+    cmd=(mpiexec -n "$p" --oversubscribe -x OMP_NUM_THREADS=1 "$plexus" run --log-level warn --no-params-file
          --set Solver=cg_bands --set "cg_bands/Supercell=$supercell" --set "cg_bands/Ecut=$ecut"
          --set "cg_bands/MaxSweeps=$sweeps" --set cg_bands/KeepUnconverged=true
          --set "cg_bands/BatchReductions=$batch" --set Timing/WarmUp=0 --json "$file")

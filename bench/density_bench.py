@@ -29,7 +29,7 @@ def run_plexus(args, ranks, build, env):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [os.path.join(build, "bin", "plexus"), "run"] + args + ["--set", "Timing/WarmUp=0", "--json", out,
-                                                                  "--log-level", "warn"]
+                                                                  "--log-level", "warn", "--no-params-file"]
     if ranks > 1:
         cmd = ["mpiexec", "--oversubscribe", "-n", str(ranks)] + cmd
     t0 = time.time()

@@ -8,7 +8,7 @@
 # there, so a configuration without DBCSR needs no Fortran compiler. Included from the top level:
 # a language must be enabled in a directory above every target that links it.
 #
-# Sets PLEXUS_HAVE_DBCSR.
+# Sets PLEXUS_HAVE_DBCSR, and PLEXUS_DBCSR_WHY_NOT when it is OFF (for plexus --version).
 set(PLEXUS_ENABLE_DBCSR AUTO CACHE STRING "Build the comm_dbcsr plugin (needs libdbcsr-dev and gfortran): AUTO, ON or OFF")
 set_property(CACHE PLEXUS_ENABLE_DBCSR PROPERTY STRINGS AUTO ON OFF)
 
@@ -49,4 +49,5 @@ elseif(PLEXUS_ENABLE_DBCSR STREQUAL "ON")
 else()
   message(STATUS "plexus: comm_dbcsr is not built: ${_plexus_dbcsr_why}")
 endif()
+set(PLEXUS_DBCSR_WHY_NOT "${_plexus_dbcsr_why}")
 unset(_plexus_dbcsr_why)

@@ -11,6 +11,8 @@ function(plexus_add_plugin name)
   endif()
   if(NOT P_OUTPUT_DIR AND DEFINED PLEXUS_PLUGIN_BUILD_DIR)
     set(P_OUTPUT_DIR ${PLEXUS_PLUGIN_BUILD_DIR})  # inside the plexus build tree
+    # A plugin shipped with plexus: building the program builds it (apps/CMakeLists.txt).
+    set_property(GLOBAL APPEND PROPERTY PLEXUS_SHIPPED_PLUGINS ${name})
   elseif(NOT P_OUTPUT_DIR)
     set(P_OUTPUT_DIR ${CMAKE_CURRENT_BINARY_DIR})  # an out-of-tree plugin
   endif()

@@ -68,10 +68,11 @@ endfunction()
 #                 [CSV file rows] [ENV VAR=value...]
 #                 [JSON_COUNTS file key n [key n...]] [JSON_EQUAL file key i j [key i j...]]
 #                 [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
-# Runs `plexus ARGS` (under mpiexec with RANKS ranks when given) in ${PLEXUS_APP_TEST_DIR} (set by
-# the caller) through tests/app/check_run.cmake, which checks the exit code, that every MATCH regex
-# occurs in the output and no NOMATCH one does, that the JSON/CSV files hold `rows` rows, and the
-# JSON_COUNTS / JSON_EQUAL facts about the JSON rows (see check_run.cmake).
+# Runs `plexus ARGS` (under mpiexec with RANKS ranks when given; PLEXUS_PARAMS_DIR=none: no
+# parameter record files unless ENV asks) in ${PLEXUS_APP_TEST_DIR} (set by the caller) through
+# tests/app/check_run.cmake, which checks the exit code, that every MATCH regex occurs in the output
+# and no NOMATCH one does, that the JSON/CSV files hold `rows` rows, and the JSON_COUNTS /
+# JSON_EQUAL facts about the JSON rows (see check_run.cmake).
 function(plexus_app_test name)
   cmake_parse_arguments(T "" "RANKS;EXPECT;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
                         "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL;JSON_KEYS" ${ARGN})
@@ -102,7 +103,7 @@ function(plexus_app_test name)
             -P ${PROJECT_SOURCE_DIR}/tests/app/check_run.cmake
     WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2
-    ENVIRONMENT "OMP_NUM_THREADS=1;${PLEXUS_MPI_ENV};${T_ENV}")
+    ENVIRONMENT "OMP_NUM_THREADS=1;PLEXUS_PARAMS_DIR=none;${PLEXUS_MPI_ENV};${T_ENV}")
   plexus_fail_on_sanitizer_reports(${name})
   if(T_FIXTURES_SETUP)
     set_tests_properties(${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})

@@ -1,5 +1,7 @@
 # Sourced by the plexus scripts: Open MPI settings for running as root, oversubscribed, on a
-# small machine (more ranks than cores), and inside containers.
+# small machine (more ranks than cores), and inside containers. OMP_NUM_THREADS is left as it
+# is: without it, plexus gives each rank cores / ranks threads (and warns when ranks x threads
+# exceed the cores).
 export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1

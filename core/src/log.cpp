@@ -9,6 +9,7 @@
 #include <string>
 
 #include "plexus/error.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus {
 
@@ -20,6 +21,7 @@ class SplitSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
+    progress::clear_line();  // a progress bar on the terminal gives way to the line
     std::FILE* out = msg.level >= spdlog::level::warn ? stderr : stdout;
     std::fwrite(formatted.data(), 1, formatted.size(), out);
     std::fflush(out);

@@ -1,15 +1,17 @@
 #include "plexus/progress.hpp"
 
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string_view>
-#include <spdlog/fmt/fmt.h>
 
 #include "plexus/error.hpp"
 
@@ -163,6 +165,142 @@ void Watchdog::watch() {
                           timeout_, op.empty() ? "outside any operation" : "in " + op, last ? last : "none", seen));
     return;  // on_stall ends the process; if it returned, watch no more
   }
+}
+
+// ---- the progress line ------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kDelaySeconds = 2;      // nothing before
+constexpr double kTerminalPeriod = 0.2;  // a bar redrawn at most this often
+constexpr double kPlainPeriod = 5;       // a plain line at most this often
+
+struct Line {
+  std::mutex mutex;
+  bool enabled = false;
+  bool terminal = false;
+  bool test = false;  // PLEXUS_TEST_PROGRESS=1: every update, plain lines
+  std::vector<StageState> stages;
+  std::chrono::steady_clock::time_point start;
+  double last = -1;    // seconds after start of the last line; -1: none yet
+  bool shown = false;  // a bar is on the terminal
+};
+
+Line& the_line() {
+  static auto* l = new Line;  // never destroyed: stages may end in destructors of statics
+  return *l;
+}
+
+std::string duration_text(double s) {
+  const auto t = static_cast<long long>(std::llround(std::max(0.0, s)));
+  if (t < 60) return fmt::format("{} s", t);
+  if (t < 3600) return fmt::format("{} min {:02} s", t / 60, t % 60);
+  return fmt::format("{} h {:02} min", t / 3600, t % 3600 / 60);
+}
+
+void erase_bar(Line& l) {
+  if (!l.shown) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+  l.shown = false;
+}
+
+void draw(Line& l) {
+  if (!l.enabled || l.stages.empty()) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - l.start).count();
+  if (!l.test && !line_due(elapsed, l.last < 0 ? -1 : elapsed - l.last, l.terminal)) return;
+  l.last = elapsed;
+  const std::string text = line_text(l.stages, elapsed);
+  if (l.terminal && !l.test) {
+    const double f = fraction_done(l.stages);
+    const int filled = f < 0 ? 0 : static_cast<int>(f * 20);
+    std::fprintf(stderr, "\r[%s%s] %s\033[K", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(20 - filled), '.').c_str(), text.c_str());
+  } else {
+    std::fprintf(stderr, "[plexus] progress: %s\n", text.c_str());
+  }
+  std::fflush(stderr);
+  l.shown = l.terminal && !l.test;
+}
+
+}  // namespace
+
+void set_line_enabled(bool enabled) {
+  Line& l = the_line();
+  std::lock_guard lock(l.mutex);
+  l.enabled = enabled;
+  l.terminal = ::isatty(::fileno(stderr)) != 0;
+  const char* test = std::getenv("PLEXUS_TEST_PROGRESS");
+  l.test = test != nullptr && std::string_view(test) == "1";
+  if (!enabled) erase_bar(l);
+}
+
+Stage::Stage(std::string what, int total) {
+  Line& l = the_line();
+  std::lock_guard lock(l.mutex);
+  if (l.stages.empty()) {
+    l.start = std::chrono::steady_clock::now();
+    l.last = -1;
+  }
+  level_ = l.stages.size();
+  l.stages.push_back(StageState{std::move(what), std::max(0, total), 0});
+}
+
+Stage::~Stage() {
+  Line& l = the_line();
+  std::lock_guard lock(l.mutex);
+  if (level_ < l.stages.size()) l.stages.resize(level_);
+  if (l.stages.empty()) erase_bar(l);
+}
+
+void Stage::done(int steps) {
+  Line& l = the_line();
+  std::lock_guard lock(l.mutex);
+  if (level_ >= l.stages.size()) return;
+  l.stages.resize(level_ + 1);  // the steps' inner stages are over
+  l.stages[level_].done = std::max(0, steps);
+  draw(l);
+}
+
+double fraction_done(const std::vector<StageState>& stages) {
+  double inner = 0;
+  for (std::size_t i = stages.size(); i-- > 0;) {
+    const StageState& s = stages[i];
+    if (s.total <= 0) {
+      if (i == 0) return -1;
+      inner = 0;
+      continue;
+    }
+    inner = std::min(1.0, (std::min(s.done, s.total) + inner) / s.total);
+  }
+  return stages.empty() ? -1 : inner;
+}
+
+std::string line_text(const std::vector<StageState>& stages, double elapsed_seconds) {
+  std::string text;
+  for (const auto& s : stages) {
+    if (!text.empty()) text += " > ";
+    text += s.total > 0 ? fmt::format("{} {}/{}", s.what, std::min(s.done + 1, s.total), s.total)
+                        : fmt::format("{} {}", s.what, s.done + 1);
+  }
+  const double f = fraction_done(stages);
+  text += ": ";
+  if (f >= 0) text += fmt::format("{}%, ", static_cast<int>(f * 100));
+  text += duration_text(elapsed_seconds) + " elapsed";
+  if (f > 0 && f < 1) text += ", about " + duration_text(elapsed_seconds * (1 - f) / f) + " left";
+  return text;
+}
+
+bool line_due(double since_start, double since_last, bool terminal) {
+  if (since_start < kDelaySeconds) return false;
+  if (since_last < 0) return true;
+  return since_last >= (terminal ? kTerminalPeriod : kPlainPeriod);
+}
+
+void clear_line() {
+  Line& l = the_line();
+  std::lock_guard lock(l.mutex);
+  erase_bar(l);
 }
 
 bool unwinding() { return std::uncaught_exceptions() > 0; }

@@ -273,7 +273,9 @@ CgResult BandSolver::solve() {
   std::vector<double> eigenvalues;
   rayleigh_ritz(setup, eigenvalues);
   std::vector<double> res;
+  progress::Stage steps("cg_bands sweep", 0);  // the progress line: sweeps until converged
   for (int sweep = 1; sweep <= options_.max_sweeps; ++sweep) {
+    steps.done(sweep - 1);
     Counts c;
     const double t0 = MPI_Wtime();
     const auto fft0 = h_.fft().counters();

@@ -12,6 +12,7 @@
 #include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
 #include "plexus/output.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus::density {
 
@@ -196,7 +197,9 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
   auto next = like(S, "next");
   InverseSqrt out;
   Convergence conv(n);
+  progress::Stage iterations("S^-1/2 iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
+    iterations.done(it - 1);
     IterationLog iter(ctx, rec);
     mul(ctx, o, rec, 1.0, *z, *y, *t);  // T = Z Y
     add_on_diag(ctx, *t, -1.0);
@@ -248,7 +251,9 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
   auto next = like(K, "next");
   SignResult out;
   Convergence conv(n);
+  progress::Stage iterations(label + " iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
+    iterations.done(it - 1);
     IterationLog iter(ctx, rec);
     mul(ctx, o, rec, 1.0, *x, *x, *x2);
     add_on_diag(ctx, *x2, -1.0);  // X^2 - I
@@ -331,7 +336,9 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   mo.filter_eps = o.filter_eps;
   PurifyResult out;
   Convergence conv(n);
+  progress::Stage iterations("purification iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
+    iterations.done(it - 1);
     IterationLog iter(ctx, rec);
     if (cubes) {
       if (square_and_cube(ctx, *d, *d2, *d3, rec.reports, mo)) ++out.fused;

@@ -36,6 +36,7 @@
 #include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
+#include "plexus/progress.hpp"
 #include "plexus/solver.hpp"
 
 namespace {
@@ -258,10 +259,12 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
                              acc[0].data() + 2 * part.begin);
     }
   };
+  plexus::progress::Stage measurements("g4 measurement", M);  // the progress line: thread 0's measurements
   auto body = [&](int t) {
     std::vector<double> buf;
     const plexus::Collectives::ArrivalFn on_arrival = [&, t](std::span<const double> b, int) { arrival(t, b); };
     for (int i = 0; i < M; ++i) {
+      if (t == 0) measurements.done(i);
       const double t0 = mpi::now();
       buf.resize(static_cast<std::size_t>(buffer_doubles));
       plexus::g4::generate(m, static_cast<std::uint64_t>(seed_), rank, t, i, buf.data());

@@ -18,6 +18,7 @@
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/problem.hpp"
+#include "plexus/progress.hpp"
 #include "plexus/solver.hpp"
 
 namespace {
@@ -157,7 +158,9 @@ class MultiplySolver final : public plexus::Solver {
     if (reset_c_ && repetitions_ > 1) c0 = std::make_unique<plexus::DistMatrix>(plexus::copy(context, *m.c, "C0"));
     DenseCheck dense;
     if (check_) dense = DenseCheck(*m.a, *m.b, *m.c);
+    plexus::progress::Stage steps("multiply", repetitions_);  // the progress line
     for (int rep = 0; rep < repetitions_; ++rep) {
+      steps.done(rep);
       if (c0 && rep > 0) *m.c = plexus::copy(context, *c0, "C");
       auto report = plexus::multiply(context, trans_a_, trans_b_, alpha_, *m.a, *m.b, beta_, *m.c, options);
       // Global figures for the progress line (collective, so every rank takes part).

@@ -1,6 +1,6 @@
 // Fuzz target: the `plexus` command line (apps/app_cli.cpp, parse_command_line) and the
-// parameter overrides it collects (--set, --log-level), applied as `plexus run` applies them
-// (apply_override). The input is the argument list, arguments separated by NUL bytes.
+// parameter overrides it collects (--set), applied as `plexus run` applies them (apply_override). The input is the
+// argument list, arguments separated by NUL bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,7 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const plexus::app::Options o = plexus::app::parse_command_line(static_cast<int>(args.size()), argv.data());
     plexus::ParameterList params("plexus");
     for (const auto& s : o.sets) plexus::apply_override(params, s);
-    if (!o.log_level.empty()) plexus::apply_override(params, "Output/LogLevel=" + o.log_level);
   });
   return 0;
 }

@@ -450,8 +450,8 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   const std::string file_c = problem.get<std::string>("FileC");
   if (file_a.empty() || file_b.empty())
     throw InputError("Problem/FileA", "Problem/Generator = 'matrix-market' needs Problem/FileA and Problem/FileB");
-  const auto ha = read_matrix_market_header(file_a);
-  const auto hb = read_matrix_market_header(file_b);
+  const auto ha = read_matrix_market_header(file_a, comm);
+  const auto hb = read_matrix_market_header(file_b, comm);
   if (ha.cols != hb.rows)
     throw InputError("Problem/FileB", "A ('" + file_a + "', " + std::to_string(ha.rows) + "x" +
                                           std::to_string(ha.cols) + ") and B ('" + file_b + "', " +
@@ -460,7 +460,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   const bool read_c = with_c && !file_c.empty();
   MatrixMarketHeader hc;
   if (read_c) {
-    hc = read_matrix_market_header(file_c);
+    hc = read_matrix_market_header(file_c, comm);
     if (hc.rows != ha.rows || hc.cols != hb.cols)
       throw InputError("Problem/FileC", "C ('" + file_c + "', " + std::to_string(hc.rows) + "x" +
                                             std::to_string(hc.cols) + ") does not match A*B (" +
@@ -582,7 +582,7 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
       src.rows = src.cols = src.csr.dimension;
       src.value_bytes = static_cast<double>(src.csr.entries) * (src.csr.mirrored ? 2 : 1) * sizeof(double);
     } else {
-      const auto h = read_matrix_market_header(file);
+      const auto h = read_matrix_market_header(file, comm);
       src.rows = h.rows;
       src.cols = h.cols;
       const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)

@@ -382,3 +382,40 @@ TEST(MatrixMarketProblem, RowInnerAndColumnBlockSizesOfRectangularFiles) {
   ctx->release();
 }
 
+// The multiply itself checks that the operands' blockings agree, and says where they do not.
+TEST(MatrixMarketProblem, MultiplyTellsWhereBlockingsDiffer) {
+  auto ctx = make_context();
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  auto empty = [&](const char* name, const BlockSizes& rows, const BlockSizes& cols) {
+    DistMatrix m(name, Distribution::block_cyclic(grid, rows.count(), cols.count()), BlockLayout{rows, cols});
+    m.finalize();
+    return m;
+  };
+  const BlockSizes m5({5, 5, 13}), k1({4, 9, 4}), k2({4, 4, 9}), n7({7, 7, 7, 7, 2});
+  auto message = [&](const DistMatrix& a, const DistMatrix& b, DistMatrix& c) {
+    try {
+      multiply(ctx->multiply_algorithm(), ctx->kernel(), Trans::N, Trans::N, 1.0, a, b, 0.0, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  DistMatrix a = empty("A", m5, k1), b = empty("B", k2, n7), c = empty("C", m5, n7);
+  std::string msg = message(a, b, c);
+  EXPECT_NE(msg.find("the columns of op(A) and the rows of op(B) are cut into different blocks (op(A)'s columns: 17 in "
+                     "3 blocks, op(B)'s rows: 17 in 3 blocks; block 1 has 9 in op(A)'s columns, 4 in op(B)'s rows"),
+            std::string::npos)
+      << msg;
+  DistMatrix b1 = empty("B", k1, n7), c1 = empty("C", BlockSizes({5, 18}), n7);
+  msg = message(a, b1, c1);
+  EXPECT_NE(msg.find("C's rows and op(A)'s rows are cut into different blocks (C's rows: 23 in 2 blocks, op(A)'s "
+                     "rows: 23 in 3 blocks; block 1 has 18 in C's rows, 5 in op(A)'s rows"),
+            std::string::npos)
+      << msg;
+  DistMatrix c2 = empty("C", m5, BlockSizes({7, 7, 7, 7, 3}));
+  msg = message(a, b1, c2);
+  EXPECT_NE(msg.find("C's columns and op(B)'s columns are cut into different blocks (C's columns: 31 in 5 blocks"),
+            std::string::npos)
+      << msg;
+  ctx->release();
+}

@@ -382,6 +382,61 @@ TEST(MatrixMarketProblem, RowInnerAndColumnBlockSizesOfRectangularFiles) {
   ctx->release();
 }
 
+// multiply/TransA, TransB = T with files: the file gives op(A)'s transpose (K x M), cut by
+// BlockSizes and RowBlockSizes; C + op(A) op(B) is the dense one.
+TEST(MatrixMarketProblem, TransposedFilesAreCutByTheirDimension) {
+  auto ctx = make_context();
+  auto transposed = [](const Known& k) {
+    std::vector<double> t(k.dense.size());
+    for (std::int64_t j = 0; j < k.cols; ++j)
+      for (std::int64_t i = 0; i < k.rows; ++i)
+        t[static_cast<std::size_t>(j + i * k.cols)] = k.dense[static_cast<std::size_t>(i + j * k.rows)];
+    return t;
+  };
+  ParameterList p("Problem");
+  p.set("Generator", std::string("matrix-market"));
+  p.set("RowBlockSizes", std::string("5,5,13"));  // M = 23
+  p.set("BlockSizes", std::string("4,9"));        // K = 17
+  p.set("ColBlockSizes", std::string("7"));       // N = 30
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("op(A) ") + (ta ? "T" : "N") + ", op(B) " + (tb ? "T" : "N"));
+      Known ka, kb, kc;
+      const std::string fa =
+          write_shared("A.mtx", coordinate_file(ta ? 17 : 23, ta ? 23 : 17, 0.3, "real", "general", 13, ka));
+      const std::string fb =
+          write_shared("B.mtx", coordinate_file(tb ? 30 : 17, tb ? 17 : 30, 0.3, "real", "general", 14, kb));
+      const std::string fc = write_shared("C.mtx", coordinate_file(23, 30, 0.1, "real", "general", 15, kc));
+      p.set("FileA", fa);
+      p.set("FileB", fb);
+      p.set("FileC", fc);
+      auto m = build_problem(p, *ctx, true, ta, tb);
+      EXPECT_EQ((ta ? m.a->layout().cols : m.a->layout().rows).sizes(), (std::vector<int>{5, 5, 13}));
+      EXPECT_EQ((ta ? m.a->layout().rows : m.a->layout().cols).sizes(), (std::vector<int>{4, 9, 4}));
+      EXPECT_EQ((tb ? m.b->layout().cols : m.b->layout().rows).sizes(), (std::vector<int>{4, 9, 4}));
+      EXPECT_EQ((tb ? m.b->layout().rows : m.b->layout().cols).sizes(), (std::vector<int>{7, 7, 7, 7, 2}));
+      EXPECT_EQ(m.a->to_dense(), ka.dense);
+      EXPECT_EQ(m.b->to_dense(), kb.dense);
+      multiply(ctx->multiply_algorithm(), ctx->kernel(), ta ? Trans::T : Trans::N, tb ? Trans::T : Trans::N, 2.0, *m.a,
+               *m.b, 1.0, *m.c);
+      std::vector<double> c = kc.dense;
+      test::dense_gemm(23, 30, 17, 2.0, ta ? transposed(ka) : ka.dense, tb ? transposed(kb) : kb.dense, 1.0, c);
+      EXPECT_LT(test::relative_error(m.c->to_dense(), c), 1e-14);
+      // op(B)'s rows must be op(A)'s columns: B given untransposed where it is stored transposed.
+      try {
+        build_problem(p, *ctx, true, ta, !tb);
+        ADD_FAILURE() << "no error";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot be multiplied: 17 columns, 30 rows"), std::string::npos)
+            << e.what();
+      }
+      remove_shared(fa);
+      remove_shared(fb);
+      remove_shared(fc);
+    }
+  ctx->release();
+}
+
 // The multiply itself checks that the operands' blockings agree, and says where they do not.
 TEST(MatrixMarketProblem, MultiplyTellsWhereBlockingsDiffer) {
   auto ctx = make_context();

@@ -19,11 +19,12 @@
 #include <string_view>
 #include <vector>
 
+#include "local_blocks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
-#include "local_blocks.hpp"
+#include "root_scatter.hpp"
 #include "text_reader.hpp"
 
 namespace plexus {
@@ -51,6 +52,7 @@ bool blank_or_comment(const std::string& s) {
   return true;
 }
 
+using detail::Entry;
 using detail::TextReader;
 constexpr const char* kWhat = "Matrix Market file";
 
@@ -166,13 +168,6 @@ std::int64_t parse_index(std::string_view tok, std::int64_t limit, const char* w
   return v - 1;
 }
 
-// One element of the matrix (0-based) and the line that gave it: what rank 0 sends to its owner.
-struct Entry {
-  std::int64_t row, col;
-  double value;
-  std::int64_t line;
-};
-
 // The elements of a file, one after the other: a symmetric file's off-diagonal entries are given
 // twice, as read and mirrored. Every malformed line throws InputError naming file and line.
 class EntryReader {
@@ -266,60 +261,6 @@ std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, s
   return entry;
 }
 
-// What rank 0 met in a step only it runs: nothing (kind 0), an InputError (1), another plexus
-// Error (2), std::bad_alloc (3) or another exception (4).
-struct Outcome {
-  std::int64_t kind = 0;
-  std::string where, message;
-};
-
-template <class F>
-Outcome attempt(F&& step) {
-  try {
-    step();
-  } catch (const InputError& e) {
-    return {1, e.where(), e.what()};
-  } catch (const Error& e) {
-    return {2, e.where(), e.what()};
-  } catch (const std::bad_alloc&) {
-    return {3, "", ""};
-  } catch (const std::exception& e) {
-    return {4, "", e.what()};
-  }
-  return {};
-}
-
-// Rank 0's outcome, and `flag`, on every rank: each throws the error rank 0 met, so that all leave
-// together (the throw comes after the broadcast: no rank is left waiting in a collective).
-// Collective over `comm`.
-void share(Outcome outcome, std::int64_t& flag, MPI_Comm comm) {
-  std::int64_t head[4] = {outcome.kind, static_cast<std::int64_t>(outcome.where.size()),
-                          static_cast<std::int64_t>(outcome.message.size()), flag};
-  mpi::check(MPI_Bcast(head, 4, MPI_INT64_T, 0, comm), "MPI_Bcast");
-  flag = head[3];
-  if (head[0] == 0) return;
-  std::string text = outcome.where + outcome.message;
-  text.resize(static_cast<std::size_t>(head[1] + head[2]));
-  mpi::check(MPI_Bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, comm), "MPI_Bcast");
-  const std::string where = text.substr(0, static_cast<std::size_t>(head[1]));
-  const std::string message = text.substr(static_cast<std::size_t>(head[1]));
-  switch (head[0]) {
-    case 1:
-      throw InputError(where, message);
-    case 2:
-      throw Error(where, message);
-    case 3:
-      throw std::bad_alloc();
-    default:
-      throw Error("rank 0", message);
-  }
-}
-
-void share(const Outcome& outcome, MPI_Comm comm) {
-  std::int64_t flag = 0;
-  share(outcome, flag, comm);
-}
-
 }  // namespace
 
 MatrixMarketHeader read_matrix_market_header(const std::string& path) {
@@ -330,9 +271,9 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path) {
 
 MatrixMarketHeader read_matrix_market_header(const std::string& path, MPI_Comm comm) {
   MatrixMarketHeader h;
-  Outcome outcome;
-  if (mpi::rank(comm) == 0) outcome = attempt([&] { h = read_matrix_market_header(path); });
-  share(outcome, comm);
+  detail::Outcome outcome;
+  if (mpi::rank(comm) == 0) outcome = detail::attempt([&] { h = read_matrix_market_header(path); });
+  detail::share(outcome, comm);
   std::int64_t sizes[3] = {h.rows, h.cols, h.entries};
   mpi::check(MPI_Bcast(sizes, 3, MPI_INT64_T, 0, comm), "MPI_Bcast");
   std::string words = h.format + ' ' + h.field + ' ' + h.symmetry;
@@ -352,87 +293,38 @@ DistMatrix read_matrix_market(const std::string& path, const std::string& name,
                               std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
                               std::size_t chunk_entries) {
   const MPI_Comm comm = dist->grid().comm();
-  const int rank = mpi::rank(comm), ranks = mpi::size(comm);
-  // A rank's part of a chunk is counted in bytes by an int.
-  chunk_entries = std::clamp<std::size_t>(chunk_entries, 1, std::numeric_limits<int>::max() / sizeof(Entry));
   DistMatrix m(name, dist, layout);
   detail::LocalBlocks blocks(m);
-  auto store = [&](const Entry& e) { blocks.store(e.row, e.col, e.value, e.line); };
-
-  // Rank 0 opens the file and checks its dimensions; every rank learns whether it could.
-  std::unique_ptr<EntryReader> reader;
-  Outcome outcome;
-  if (rank == 0)
-    outcome = attempt([&] {
-      reader = std::make_unique<EntryReader>(path);
-      const MatrixMarketHeader& h = reader->header();
-      if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
-        throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
-                                   std::to_string(h.cols) + " but the block sizes cover " +
-                                   std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
-    });
-  share(outcome, comm);
-
-  // Chunk by chunk: rank 0 reads up to chunk_entries elements of other ranks (keeping its own),
-  // tells every rank whether it met an error or the end, and scatters them to their owners.
-  std::vector<std::vector<Entry>> outgoing(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
-  std::vector<Entry> send, received;
-  std::vector<int> counts(static_cast<std::size_t>(ranks), 0), displs(static_cast<std::size_t>(ranks), 0);
-  for (std::int64_t last = 0; last == 0;) {
-    if (rank == 0)
-      outcome = attempt([&] {
-        for (auto& o : outgoing) o.clear();
-        std::size_t pending = 0;
-        Entry e{};
-        while (pending < chunk_entries) {
-          if (!reader->next(e)) {
-            last = 1;
-            break;
-          }
-          const int owner = dist->owner(layout.rows.block_of(e.row), layout.cols.block_of(e.col));
-          if (owner == 0) {
-            store(e);
-          } else {
-            outgoing[static_cast<std::size_t>(owner)].push_back(e);
-            ++pending;
-          }
-        }
-        send.clear();
-        for (int r = 0; r < ranks; ++r) {
-          const auto& o = outgoing[static_cast<std::size_t>(r)];
-          counts[static_cast<std::size_t>(r)] = static_cast<int>(o.size() * sizeof(Entry));
-          displs[static_cast<std::size_t>(r)] = static_cast<int>(send.size() * sizeof(Entry));
-          send.insert(send.end(), o.begin(), o.end());
-        }
-      });
-    share(outcome, last, comm);
-    if (ranks == 1) continue;
-    int bytes = 0;
-    mpi::check(MPI_Scatter(counts.data(), 1, MPI_INT, &bytes, 1, MPI_INT, 0, comm), "MPI_Scatter");
-    received.resize(static_cast<std::size_t>(bytes) / sizeof(Entry));
-    mpi::check(
-        MPI_Scatterv(send.data(), counts.data(), displs.data(), MPI_BYTE, received.data(), bytes, MPI_BYTE, 0, comm),
-        "MPI_Scatterv");
-    for (const Entry& e : received) store(e);
-  }
-  reader.reset();
+  // Rank 0 opens the file, checks its dimensions and reads it; the others receive their entries.
+  detail::RootScatter scatter(m, blocks, chunk_entries);
+  scatter.run([&] {
+    EntryReader reader(path);
+    const MatrixMarketHeader& h = reader.header();
+    if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
+      throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
+                                 std::to_string(h.cols) + " but the block sizes cover " +
+                                 std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+    Entry e{};
+    while (reader.next(e)) scatter.put(e);
+  });
 
   // The rank holding an entry sees it given twice; rank 0 finds the line that gave it first.
   const std::int64_t first_duplicate = blocks.first_duplicate_line(comm);
   if (first_duplicate > 0) {
     // Rank 0's step always fails: every rank throws its message.
-    if (rank == 0)
-      outcome = attempt([&] {
+    detail::Outcome outcome;
+    if (mpi::rank(comm) == 0)
+      outcome = detail::attempt([&] {
         std::int64_t first = 0;
         const auto [r, c] = first_and_entry(path, first_duplicate, first);
-        const bool sym = read_matrix_market_header(path).symmetry == "symmetric";
+        const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
         fail(path, first_duplicate,
              "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
                  std::to_string(first) + " and " + std::to_string(first_duplicate) +
                  "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
-                 (sym ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+                 (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
       });
-    share(outcome, comm);
+    detail::share(outcome, comm);
   }
   blocks.move_into(m);
   return m;

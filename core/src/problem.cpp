@@ -595,7 +595,7 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
   auto header = [&](const std::string& file) {
     Source src;
     if (cp2k) {
-      src.csr = read_cp2k_csr_header(file);
+      src.csr = read_cp2k_csr_header(file, comm);
       src.rows = src.cols = src.csr.dimension;
       src.value_bytes = static_cast<double>(src.csr.entries) * (src.csr.mirrored ? 2 : 1) * sizeof(double);
     } else {

@@ -1,5 +1,5 @@
-// read_matrix_market on every rank count: rank 0 reads the file and sends each rank its entries,
-// chunk by chunk. The matrices are compared with the entries the test wrote (or with its own
+// read_matrix_market and read_cp2k_csr on every rank count: rank 0 reads the file and sends each
+// rank its entries, chunk by chunk. The matrices are compared with the entries the test wrote (or with its own
 // reading of the real h2o-32 files), every error in a file ends every rank with file and line,
 // and the multiply problem of Matrix Market files cuts rows, inner dimension and columns apart
 // (Problem/RowBlockSizes, BlockSizes, ColBlockSizes).
@@ -23,6 +23,7 @@
 #include "core/input_files.hpp"
 #include "multiply_fixtures.hpp"
 #include "plexus/context.hpp"
+#include "plexus/cp2k_csr.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/matrix_market.hpp"
@@ -177,7 +178,7 @@ TEST(MatrixMarketRead, CoordinateFilesMatchWhatWasWritten) {
         write_shared("coord.mtx", coordinate_file(f.rows, f.cols, 0.2, f.field, f.symmetry, seed++, known));
     const BlockLayout layout{BlockSizes::covering(f.rows, 3), BlockSizes::covering(f.cols, 5)};
     for (const auto& dist : distributions(layout))
-      for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, kMatrixMarketChunkEntries}) {
+      for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, input::kReadChunkEntries}) {
         SCOPED_TRACE("chunk " + std::to_string(chunk) + ", grid " + dist->grid().describe());
         const DistMatrix m = read_matrix_market(path, "M", dist, layout, chunk);
         EXPECT_EQ(m.to_dense(), known.dense);
@@ -205,7 +206,7 @@ TEST(MatrixMarketRead, ArrayFilesMatchWhatWasWritten) {
     }
   const std::string p1 = write_shared("general.mtx", text), p2 = write_shared("sym.mtx", lower);
   for (const auto& dist : distributions(layout))
-    for (const std::size_t chunk : {std::size_t{2}, kMatrixMarketChunkEntries}) {
+    for (const std::size_t chunk : {std::size_t{2}, input::kReadChunkEntries}) {
       EXPECT_EQ(read_matrix_market(p1, "G", dist, layout, chunk).to_dense(), general);
       EXPECT_EQ(read_matrix_market(p2, "S", dist, layout, chunk).to_dense(), sym);
     }
@@ -293,7 +294,7 @@ TEST(MatrixMarketRead, ErrorsEndEveryRankWithFileAndLine) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string path = write_shared("bad.mtx", c.text);
-    for (const std::size_t chunk : {std::size_t{1}, std::size_t{4}, kMatrixMarketChunkEntries}) {
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{4}, input::kReadChunkEntries}) {
       const std::string msg = read_error(path, layout, chunk);
       EXPECT_NE(msg.find(path + c.expect), std::string::npos) << msg;
       EXPECT_TRUE(same_on_every_rank(msg)) << msg;
@@ -311,6 +312,64 @@ TEST(MatrixMarketRead, ErrorsEndEveryRankWithFileAndLine) {
     header_msg = e.what();
   }
   EXPECT_EQ(header_msg, msg);
+}
+
+// CP2K CSR files go the same way: one triangle (mirrored) or both, any chunk, and errors on every
+// rank alike with file and line.
+TEST(Cp2kCsrRead, MatchesWhatWasWrittenAndErrorsEndEveryRank) {
+  Known known;
+  coordinate_file(19, 19, 0.3, "real", "symmetric", 21, known);
+  std::string upper, both;
+  char line[96];
+  for (std::int64_t i = 0; i < 19; ++i)
+    for (std::int64_t j = 0; j < 19; ++j)
+      if (known.given.count({i, j}) > 0) {
+        std::snprintf(line, sizeof(line), "%12lld%12lld  %.17g\n", static_cast<long long>(i + 1),
+                      static_cast<long long>(j + 1), known.dense[static_cast<std::size_t>(i + j * 19)]);
+        both += line;
+        if (i <= j) upper += line;
+      }
+  // The dimension is the largest index: the last diagonal element is always there in H and S.
+  if (known.given.count({18, 18}) == 0) GTEST_SKIP() << "the test matrix lacks (19, 19)";
+  const BlockLayout layout{BlockSizes::covering(19, 4), BlockSizes::covering(19, 4)};
+  for (const bool one_side : {true, false}) {
+    const std::string path = write_shared("h.csr", one_side ? upper : both);
+    const Cp2kCsrHeader h = read_cp2k_csr_header(path, MPI_COMM_WORLD);
+    EXPECT_EQ(h.dimension, 19);
+    EXPECT_EQ(h.mirrored, one_side);
+    for (const auto& dist : distributions(layout))
+      for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, input::kReadChunkEntries})
+        EXPECT_EQ(read_cp2k_csr(path, "H", dist, layout, h, chunk).to_dense(), known.dense);
+    remove_shared(path);
+  }
+  auto error = [&](const std::string& text, std::size_t chunk) {
+    const std::string path = write_shared("bad.csr", text);
+    std::string msg = "no error";
+    try {
+      const Cp2kCsrHeader h = read_cp2k_csr_header(path, MPI_COMM_WORLD);
+      auto dist = Distribution::random_permuted(Grid::create(MPI_COMM_WORLD), 5, 5, 3);
+      read_cp2k_csr(path, "H", dist, layout, h, chunk);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    remove_shared(path);
+    EXPECT_TRUE(same_on_every_rank(msg)) << msg;
+    return msg;
+  };
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{3}}) {
+    std::string msg = error(upper + "1 x 2\n", chunk);
+    EXPECT_NE(msg.find("bad.csr, line " + std::to_string(std::count(upper.begin(), upper.end(), '\n') + 1) +
+                       ": column index 'x' is not an integer"),
+              std::string::npos)
+        << msg;
+    // (18, 19) again, last: both lines named, whichever rank holds the block.
+    msg = error(upper + "18 19 0.5\n", chunk);
+    EXPECT_NE(msg.find(" is given twice, at lines "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(" and " + std::to_string(std::count(upper.begin(), upper.end(), '\n') + 1) +
+                       "; plexus does not add repeated entries up"),
+              std::string::npos)
+        << msg;
+  }
 }
 
 namespace {

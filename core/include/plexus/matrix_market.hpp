@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "plexus/input.hpp"
 #include "plexus/matrix.hpp"
 
 namespace plexus {
@@ -26,10 +27,6 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path);
 /// throws the same error (InputError naming file and line). Collective.
 MatrixMarketHeader read_matrix_market_header(const std::string& path, MPI_Comm comm);
 
-/// Entries rank 0 gathers before it sends them to their owners (32 bytes each): what rank 0 holds
-/// of the matrix beyond its own blocks.
-inline constexpr std::size_t kMatrixMarketChunkEntries = std::size_t{1} << 18;
-
 /// Reads a matrix into a DistMatrix with the given block sizes (their totals must equal the
 /// file's dimensions). A block is present when the file gives any entry in it. Rank 0 of the
 /// distribution's grid reads the file, streaming it, and sends the entries to the ranks owning
@@ -38,7 +35,7 @@ inline constexpr std::size_t kMatrixMarketChunkEntries = std::size_t{1} << 18;
 /// others before each chunk whether it met one).
 DistMatrix read_matrix_market(const std::string& path, const std::string& name,
                               std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
-                              std::size_t chunk_entries = kMatrixMarketChunkEntries);
+                              std::size_t chunk_entries = input::kReadChunkEntries);
 
 /// Writes all elements of present blocks as "coordinate real general". Rank 0 writes as
 /// output.hpp says: a regular file through a temporary renamed into place, a device or pipe

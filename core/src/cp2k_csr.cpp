@@ -11,6 +11,8 @@
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/input.hpp"
+#include "plexus/mpi.hpp"
+#include "root_scatter.hpp"
 #include "text_reader.hpp"
 
 namespace plexus {
@@ -103,40 +105,63 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path) {
   return h;
 }
 
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm) {
+  Cp2kCsrHeader h;
+  detail::Outcome outcome;
+  if (mpi::rank(comm) == 0) outcome = detail::attempt([&] { h = read_cp2k_csr_header(path); });
+  detail::share(outcome, comm);
+  std::int64_t fields[3] = {h.dimension, h.entries, h.mirrored ? 1 : 0};
+  mpi::check(MPI_Bcast(fields, 3, MPI_INT64_T, 0, comm), "MPI_Bcast");
+  h.dimension = fields[0];
+  h.entries = fields[1];
+  h.mirrored = fields[2] != 0;
+  return h;
+}
+
 DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
-                         const BlockLayout& layout, const Cp2kCsrHeader& header) {
+                         const BlockLayout& layout, const Cp2kCsrHeader& header, std::size_t chunk_entries) {
   if (header.dimension != layout.rows.total() || header.dimension != layout.cols.total())
     throw InputError(path, std::string(kWhat) + " " + path + " is " + std::to_string(header.dimension) + "x" +
                                std::to_string(header.dimension) + " but the block sizes cover " +
                                std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
-  detail::TextReader in(path, kWhat);
+  const MPI_Comm comm = dist->grid().comm();
   DistMatrix m(name, dist, layout);
   detail::LocalBlocks blocks(m);
-  scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
-    if (r >= header.dimension || c >= header.dimension)
-      fail(path, line, "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) +
-                           ") is outside the dimension " + std::to_string(header.dimension) +
-                           " (the file changed while it was read?)");
-    blocks.store(r, c, v, line);
-    if (header.mirrored && r != c) blocks.store(c, r, v, line);
+  // Rank 0 reads the file; the others receive their entries.
+  detail::RootScatter scatter(m, blocks, chunk_entries);
+  scatter.run([&] {
+    detail::TextReader in(path, kWhat);
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
+      if (r >= header.dimension || c >= header.dimension)
+        fail(path, line,
+             "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is outside the dimension " +
+                 std::to_string(header.dimension) + " (the file changed while it was read?)");
+      scatter.put({r, c, v, line});
+      if (header.mirrored && r != c) scatter.put({c, r, v, line});
+    });
   });
-  const std::int64_t duplicate = blocks.first_duplicate_line(dist->grid().comm());
+  const std::int64_t duplicate = blocks.first_duplicate_line(comm);
   if (duplicate > 0) {
-    // Every rank finds the entry of that line and the first line giving it.
-    std::pair<std::int64_t, std::int64_t> entry{-1, -1};
-    std::int64_t first = 0;
-    in.rewind();
-    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
-      if (line == duplicate) entry = {r, c};
-    });
-    in.rewind();
-    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
-      if (first == 0 && std::pair{r, c} == entry) first = line;
-    });
-    fail(path, duplicate,
-         "entry (" + std::to_string(entry.first + 1) + ", " + std::to_string(entry.second + 1) +
-             ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate) +
-             "; plexus does not add repeated entries up");
+    // Rank 0 finds the entry of that line and the first line giving it; every rank throws that.
+    detail::Outcome outcome;
+    if (mpi::rank(comm) == 0)
+      outcome = detail::attempt([&] {
+        std::pair<std::int64_t, std::int64_t> entry{-1, -1};
+        std::int64_t first = 0;
+        detail::TextReader in(path, kWhat);
+        scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+          if (line == duplicate) entry = {r, c};
+        });
+        in.rewind();
+        scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+          if (first == 0 && std::pair{r, c} == entry) first = line;
+        });
+        fail(path, duplicate,
+             "entry (" + std::to_string(entry.first + 1) + ", " + std::to_string(entry.second + 1) +
+                 ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate) +
+                 "; plexus does not add repeated entries up");
+      });
+    detail::share(outcome, comm);
   }
   blocks.move_into(m);
   return m;

@@ -1,5 +1,6 @@
 #pragma once
-// The blocks of a matrix that one rank keeps while every rank reads the same file, entry by entry.
+// The blocks of a matrix that one rank keeps while a file is read entry by entry (by every rank,
+// or by rank 0, which sends each rank the entries of its blocks).
 // Private to core: the Matrix Market and CP2K CSR readers share it.
 #include <mpi.h>
 

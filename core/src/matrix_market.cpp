@@ -11,16 +11,20 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "local_blocks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/output.hpp"
-#include "local_blocks.hpp"
+#include "root_scatter.hpp"
 #include "text_reader.hpp"
 
 namespace plexus {
@@ -48,6 +52,7 @@ bool blank_or_comment(const std::string& s) {
   return true;
 }
 
+using detail::Entry;
 using detail::TextReader;
 constexpr const char* kWhat = "Matrix Market file";
 
@@ -69,8 +74,10 @@ MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int
   if (lower(object) != "matrix") fail(path, line, "object " + quoted(object) + " is not supported (only 'matrix')");
   if (h.format != "coordinate" && h.format != "array")
     fail(path, line, "format " + quoted(format) + " is not supported (coordinate or array)");
-  if (h.field != "real" && h.field != "integer" && h.field != "double")
-    fail(path, line, "field " + quoted(field) + " is not supported (real or integer)");
+  if (h.field != "real" && h.field != "integer" && h.field != "double" && h.field != "pattern")
+    fail(path, line, "field " + quoted(field) + " is not supported (real, integer or pattern)");
+  if (h.field == "pattern" && h.format == "array")
+    fail(path, line, "an array file gives every value, so it cannot be 'pattern' (a pattern file is 'coordinate')");
   if (h.symmetry != "general" && h.symmetry != "symmetric")
     fail(path, line, "symmetry " + quoted(symmetry) + " is not supported (general or symmetric)");
   while (in.getline(text)) {
@@ -108,62 +115,149 @@ MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int
   fail(path, line, "missing size line");
 }
 
-double parse_number(const std::string& tok, const std::string& path, std::int64_t line) {
-  const char* s = tok.c_str();
+// The whitespace-separated fields of a line: at most kMaxFields are kept, `count` tells how many
+// there are (up to kMaxFields + 1, which means "more").
+struct Fields {
+  static constexpr int kMaxFields = 3;
+  std::string_view field[kMaxFields];
+  int count = 0;
+};
+
+Fields split(const std::string& text) {
+  Fields out;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  auto space = [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; };
+  while (out.count <= Fields::kMaxFields) {
+    while (p < end && space(*p)) ++p;
+    if (p == end) break;
+    const char* start = p;
+    while (p < end && !space(*p)) ++p;
+    if (out.count < Fields::kMaxFields)
+      out.field[out.count] = std::string_view(start, static_cast<std::size_t>(p - start));
+    ++out.count;
+  }
+  return out;
+}
+
+// A field of a line (a std::string's text): strtod and strtoll stop at the whitespace after it,
+// so the whole field was read when they end at its end.
+double parse_number(std::string_view tok, const std::string& path, std::int64_t line) {
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s, &end);
-  if (end == s || *end != '\0') fail(path, line, quoted(tok) + " is not a number");
+  const double v = std::strtod(tok.data(), &end);
+  if (end != tok.data() + tok.size()) fail(path, line, quoted(std::string(tok)) + " is not a number");
   if (!std::isfinite(v))
     fail(path, line,
-         "value " + quoted(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
+         "value " + quoted(std::string(tok)) +
+             (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
              "; Matrix Market values must be finite");
   return v;
 }
 
-std::int64_t parse_index(const std::string& tok, std::int64_t limit, const char* what, const std::string& path,
+std::int64_t parse_index(std::string_view tok, std::int64_t limit, const char* what, const std::string& path,
                          std::int64_t line) {
-  const char* s = tok.c_str();
   char* end = nullptr;
   errno = 0;
-  const long long v = std::strtoll(s, &end, 10);
-  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted(tok) + " is not an integer");
+  const long long v = std::strtoll(tok.data(), &end, 10);
+  if (end != tok.data() + tok.size())
+    fail(path, line, std::string(what) + " index " + quoted(std::string(tok)) + " is not an integer");
   if (errno == ERANGE || v < 1 || v > limit)
-    fail(path, line, std::string(what) + " index " + quoted(tok) + " is outside 1.." + std::to_string(limit));
+    fail(path, line,
+         std::string(what) + " index " + quoted(std::string(tok)) + " is outside 1.." + std::to_string(limit));
   return v - 1;
 }
+
+// The elements of a file, one after the other: a symmetric file's off-diagonal entries are given
+// twice, as read and mirrored. Every malformed line throws InputError naming file and line.
+class EntryReader {
+ public:
+  explicit EntryReader(const std::string& path) : path_(path), in_(path, kWhat) {
+    h_ = read_header(in_, path_, line_);
+    symmetric_ = h_.symmetry == "symmetric";
+    pattern_ = h_.field == "pattern";
+  }
+  const MatrixMarketHeader& header() const { return h_; }
+
+  /// The next element into `e`; false after the last one, once the file's end is checked.
+  bool next(Entry& e) {
+    if (mirror_) {
+      mirror_ = false;
+      e = Entry{last_.col, last_.row, last_.value, last_.line};
+      return true;
+    }
+    while (in_.getline(text_)) {
+      ++line_;
+      if (blank_or_comment(text_)) continue;
+      if (seen_ == h_.entries) fail(path_, line_, "more entries than the " + std::to_string(h_.entries) + " announced");
+      const Fields f = split(text_);
+      if (h_.format == "coordinate") {
+        const int want = pattern_ ? 2 : 3;
+        if (f.count != want)
+          fail(path_, line_,
+               std::string(pattern_ ? "expected 'row col' (a pattern file gives no values)"
+                                    : "expected 'row col value'") +
+                   ", found " + quoted(text_));
+        e.row = parse_index(f.field[0], h_.rows, "row", path_, line_);
+        e.col = parse_index(f.field[1], h_.cols, "column", path_, line_);
+        e.value = pattern_ ? 1.0 : parse_number(f.field[2], path_, line_);
+        if (symmetric_ && e.row < e.col)
+          fail(path_, line_, "a symmetric file must give the lower triangle only (row >= column)");
+      } else {
+        if (f.count != 1) fail(path_, line_, "expected one value, found " + quoted(text_));
+        e.value = parse_number(f.field[0], path_, line_);
+        e.row = arr_r_;
+        e.col = arr_c_;
+        if (++arr_r_ == h_.rows) {
+          ++arr_c_;
+          arr_r_ = symmetric_ ? arr_c_ : 0;
+        }
+      }
+      e.line = line_;
+      ++seen_;
+      if (symmetric_ && e.row != e.col) {
+        mirror_ = true;
+        last_ = e;
+      }
+      return true;
+    }
+    if (seen_ != h_.entries)
+      fail(path_, line_, "file ends after " + std::to_string(seen_) + " of " + std::to_string(h_.entries) + " entries");
+    return false;
+  }
+
+ private:
+  std::string path_;
+  TextReader in_;
+  MatrixMarketHeader h_;
+  std::int64_t line_ = 0, seen_ = 0;
+  std::int64_t arr_r_ = 0, arr_c_ = 0;  // array format position (column-major; lower triangle if symmetric)
+  bool symmetric_ = false, pattern_ = false, mirror_ = false;
+  Entry last_{};
+  std::string text_;
+};
 
 // The row and column (0-based) of the coordinate entry on line `target`, and the first line
 // before it that gives the same entry. Only called for a file already read without error.
 std::pair<std::int64_t, std::int64_t> first_and_entry(const std::string& path, std::int64_t target,
                                                       std::int64_t& first) {
-  TextReader in(path, kWhat);
-  std::int64_t line = 0;
-  const MatrixMarketHeader h = read_header(in, path, line);
   std::pair<std::int64_t, std::int64_t> entry{-1, -1};
+  first = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    std::string text;
-    while (in.getline(text)) {
-      ++line;
-      if (blank_or_comment(text)) continue;
-      std::istringstream ls(text);
-      std::string t1, t2;
-      ls >> t1 >> t2;
-      const std::pair<std::int64_t, std::int64_t> rc{parse_index(t1, h.rows, "row", path, line),
-                                                     parse_index(t2, h.cols, "column", path, line)};
-      if (pass == 0 && line == target) {
-        entry = rc;
+    EntryReader in(path);
+    Entry e{};
+    while (in.next(e)) {
+      if (e.row < e.col && in.header().symmetry == "symmetric") continue;  // a mirror
+      if (pass == 0 && e.line == target) {
+        entry = {e.row, e.col};
         break;
       }
-      if (pass == 1 && rc == entry) {
-        first = line;
+      if (pass == 1 && std::pair{e.row, e.col} == entry) {
+        first = e.line;
         return entry;
       }
     }
-    in.rewind();
-    read_header(in, path, line);
   }
-  first = 0;
   return entry;
 }
 
@@ -175,60 +269,62 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path) {
   return read_header(in, path, line);
 }
 
-DistMatrix read_matrix_market(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
-                              const BlockLayout& layout) {
-  TextReader in(path, kWhat);
-  std::int64_t line = 0;
-  const MatrixMarketHeader h = read_header(in, path, line);
-  if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
-    throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" + std::to_string(h.cols) +
-                               " but the block sizes cover " + std::to_string(layout.rows.total()) + "x" +
-                               std::to_string(layout.cols.total()));
+MatrixMarketHeader read_matrix_market_header(const std::string& path, MPI_Comm comm) {
+  MatrixMarketHeader h;
+  detail::Outcome outcome;
+  if (mpi::rank(comm) == 0) outcome = detail::attempt([&] { h = read_matrix_market_header(path); });
+  detail::share(outcome, comm);
+  std::int64_t sizes[3] = {h.rows, h.cols, h.entries};
+  mpi::check(MPI_Bcast(sizes, 3, MPI_INT64_T, 0, comm), "MPI_Bcast");
+  std::string words = h.format + ' ' + h.field + ' ' + h.symmetry;
+  int len = static_cast<int>(words.size());
+  mpi::check(MPI_Bcast(&len, 1, MPI_INT, 0, comm), "MPI_Bcast");
+  words.resize(static_cast<std::size_t>(len));
+  mpi::check(MPI_Bcast(words.data(), len, MPI_CHAR, 0, comm), "MPI_Bcast");
+  std::istringstream in(words);
+  in >> h.format >> h.field >> h.symmetry;
+  h.rows = sizes[0];
+  h.cols = sizes[1];
+  h.entries = sizes[2];
+  return h;
+}
+
+DistMatrix read_matrix_market(const std::string& path, const std::string& name,
+                              std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
+                              std::size_t chunk_entries) {
+  const MPI_Comm comm = dist->grid().comm();
   DistMatrix m(name, dist, layout);
   detail::LocalBlocks blocks(m);
-  auto store = [&](std::int64_t r, std::int64_t c, double v) { blocks.store(r, c, v, line); };
-  const bool symmetric = h.symmetry == "symmetric";
-  std::string text, extra;
-  std::int64_t seen = 0;
-  std::int64_t arr_r = 0, arr_c = 0;  // array format position (column-major; lower triangle if symmetric)
-  while (in.getline(text)) {
-    ++line;
-    if (blank_or_comment(text)) continue;
-    if (seen == h.entries) fail(path, line, "more entries than the " + std::to_string(h.entries) + " announced");
-    std::istringstream ls(text);
-    std::string t1, t2, t3;
-    if (h.format == "coordinate") {
-      if (!(ls >> t1 >> t2 >> t3) || (ls >> extra)) fail(path, line, "expected 'row col value', found " + quoted(text));
-      const std::int64_t r = parse_index(t1, h.rows, "row", path, line);
-      const std::int64_t c = parse_index(t2, h.cols, "column", path, line);
-      const double v = parse_number(t3, path, line);
-      if (symmetric && r < c) fail(path, line, "a symmetric file must give the lower triangle only (row >= column)");
-      store(r, c, v);
-      if (symmetric && r != c) store(c, r, v);
-    } else {
-      if (!(ls >> t1) || (ls >> extra)) fail(path, line, "expected one value, found " + quoted(text));
-      const double v = parse_number(t1, path, line);
-      store(arr_r, arr_c, v);
-      if (symmetric && arr_r != arr_c) store(arr_c, arr_r, v);
-      if (++arr_r == h.rows) {
-        ++arr_c;
-        arr_r = symmetric ? arr_c : 0;
-      }
-    }
-    ++seen;
-  }
-  if (seen != h.entries)
-    fail(path, line, "file ends after " + std::to_string(seen) + " of " + std::to_string(h.entries) + " entries");
-  // The rank holding an entry sees it given twice; every rank reports the first such line.
-  const std::int64_t first_duplicate = blocks.first_duplicate_line(dist->grid().comm());
+  // Rank 0 opens the file, checks its dimensions and reads it; the others receive their entries.
+  detail::RootScatter scatter(m, blocks, chunk_entries);
+  scatter.run([&] {
+    EntryReader reader(path);
+    const MatrixMarketHeader& h = reader.header();
+    if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
+      throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
+                                 std::to_string(h.cols) + " but the block sizes cover " +
+                                 std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+    Entry e{};
+    while (reader.next(e)) scatter.put(e);
+  });
+
+  // The rank holding an entry sees it given twice; rank 0 finds the line that gave it first.
+  const std::int64_t first_duplicate = blocks.first_duplicate_line(comm);
   if (first_duplicate > 0) {
-    std::int64_t first = 0;
-    const auto [r, c] = first_and_entry(path, first_duplicate, first);
-    fail(path, first_duplicate,
-         "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
-             std::to_string(first) + " and " + std::to_string(first_duplicate) +
-             "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
-             (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+    // Rank 0's step always fails: every rank throws its message.
+    detail::Outcome outcome;
+    if (mpi::rank(comm) == 0)
+      outcome = detail::attempt([&] {
+        std::int64_t first = 0;
+        const auto [r, c] = first_and_entry(path, first_duplicate, first);
+        const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
+        fail(path, first_duplicate,
+             "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
+                 std::to_string(first) + " and " + std::to_string(first_duplicate) +
+                 "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
+                 (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+      });
+    detail::share(outcome, comm);
   }
   blocks.move_into(m);
   return m;

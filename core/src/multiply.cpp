@@ -192,6 +192,18 @@ Panel on_pattern(const PanelView& values, const PanelView& pattern, const BlockL
   return out;
 }
 
+// How two cuts of one dimension differ, for a message: their sizes and block counts, and the
+// first block whose size differs.
+std::string cut_difference(const std::string& x, const BlockSizes& a, const std::string& y, const BlockSizes& b) {
+  std::string s = x + ": " + std::to_string(a.total()) + " in " + std::to_string(a.count()) + " blocks, " + y + ": " +
+                  std::to_string(b.total()) + " in " + std::to_string(b.count()) + " blocks";
+  for (int k = 0; k < std::min(a.count(), b.count()); ++k)
+    if (a.size(k) != b.size(k))
+      return s + "; block " + std::to_string(k) + " has " + std::to_string(a.size(k)) + " in " + x + ", " +
+             std::to_string(b.size(k)) + " in " + y;
+  return s;
+}
+
 // Every check that needs no communication and gives the same answer on every rank.
 void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alpha, const DistMatrix& A,
               const DistMatrix& B, double beta, const DistMatrix& C, const MultiplyOptions& options,
@@ -218,11 +230,15 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
   const std::string ops = std::string("op(A) = A") + (ta == Trans::T ? "^T" : "") + ", op(B) = B" +
                           (tb == Trans::T ? "^T" : "");
   if (!(a_cols == b_rows))
-    throw Error(where, "the block columns of op(A) (" + std::to_string(a_cols.count()) +
-                           " blocks) do not match the block rows of op(B) (" + std::to_string(b_rows.count()) +
-                           " blocks, or their sizes differ; " + ops + ")");
-  if (!(C.layout().rows == a_rows) || !(C.layout().cols == b_cols))
-    throw Error(where, "C's block sizes must be op(A)'s rows by op(B)'s columns (" + ops + ")");
+    throw Error(where, "the columns of op(A) and the rows of op(B) are cut into different blocks (" +
+                           cut_difference("op(A)'s columns", a_cols, "op(B)'s rows", b_rows) + "; " + ops + ")");
+  if (!(C.layout().rows == a_rows))
+    throw Error(where, "C's rows and op(A)'s rows are cut into different blocks (" +
+                           cut_difference("C's rows", C.layout().rows, "op(A)'s rows", a_rows) + "; " + ops + ")");
+  if (!(C.layout().cols == b_cols))
+    throw Error(where, "C's columns and op(B)'s columns are cut into different blocks (" +
+                           cut_difference("C's columns", C.layout().cols, "op(B)'s columns", b_cols) + "; " + ops +
+                           ")");
   if (ta == Trans::N && C.distribution().row_dist() != A.distribution().row_dist())
     throw Error(where, "C's rows must be distributed like A's rows (redistribute C or A first)");
   if (tb == Trans::N && C.distribution().col_dist() != B.distribution().col_dist())

@@ -215,8 +215,8 @@ plexus::ParameterListPtr valid_parameters() {
   plexus::declare_double(*v, "Alpha", 1.0, "alpha of C = alpha*A*B + beta*C", -dmax, dmax);
   plexus::declare_double(*v, "Beta", 0.0, "beta of C = alpha*A*B + beta*C (non-zero: C is generated too)", -dmax, dmax);
   plexus::declare_double(*v, "FilterEps", 0.0, "filter threshold (on-the-fly and of C; 0: no filtering)", 0.0, dmax);
-  plexus::declare_choice(*v, "TransA", "N", {"N", "T"}, "op(A): A ('N') or A^T ('T'; A is generated K x M)");
-  plexus::declare_choice(*v, "TransB", "N", {"N", "T"}, "op(B): B ('N') or B^T ('T'; B is generated N x K)");
+  plexus::declare_choice(*v, "TransA", "N", {"N", "T"}, "op(A): A ('N') or A^T ('T'; A is generated or read K x M)");
+  plexus::declare_choice(*v, "TransB", "N", {"N", "T"}, "op(B): B ('N') or B^T ('T'; B is generated or read N x K)");
   plexus::declare_bool(
       *v, "RetainSparsity", false,
       "C keeps the block pattern it had before each multiply (C is then generated also when Beta = 0)");

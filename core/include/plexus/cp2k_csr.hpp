@@ -1,10 +1,14 @@
 #pragma once
 // CP2K's CSR text output (KS_CSR_WRITE, S_CSR_WRITE in DFT/PRINT): one matrix element a line,
 // `row col value`, indices from 1, plain or gzip-compressed (told by the gzip magic bytes).
+#include <mpi.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "plexus/input.hpp"
 #include "plexus/matrix.hpp"
 
 namespace plexus {
@@ -23,12 +27,18 @@ struct Cp2kCsrHeader {
 /// for the first bad line (a file without entries too). Local, no communication.
 Cp2kCsrHeader read_cp2k_csr_header(const std::string& path);
 
+/// The same, the scan made by rank 0 of `comm` alone and broadcast: every rank returns the same
+/// header or throws the same error. Collective.
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm);
+
 /// Reads the matrix (square, `header.dimension` = the layout's totals, `header` as
-/// read_cp2k_csr_header gave it for this file) into a DistMatrix: every rank reads the file and
-/// keeps its own blocks; a block is present when the file gives an entry in it (or, mirrored, in
-/// its transpose). An entry given twice is an InputError naming both lines, on every rank alike.
-/// Collective over the distribution's grid.
+/// read_cp2k_csr_header gave it for this file) into a DistMatrix: rank 0 of the distribution's
+/// grid reads the file and sends the entries to the ranks owning their blocks, `chunk_entries` at
+/// a time (as read_matrix_market does); a block is present when the file gives an entry in it
+/// (or, mirrored, in its transpose). A malformed line, or an entry given twice (both lines named),
+/// is an InputError on every rank alike. Collective over the distribution's grid.
 DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
-                         const BlockLayout& layout, const Cp2kCsrHeader& header);
+                         const BlockLayout& layout, const Cp2kCsrHeader& header,
+                         std::size_t chunk_entries = input::kReadChunkEntries);
 
 }  // namespace plexus

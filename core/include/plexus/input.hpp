@@ -2,6 +2,7 @@
 // Checks of untrusted input: what a path names, short printable excerpts of file contents for
 // messages, sizes multiplied without overflow, and memory estimates against what this process
 // can still get.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,6 +24,11 @@ std::string excerpt(std::string_view text, std::size_t max_chars = 60);
 /// it must exist and not be a directory. `what` names it in the message ("parameter file",
 /// "Matrix Market file").
 void check_input_file(const std::string& path, const std::string& what);
+
+/// Entries of a matrix file that rank 0 gathers before it sends them to the ranks owning their
+/// blocks (32 bytes each, 8 MiB): what rank 0 holds of the matrix beyond its own blocks while it
+/// reads a Matrix Market or CP2K CSR file.
+inline constexpr std::size_t kReadChunkEntries = std::size_t{1} << 18;
 
 /// a * b and a + b of non-negative sizes, or nothing when the result does not fit in int64.
 std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b);

@@ -1264,6 +1264,7 @@ int command_model(const Options& o, int rank, int size) {
     int ticks = 0;
     std::int64_t a = 0, b = 0, c = 0, total = 0, buffer = 0;
     double total_avg = 0;
+    bool modeled = true;  // false: the strategy has no dry-run model (shown as "-")
   };
   std::vector<ModelRow> rows;
   ModelSpec spec;
@@ -1296,10 +1297,14 @@ int command_model(const Options& o, int rank, int size) {
           ModelRow row;
           row.label = text;
           double sum = 0;
-          for (int r = 0; r < spec.nprows; ++r)
-            for (int c = 0; c < spec.npcols; ++c) {
+          for (int r = 0; r < spec.nprows && row.modeled; ++r)
+            for (int c = 0; c < spec.npcols && row.modeled; ++c) {
               const auto m = strategy->model(spec, r, c);
-              if (!m) throw InputError("--strategies", "strategy '" + sp.name + "' has no dry-run model");
+              if (!m) {
+                row.modeled = false;
+                row.note = "no dry-run model";
+                break;
+              }
               row.note = m->note;
               row.ticks = std::max(row.ticks, m->ticks);
               row.a = std::max(row.a, m->bytes_a);
@@ -1323,11 +1328,19 @@ int command_model(const Options& o, int rank, int size) {
   const std::vector<std::string> head = {"strategy", "model",      "ticks", "A/rank", "B/rank",
                                          "C/rank",   "total/rank", "ratio", "buffers"};
   std::vector<std::vector<std::string>> cells;
-  for (const auto& r : rows)
+  // Ratios are to the first strategy with a model.
+  const auto base = std::find_if(rows.begin(), rows.end(), [](const ModelRow& r) { return r.modeled; });
+  const double base_total = base != rows.end() ? double(base->total) : 0.0;
+  for (const auto& r : rows) {
+    if (!r.modeled) {
+      cells.push_back({r.label, r.note, "-", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
     cells.push_back({r.label, r.note, std::to_string(r.ticks), format_bytes(double(r.a)), format_bytes(double(r.b)),
                      format_bytes(double(r.c)), format_bytes(double(r.total)),
-                     format_number("%.3f", rows.front().total > 0 ? double(r.total) / double(rows.front().total) : 0.0),
+                     format_number("%.3f", base_total > 0 ? double(r.total) / base_total : 0.0),
                      format_bytes(double(r.buffer))});
+  }
   os << format_table(head, cells, false);
   std::cout << os.str() << std::flush;
   if (!o.json.empty()) {
@@ -1336,6 +1349,12 @@ int command_model(const Options& o, int rank, int size) {
        << spec.bytes_b << ", " << spec.bytes_c << "],\n  \"rows\": [";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
+      if (!r.modeled) {  // the same keys, null figures
+        js << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.label)
+           << "\", \"model\": null, \"ticks\": null, \"bytes_a_max\": null, \"bytes_b_max\": null, "
+              "\"bytes_c_max\": null, \"total_max\": null, \"total_avg\": null, \"buffer_bytes_max\": null}";
+        continue;
+      }
       js << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.label) << "\", \"model\": \""
          << json_escape(r.note) << "\", \"ticks\": " << r.ticks << ", \"bytes_a_max\": " << r.a
          << ", \"bytes_b_max\": " << r.b << ", \"bytes_c_max\": " << r.c << ", \"total_max\": " << r.total

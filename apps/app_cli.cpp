@@ -125,7 +125,10 @@ Options parse_command_line(int argc, char** argv) {
   if (o.command == "run" || o.command == "compare" || o.command == "perf")
     flags = {"--help", "-h", "--echo-params", "--no-params-file", "--no-progress"};
   if (o.command == "compare" || o.command == "perf") flags.push_back("--wide");
-  if (o.command == "plugins") flags = {"--help", "-h", "--verbose", "-v"};
+  if (o.command == "plugins") {
+    flags = {"--help", "-h", "--verbose", "-v"};
+    valued = {"--json"};
+  }
   if (o.command == "model") valued = {"--strategies", "--grid", "--bytes", "--json"};
   if (o.command == "g4-diff") valued = {"--tolerance"};
   if (o.command == "logp") valued = {"--json", "--repetitions", "--max-bytes"};

@@ -478,31 +478,54 @@ void declare_choice(ParameterList& valid, const std::string& name, const std::st
   valid.set(name, def, doc, v);
 }
 
-std::vector<std::string> describe_parameters(const ParameterList& valid, const std::string& indent) {
-  std::vector<std::string> lines;
+namespace {
+void collect_infos(const ParameterList& valid, const std::string& prefix, int depth, std::vector<ParameterInfo>& out) {
   for (auto it = valid.begin(); it != valid.end(); ++it) {
     const std::string& name = valid.name(it);
     const Teuchos::ParameterEntry& e = valid.entry(it);
+    ParameterInfo info;
+    info.path = prefix + name;
+    info.depth = depth;
+    info.doc = e.docString();
     if (e.isList()) {
-      std::string line = indent + name + " (sublist)";
-      if (!e.docString().empty()) line += ": " + e.docString();
-      lines.push_back(line);
-      auto sub = describe_parameters(valid.sublist(name), indent + "  ");
-      lines.insert(lines.end(), sub.begin(), sub.end());
+      info.sublist = true;
+      out.push_back(info);
+      collect_infos(valid.sublist(name), info.path + "/", depth + 1, out);
       continue;
     }
-    std::string line = indent + name + " (" + type_name(type_of(e)) + ", default " + value_text(e) + ")";
-    if (!e.docString().empty()) line += ": " + e.docString();
+    info.type = type_name(type_of(e));
+    info.default_text = type_of(e) == Type::String ? Teuchos::getValue<std::string>(e) : value_text(e);
     auto validator = e.validator();
     if (!validator.is_null()) {
       if (auto iv = Teuchos::rcp_dynamic_cast<const IntRange>(validator); !iv.is_null()) {
-        line += bracketed(iv->range_text());
+        info.range = iv->range_text();
       } else if (auto dv = Teuchos::rcp_dynamic_cast<const DoubleRange>(validator); !dv.is_null()) {
-        line += bracketed(dv->range_text());
+        info.range = dv->range_text();
       } else if (auto strings = validator->validStringValues(); !strings.is_null()) {
-        line += " [" + join(std::vector<std::string>(strings->begin(), strings->end()), "|") + "]";
+        info.choices.assign(strings->begin(), strings->end());
       }
     }
+    out.push_back(std::move(info));
+  }
+}
+}  // namespace
+
+std::vector<ParameterInfo> parameter_infos(const ParameterList& valid) {
+  std::vector<ParameterInfo> out;
+  collect_infos(valid, "", 0, out);
+  return out;
+}
+
+std::vector<std::string> describe_parameters(const ParameterList& valid, const std::string& indent) {
+  std::vector<std::string> lines;
+  for (const ParameterInfo& p : parameter_infos(valid)) {
+    const std::string pad = indent + std::string(2 * static_cast<std::size_t>(p.depth), ' ');
+    const std::string name = p.path.substr(p.path.rfind('/') == std::string::npos ? 0 : p.path.rfind('/') + 1);
+    const std::string def = p.type == "string" ? "'" + p.default_text + "'" : p.default_text;
+    std::string line = pad + name + (p.sublist ? " (sublist)" : " (" + p.type + ", default " + def + ")");
+    if (!p.doc.empty()) line += ": " + p.doc;
+    if (!p.range.empty()) line += bracketed(p.range);
+    if (!p.choices.empty()) line += " [" + join(p.choices, "|") + "]";
     lines.push_back(line);
   }
   return lines;

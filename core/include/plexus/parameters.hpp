@@ -54,6 +54,19 @@ void declare_string(ParameterList& valid, const std::string& name, const std::st
 void declare_choice(ParameterList& valid, const std::string& name, const std::string& def,
                     const std::vector<std::string>& choices, const std::string& doc);
 
+/// One valid parameter (or sublist) as listings and tools see it.
+struct ParameterInfo {
+  std::string path;  ///< "Name" or "Sublist/Name" below the list described
+  int depth = 0;     ///< sublists above it
+  bool sublist = false;
+  std::string type;          ///< "int", "double", "bool", "string" ("" for a sublist)
+  std::string default_text;  ///< the default as text
+  std::string doc;
+  std::string range;                 ///< "[0, 4096]" style bounds, or ""
+  std::vector<std::string> choices;  ///< the allowed strings of a choice, or empty
+};
+/// Every parameter of a valid list, depth first (a sublist before its parameters).
+std::vector<ParameterInfo> parameter_infos(const ParameterList& valid);
 /// One line per parameter "name (type, default D): doc [range/choices]" for listings.
 std::vector<std::string> describe_parameters(const ParameterList& valid, const std::string& indent = "");
 

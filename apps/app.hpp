@@ -150,10 +150,6 @@ std::string run_json(const RunRecord& r);
 
 // ---- commands in files of their own -----------------------------------------------------------
 
-/// `plexus --version` (apps/app_version.cpp, in the program only): the version, the git description
-/// of the sources at build time, and the build configuration (CUDA, libxsmm, HDF5, DBCSR).
-std::string version_text();
-
 /// The program's handling of errors (apps/plexus.cpp owns it), for the commands that live in files
 /// of their own.
 struct Phases {

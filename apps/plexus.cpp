@@ -27,6 +27,7 @@
 
 #include "app.hpp"
 #include "app_cli.hpp"
+#include "build_info.hpp"
 #include "g4_hdf5.hpp"
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -133,8 +134,34 @@ std::map<std::string, OperationSummary> summarize_operations(const std::vector<O
 std::string format_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& cells,
                          bool rule);
 std::string format_bytes(double bytes);
-std::string format_number(const char* fmt, double v);
-std::string json_escape(const std::string& s);
+
+// ---- what every output file carries ------------------------------------------------------------
+
+/// main() keeps the program's command line here, for the metadata of its output files.
+void set_command_line(int argc, char** argv);
+
+/// What every JSON and CSV file of the program carries, so that a result can be repeated and
+/// plotted without the shell history that made it: the build (version, git, configuration), the
+/// date, the host and MPI library, the job's shape, the timing plan and the complete parameter
+/// list (JSON: the object "metadata"; CSV: comment lines before the header, csv_preamble()).
+struct RunMetadata {
+  std::string command;                        ///< run, compare, perf, model, logp, plugins
+  int ranks = 1;                              ///< MPI ranks of the job
+  std::string grid;                           ///< the process grid ("2x2"), "" when the command has none
+  int threads_per_rank = 0;                   ///< OpenMP threads per rank, 0 when the command runs none
+  const ParameterList* parameters = nullptr;  ///< the complete, validated list, when there is one
+  std::string parameters_file;                ///< where that list was saved, "" when it was not
+  int warm_up = -1, rounds = -1;              ///< the timing plan, -1 when the command has none
+  std::string order;                          ///< "rotated" or "fixed" (compare), else ""
+};
+nlohmann::json metadata_json(const RunMetadata& m);
+/// The metadata as CSV comment lines, "# key: value", nested keys joined by '/' (the parameters
+/// one per line: "# parameters/Problem/Blocks: 192"); readers skip them (pandas: comment='#').
+std::string csv_preamble(const nlohmann::json& metadata);
+/// A parameter list as a JSON object: sublists as objects, values with their types.
+nlohmann::json parameters_object(const ParameterList& list);
+/// A number for JSON: null where JSON has none (NaN, infinities).
+nlohmann::json json_number(double v);
 
 /// What `plexus run --json` writes (rank 0's view; the summaries are already reduced over ranks).
 struct RunRecord {
@@ -144,6 +171,7 @@ struct RunRecord {
   const Summary* summary = nullptr;
   const std::map<std::string, OperationSummary>* operations = nullptr;
   const SolverResult* result = nullptr;  ///< figures and history of the last counted run
+  nlohmann::json metadata;               ///< metadata_json() of the run
 };
 /// The JSON text of a run (NaN and infinite figures as null).
 std::string run_json(const RunRecord& r);

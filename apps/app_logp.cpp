@@ -131,18 +131,18 @@ std::vector<CollectiveRow> measure_collectives(const logp::Parameters& p, int si
   return rows;
 }
 
-std::string us(double seconds) { return format_number("%.3f", seconds * 1e6); }
+std::string us(double seconds) { return fmt::format("{:.3f}", seconds * 1e6); }
 
 std::string report_text(const logp::Parameters& p, const std::vector<CollectiveRow>& rows, int reps) {
   std::ostringstream os;
   os << "LogP/LogGP parameters between ranks 0 and 1 of " << p.ranks << " (plain MPI_Send/MPI_Recv, median of " << reps
      << " repetitions after a warm-up):\n"
-     << "  L    " << format_number("%10.3f", p.L * 1e6) << " us     latency: RTT(1)/2 - o_s - o_r\n"
-     << "  o_s  " << format_number("%10.3f", p.o_s * 1e6) << " us     send overhead (MPI_Send of 1 byte)\n"
-     << "  o_r  " << format_number("%10.3f", p.o_r * 1e6)
+     << "  L    " << fmt::format("{:10.3f}", p.L * 1e6) << " us     latency: RTT(1)/2 - o_s - o_r\n"
+     << "  o_s  " << fmt::format("{:10.3f}", p.o_s * 1e6) << " us     send overhead (MPI_Send of 1 byte)\n"
+     << "  o_r  " << fmt::format("{:10.3f}", p.o_r * 1e6)
      << " us     receive overhead (MPI_Recv of 1 byte that has arrived)\n"
-     << "  g    " << format_number("%10.3f", p.g * 1e6) << " us     gap between back-to-back 1-byte messages\n"
-     << "  G    " << format_number("%10.4f", p.G * 1e9) << " ns/B   gap per byte ("
+     << "  g    " << fmt::format("{:10.3f}", p.g * 1e6) << " us     gap between back-to-back 1-byte messages\n"
+     << "  G    " << fmt::format("{:10.4f}", p.G * 1e9) << " ns/B   gap per byte ("
      << format_bytes(p.G > 0 ? 1 / p.G : 0) << "/s)\n"
      << "A k-byte message costs o_s + (k-1) G + L + o_r; a rank starts messages at least g apart.\n";
   for (const auto& n : p.notes) os << "note: " << n << "\n";
@@ -160,7 +160,7 @@ std::string report_text(const logp::Parameters& p, const std::vector<CollectiveR
   for (const auto& r : rows)
     cells.push_back({r.operation, format_bytes(double(r.bytes)) + (r.operation == "MPI_Alltoall" ? " per pair" : ""),
                      us(r.measured), us(r.model),
-                     r.measured > 0 ? format_number("%.2f", r.model / r.measured) : std::string("-")});
+                     r.measured > 0 ? fmt::format("{:.2f}", r.model / r.measured) : std::string("-")});
   os << format_table({"operation", "bytes", "measured", "model", "model/measured"}, cells, true);
   os << "Allreduce (Eq. 22): recursive doubling, " << logp::allreduce_rounds(p.ranks) << " message round(s) on "
      << p.ranks << " ranks; Alltoall (Eq. 23): " << p.ranks - 1
@@ -179,6 +179,11 @@ std::string json_text(const logp::Parameters& p, const std::vector<CollectiveRow
                      {"measured_seconds", r.measured},
                      {"model_seconds", r.model}});
   j["collectives"] = table;
+  RunMetadata m;
+  m.command = "logp";
+  m.ranks = p.ranks;
+  m.threads_per_rank = 1;  // the measurements run on the main thread only
+  j["metadata"] = metadata_json(m);
   return j.dump(2) + "\n";
 }
 

@@ -1,19 +1,21 @@
 // Run summaries reduced over ranks, and output helpers of the `plexus` program.
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "app.hpp"
+#include "build_info.hpp"
 
 namespace plexus::app {
 
@@ -179,59 +181,134 @@ std::string format_table(const std::vector<std::string>& head, const std::vector
   return os.str();
 }
 
-std::string format_number(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
 std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (bytes >= 1024.0 && u < 4) {
     bytes /= 1024.0;
     ++u;
   }
-  char buf[64];
-  if (u == 0)
-    std::snprintf(buf, sizeof(buf), "%.0f %s", bytes, units[u]);
-  else
-    std::snprintf(buf, sizeof(buf), "%.2f %s", bytes, units[u]);
-  return buf;
+  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
-          out += buf;
-        } else {
-          out += ch;
-        }
+nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// ---- metadata ---------------------------------------------------------------------------------
+
+namespace {
+std::vector<std::string>& command_line_words() {
+  static std::vector<std::string> words;
+  return words;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// The first line of the MPI library's description ("Open MPI v4.1.4, ...").
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string l(text, static_cast<std::size_t>(std::max(0, len)));
+  l = l.substr(0, l.find('\n'));
+  while (!l.empty() && (l.back() == '\0' || l.back() == ' ' || l.back() == ',')) l.pop_back();
+  return l;
+}
+
+void flatten(const nlohmann::json& j, const std::string& prefix, std::string& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "/" + k, out);
+    return;
+  }
+  std::string value = j.is_string() ? j.get<std::string>() : j.dump();
+  for (char& ch : value)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  out += "# " + prefix + ": " + value + "\n";
+}
+}  // namespace
+
+void set_command_line(int argc, char** argv) {
+  auto& words = command_line_words();
+  words.assign(argv, argv + argc);
+}
+
+nlohmann::json parameters_object(const ParameterList& list) {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    const std::string& name = list.name(it);
+    const Teuchos::ParameterEntry& e = list.entry(it);
+    const Teuchos::any& value = e.getAny(false);  // reading it for the record does not mark it used
+    if (e.isList())
+      out[name] = parameters_object(Teuchos::any_cast<ParameterList>(value));
+    else if (e.isType<int>())
+      out[name] = Teuchos::any_cast<int>(value);
+    else if (e.isType<long long>())
+      out[name] = Teuchos::any_cast<long long>(value);
+    else if (e.isType<double>())
+      out[name] = json_number(Teuchos::any_cast<double>(value));
+    else if (e.isType<bool>())
+      out[name] = Teuchos::any_cast<bool>(value);
+    else if (e.isType<std::string>())
+      out[name] = Teuchos::any_cast<std::string>(value);
+    else {
+      std::ostringstream text;
+      text << value;
+      out[name] = text.str();
     }
   }
   return out;
 }
 
+nlohmann::json metadata_json(const RunMetadata& m) {
+  const BuildInfo& b = build_info();
+  nlohmann::json j;
+  j["plexus"] = {{"version", b.version},   {"git", b.git},    {"build_type", b.build_type},
+                 {"compiler", b.compiler}, {"cuda", b.cuda},  {"libxsmm", b.libxsmm},
+                 {"hdf5", b.hdf5},         {"dbcsr", b.dbcsr}};
+  j["command"] = m.command;
+  j["command_line"] = command_line_words();
+  j["date_utc"] = utc_now();
+  j["host"] = host_name();
+  j["mpi_library"] = mpi_library();
+  j["ranks"] = m.ranks;
+  j["grid"] = m.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.grid);
+  j["threads_per_rank"] = m.threads_per_rank > 0 ? nlohmann::json(m.threads_per_rank) : nlohmann::json(nullptr);
+  if (m.warm_up >= 0) {
+    j["timing"] = {{"warm_up", m.warm_up}, {"rounds", m.rounds}};
+    if (!m.order.empty()) j["timing"]["order"] = m.order;
+  }
+  j["parameters_file"] = m.parameters_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.parameters_file);
+  j["parameters"] = m.parameters != nullptr ? parameters_object(*m.parameters) : nlohmann::json(nullptr);
+  return j;
+}
+
+std::string csv_preamble(const nlohmann::json& metadata) {
+  // The build and the job first, the long parameter list last (JSON objects sort their keys).
+  static const std::vector<std::string> order = {
+      "plexus", "command",          "command_line", "date_utc",        "host",      "mpi_library", "ranks",
+      "grid",   "threads_per_rank", "timing",       "parameters_file", "parameters"};
+  std::string out;
+  for (const auto& key : order)
+    if (metadata.contains(key)) flatten(metadata[key], key, out);
+  for (const auto& [key, value] : metadata.items())
+    if (std::find(order.begin(), order.end(), key) == order.end()) flatten(value, key, out);
+  return out;
+}
+
 namespace {
-// A number, or null where JSON has none (NaN, infinities).
-nlohmann::json json_value(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json json_value(double v) { return json_number(v); }
 
 nlohmann::json json_figures(const std::map<std::string, double>& figures) {
   nlohmann::json out = nlohmann::json::object();
@@ -248,6 +325,7 @@ std::string run_json(const RunRecord& r) {
   j["ranks"] = r.ranks;
   j["grid"] = r.grid;
   j["run_seconds"] = r.run_seconds;
+  j["metadata"] = r.metadata;
   if (r.result) {
     j["figures"] = json_figures(r.result->figures);
     nlohmann::json history = nlohmann::json::array();
@@ -265,21 +343,23 @@ std::string run_json(const RunRecord& r) {
   }
   if (r.summary) {
     const Summary& s = *r.summary;
-    j["summary"] = {{"multiplies", s.multiplies},
-                    {"seconds_per_multiply_min", s.seconds_min},
-                    {"seconds_per_multiply_median", s.seconds_median},
-                    {"seconds_per_multiply_mean", s.seconds},
-                    {"seconds_per_multiply_max", s.seconds_max},
-                    {"multiply_seconds_total", std::accumulate(s.times.begin(), s.times.end(), 0.0)},
-                    {"flops_per_multiply", s.flops},
-                    {"gflops", s.gflops},
-                    {"volume_per_rank_max", s.volume_max},
-                    {"volume_per_rank_avg", s.volume_avg},
-                    {"model_volume_per_rank_max", s.model_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.model_max)},
-                    {"network_bytes_per_rank_avg", s.network_avg},
-                    {"wait_seconds_max", s.wait_max},
-                    {"kernel_seconds_max", s.kernel_seconds},
-                    {"peak_memory_bytes_max", s.peak_memory_max}};
+    j["summary"] = {
+        {"multiplies", s.multiplies},
+        {"repetition_seconds", s.times},
+        {"seconds_per_multiply_min", s.seconds_min},
+        {"seconds_per_multiply_median", s.seconds_median},
+        {"seconds_per_multiply_mean", s.seconds},
+        {"seconds_per_multiply_max", s.seconds_max},
+        {"multiply_seconds_total", std::accumulate(s.times.begin(), s.times.end(), 0.0)},
+        {"flops_per_multiply", s.flops},
+        {"gflops", s.gflops},
+        {"volume_per_rank_max", s.volume_max},
+        {"volume_per_rank_avg", s.volume_avg},
+        {"model_volume_per_rank_max", s.model_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.model_max)},
+        {"network_bytes_per_rank_avg", s.network_avg},
+        {"wait_seconds_max", s.wait_max},
+        {"kernel_seconds_max", s.kernel_seconds},
+        {"peak_memory_bytes_max", s.peak_memory_max}};
   }
   if (r.operations) {
     nlohmann::json ops = nlohmann::json::object();

@@ -581,9 +581,10 @@ void warn_ignored_problem_parameters(const ParameterList& params, const std::vec
 // the form of --set, and where the complete list went; --echo-params prints the list itself.
 // Without --write-params or --no-params-file, the complete list goes to a new file of its own
 // (write_params_record): the run's record, never a file of the user's; not at a log level above
-// info, where its path would not be told.
-void report_parameters(const ParameterList& params, const Options& o, int rank) {
-  if (rank != 0) return;
+// info, where its path would not be told. Returns where the list went ("" when nowhere, and on
+// ranks other than 0).
+std::string report_parameters(const ParameterList& params, const Options& o, int rank) {
+  if (rank != 0) return "";
   auto& l = log();
   // As --set options, on lines of at most 100 columns ("[plexus] " included) where they fit.
   std::vector<std::string> lines{"parameters other than the defaults:"};
@@ -602,15 +603,15 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
   }
   if (!o.write_params.empty()) {
     l.info("all parameters: {}", o.write_params);
-    return;
+    return o.write_params;
   }
   const char* env = std::getenv("PLEXUS_PARAMS_DIR");
   const std::string dir = env != nullptr && *env != '\0' ? env : "plexus-params";
   if (o.no_params_file || dir == "none") {
     if (!o.echo_params) l.info("all parameters: --echo-params prints them, --write-params FILE saves them");
-    return;
+    return "";
   }
-  if (!l.should_log(spdlog::level::info)) return;  // a quiet run writes no file it cannot name
+  if (!l.should_log(spdlog::level::info)) return "";  // a quiet run writes no file it cannot name
   std::string why;
   const std::string path = write_params_record(params, dir, o.command, why);
   if (path.empty())
@@ -620,6 +621,7 @@ void report_parameters(const ParameterList& params, const Options& o, int rank) 
         why);
   else
     l.info("all parameters: {}", path);
+  return path;
 }
 
 // The lines of a run's result (its summary): on standard output at every log level, as compare's
@@ -645,21 +647,21 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
          plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
   if (s.multiplies == 0) return;
   l.info("  time per multiply     min {} s, median {} s, mean {} s (slowest rank)",
-         format_number("%.4g", s.seconds_min), format_number("%.4g", s.seconds_median),
-         format_number("%.4g", s.seconds));
-  l.info("  GFLOP/s               {} (at the median time)", format_number("%.3f", s.gflops));
+         fmt::format("{:.4g}", s.seconds_min), fmt::format("{:.4g}", s.seconds_median),
+         fmt::format("{:.4g}", s.seconds));
+  l.info("  GFLOP/s               {} (at the median time)", fmt::format("{:.3f}", s.gflops));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
   l.info("  from other ranks      {} received per rank, average (index included)",
          format_bytes(s.network_avg));
-  l.info("  messages per rank     {} max, {} average", format_number("%.0f", s.messages_max),
-         format_number("%.1f", s.messages_avg));
-  l.info("  wait time             {} s (max over ranks)", format_number("%.4g", s.wait_max));
-  l.info("  kernel time           {} s (max over ranks)", format_number("%.4g", s.kernel_seconds));
+  l.info("  messages per rank     {} max, {} average", fmt::format("{:.0f}", s.messages_max),
+         fmt::format("{:.1f}", s.messages_avg));
+  l.info("  wait time             {} s (max over ranks)", fmt::format("{:.4g}", s.wait_max));
+  l.info("  kernel time           {} s (max over ranks)", fmt::format("{:.4g}", s.kernel_seconds));
   l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
   l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
   if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
   for (const auto& [name, value] : s.extra)
-    l.info("  {:<21} {} (strategy figure, max over ranks)", name, format_number("%.6g", value));
+    l.info("  {:<21} {} (strategy figure, max over ranks)", name, fmt::format("{:.6g}", value));
 }
 
 // One line per kind of operation of a counted run: how many, their time, what a rank received
@@ -667,8 +669,8 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
 void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops) {
   for (const auto& [name, o] : ops)
     l.info(
-        "  {:<21} {} per run, {} s, {} received/rank max{}", name, format_number("%.4g", o.count),
-        format_number("%.4g", o.seconds), format_bytes(o.bytes_received),
+        "  {:<21} {} per run, {} s, {} received/rank max{}", name, fmt::format("{:.4g}", o.count),
+        fmt::format("{:.4g}", o.seconds), format_bytes(o.bytes_received),
         o.predicted_bytes_received < 0 ? std::string() : " (model " + format_bytes(o.predicted_bytes_received) + ")");
 }
 
@@ -710,7 +712,7 @@ int command_run(const Options& o, int rank, int size) {
   }
 
   report_core_use(cores, rank);
-  report_parameters(*params, o, rank);
+  const std::string params_file = report_parameters(*params, o, rank);
   const Selection sel = selection_of(*params);
   const TimingPlan plan = timing_of(*params);
   if (rank == 0)
@@ -736,8 +738,8 @@ int command_run(const Options& o, int rank, int size) {
           c.context->clear_log();
           if (rank == 0)
             log().info("warm-up run {}/{} (not counted): {}, {} to {} s each", w + 1, plan.warm_up,
-                       plural(warm.multiplies, "multiply", "multiplies"), format_number("%.4g", warm.seconds_min),
-                       format_number("%.4g", warm.seconds_max));
+                       plural(warm.multiplies, "multiply", "multiplies"), fmt::format("{:.4g}", warm.seconds_min),
+                       fmt::format("{:.4g}", warm.seconds_max));
         }
         for (int k = 0; k < plan.rounds; ++k) {
           runs.done(plan.warm_up + k);
@@ -765,7 +767,7 @@ int command_run(const Options& o, int rank, int size) {
            size == 1 ? "" : "s", last.result ? ", grid " + last.result->grid().describe() : "");
     print_summary_lines(l, s, plan);
     print_operation_lines(l, operations);
-    for (const auto& [name, value] : last.figures) l.info("  {:<21} {}", name, format_number("%.12g", value));
+    for (const auto& [name, value] : last.figures) l.info("  {:<21} {}", name, fmt::format("{:.12g}", value));
   }
   if (!o.json.empty()) {
     // Rank 0 writes; every rank learns whether it could (a failed write is this run's error).
@@ -783,6 +785,16 @@ int command_run(const Options& o, int rank, int size) {
         rec.summary = &s;
         rec.operations = &operations;
         rec.result = &last;
+        RunMetadata m;
+        m.command = "run";
+        m.ranks = size;
+        m.grid = rec.grid;
+        m.threads_per_rank = cores.threads;
+        m.parameters = params.get();
+        m.parameters_file = params_file;
+        m.warm_up = plan.warm_up;
+        m.rounds = plan.rounds;
+        rec.metadata = metadata_json(m);
         output::write_text(o.json, run_json(rec), "--json");
         if (o.json != "-") log().info("wrote JSON to '{}'", o.json);
       } catch (const std::exception& e) {
@@ -829,6 +841,7 @@ Spec parse_spec(const std::string& text, const char* option) {
 
 struct Row {
   std::string strategy, kernel;
+  std::string grid;  ///< the process grid of its result ("" when the solver returns no matrix)
   Summary summary;  ///< of the counted multiplies
   Summary warm_up;  ///< of the warm-up multiplies (their times only are shown, in the JSON)
   double rel_diff = 0;
@@ -855,23 +868,25 @@ std::string table_text(const std::vector<Row>& rows, bool wide) {
   for (const auto& r : rows) {
     const Summary& s = r.summary;
     const std::string model = s.model_max < 0 ? std::string("-") : format_bytes(s.model_max);
-    const std::string diff = r.compared ? format_number("%.2e", r.rel_diff) : std::string("-");
+    const std::string diff = r.compared ? fmt::format("{:.2e}", r.rel_diff) : std::string("-");
     if (wide)
-      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_min),
-                       format_number("%.4g", s.seconds_median), format_number("%.4g", s.seconds),
-                       format_number("%.3f", s.gflops), format_bytes(s.volume_max), model, format_bytes(s.volume_avg),
-                       format_bytes(s.bytes_max), format_number("%.0f", s.messages_max),
-                       format_number("%.3g", s.wait_max), format_bytes(s.peak_buffer_max), diff});
+      cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_min),
+                       fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.4g}", s.seconds),
+                       fmt::format("{:.3f}", s.gflops), format_bytes(s.volume_max), model, format_bytes(s.volume_avg),
+                       format_bytes(s.bytes_max), fmt::format("{:.0f}", s.messages_max),
+                       fmt::format("{:.3g}", s.wait_max), format_bytes(s.peak_buffer_max), diff});
     else
-      cells.push_back({r.strategy, r.kernel, format_number("%.4g", s.seconds_median), format_number("%.3f", s.gflops),
+      cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.3f}", s.gflops),
                        format_bytes(s.volume_max), model, format_bytes(s.peak_buffer_max), diff});
   }
   return format_table(head, cells, true);
 }
 
-std::string csv_text(const std::vector<Row>& rows) {
+// Every figure of every row; the metadata first, as comment lines.
+std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadata) {
   std::ostringstream os;
-  os << "strategy,kernel,ranks,multiplies,warm_up_multiplies,seconds_per_multiply,seconds_min,seconds_median,"
+  os << csv_preamble(metadata);
+  os << "strategy,kernel,ranks,grid,multiplies,warm_up_multiplies,seconds_per_multiply,seconds_min,seconds_median,"
         "seconds_mean,gflops,volume_per_rank_max,"
         "volume_per_rank_avg,model_volume_per_rank_max,network_bytes_per_rank_avg,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
@@ -889,94 +904,91 @@ std::string csv_text(const std::vector<Row>& rows) {
   };
   for (const auto& r : rows) {
     const Summary& s = r.summary;
-    os << quote(r.strategy) << "," << quote(r.kernel) << "," << s.ranks << "," << s.multiplies << ","
-       << r.warm_up.multiplies << "," << format_number("%.9g", s.seconds) << "," << format_number("%.9g", s.seconds_min)
-       << "," << format_number("%.9g", s.seconds_median) << "," << format_number("%.9g", s.seconds) << ","
-       << format_number("%.9g", s.gflops) << "," << format_number("%.0f", s.volume_max) << ","
-       << format_number("%.1f", s.volume_avg) << ","
-       << (s.model_max < 0 ? std::string() : format_number("%.0f", s.model_max)) << ","
-       << format_number("%.1f", s.network_avg) << "," << format_number("%.0f", s.bytes_max) << "," << format_number("%.1f", s.bytes_avg) << ","
-       << format_number("%.0f", s.messages_max) << "," << format_number("%.3f", s.messages_avg) << ","
-       << format_number("%.9g", s.wait_max) << "," << format_number("%.0f", s.peak_buffer_max) << ","
-       << format_number("%.0f", s.peak_memory_max) << ","
-       << (r.compared ? format_number("%.6e", r.rel_diff) : std::string());
+    os << fmt::format(
+        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.1f},{},{:.1f},{:.0f},{:.1f},"
+        "{:.0f},{:.3f},{:.9g},{:.0f},{:.0f},{}",
+        quote(r.strategy), quote(r.kernel), s.ranks, quote(r.grid), s.multiplies, r.warm_up.multiplies, s.seconds,
+        s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.volume_max, s.volume_avg,
+        s.model_max < 0 ? std::string() : fmt::format("{:.0f}", s.model_max), s.network_avg, s.bytes_max, s.bytes_avg,
+        s.messages_max, s.messages_avg, s.wait_max, s.peak_buffer_max, s.peak_memory_max,
+        r.compared ? fmt::format("{:.6e}", r.rel_diff) : std::string());
     for (const auto& f : figure_names) {
       auto it = r.figures.find(f);
-      os << "," << (it == r.figures.end() ? std::string() : format_number("%.17g", it->second));
+      os << "," << (it == r.figures.end() ? std::string() : fmt::format("{:.17g}", it->second));
     }
     os << "\n";
   }
   return os.str();
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  return format_number("%.17g", v);
+nlohmann::json json_figures(const std::map<std::string, double>& figures) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : figures) out[k] = json_number(v);
+  return out;
 }
 
-std::string json_array(const std::vector<double>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + json_number(values[i]);
-  return out + "]";
+nlohmann::json json_numbers(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(json_number(v));
+  return out;
 }
 
 // {"multiply/cannon": {"count": ..., "seconds": ..., "bytes_received": ..., "predicted_bytes_received": ...}}
-std::string json_operations(const std::map<std::string, OperationSummary>& ops) {
-  std::string out = "{";
-  for (const auto& [name, o] : ops) {
-    out += (out.size() > 1 ? ", \"" : "\"") + json_escape(name) + "\": {\"count\": " + json_number(o.count) +
-           ", \"seconds\": " + json_number(o.seconds) + ", \"bytes_received\": " + json_number(o.bytes_received) +
-           ", \"predicted_bytes_received\": " +
-           (o.predicted_bytes_received < 0 ? std::string("null") : json_number(o.predicted_bytes_received)) + "}";
-  }
-  return out + "}";
+nlohmann::json json_operations(const std::map<std::string, OperationSummary>& ops) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, o] : ops)
+    out[name] = {{"count", json_number(o.count)},
+                 {"seconds", json_number(o.seconds)},
+                 {"bytes_received", json_number(o.bytes_received)},
+                 {"predicted_bytes_received",
+                  o.predicted_bytes_received < 0 ? nlohmann::json(nullptr) : json_number(o.predicted_bytes_received)}};
+  return out;
 }
 
-std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver,
-                      const TimingPlan& plan) {
-  std::ostringstream os;
-  os << "{\n  \"solver\": \"" << json_escape(solver) << "\",\n  \"tolerance\": " << json_number(tolerance)
-     << ",\n  \"timing\": {\"warm_up\": " << plan.warm_up << ", \"rounds\": " << plan.rounds << ", \"order\": \""
-     << (plan.rotate ? "rotated" : "fixed") << "\"},\n  \"rows\": [";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
+std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver, const TimingPlan& plan,
+                      const nlohmann::json& metadata) {
+  nlohmann::json root;
+  root["solver"] = solver;
+  root["tolerance"] = json_number(tolerance);
+  root["timing"] = {{"warm_up", plan.warm_up}, {"rounds", plan.rounds}, {"order", plan.rotate ? "rotated" : "fixed"}};
+  root["metadata"] = metadata;
+  root["rows"] = nlohmann::json::array();
+  for (const Row& r : rows) {
     const Summary& s = r.summary;
-    os << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.strategy) << "\", \"kernel\": \""
-       << json_escape(r.kernel) << "\", \"ranks\": " << s.ranks << ", \"multiplies\": " << s.multiplies
-       << ", \"warm_up_multiplies\": " << r.warm_up.multiplies
-       << ", \"seconds_per_multiply\": " << json_number(s.seconds)
-       << ", \"seconds_min\": " << json_number(s.seconds_min)
-       << ", \"seconds_median\": " << json_number(s.seconds_median) << ", \"seconds_mean\": " << json_number(s.seconds)
-       << ", \"seconds_max\": " << json_number(s.seconds_max) << ", \"repetition_seconds\": " << json_array(s.times)
-       << ", \"warm_up_seconds\": " << json_array(r.warm_up.times) << ", \"gflops\": " << json_number(s.gflops)
-       << ", \"volume_per_rank_max\": " << json_number(s.volume_max)
-       << ", \"volume_per_rank_avg\": " << json_number(s.volume_avg)
-       << ", \"model_volume_per_rank_max\": " << (s.model_max < 0 ? std::string("null") : json_number(s.model_max))
-       << ", \"network_bytes_per_rank_avg\": " << json_number(s.network_avg)
-       << ", \"bytes_sent_per_rank_max\": " << json_number(s.bytes_max)
-       << ", \"bytes_sent_per_rank_avg\": " << json_number(s.bytes_avg)
-       << ", \"messages_per_rank_max\": " << json_number(s.messages_max)
-       << ", \"messages_per_rank_avg\": " << json_number(s.messages_avg)
-       << ", \"wait_seconds_max\": " << json_number(s.wait_max)
-       << ", \"peak_buffer_bytes_max\": " << json_number(s.peak_buffer_max)
-       << ", \"peak_memory_bytes_max\": " << json_number(s.peak_memory_max)
-       << ", \"peak_device_bytes_max\": " << json_number(s.peak_device_max)
-       << ", \"relative_difference\": " << json_number(r.rel_diff) << ", \"figures\": {";
-    bool first = true;
-    for (const auto& [k, v] : r.figures) {
-      os << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << json_number(v);
-      first = false;
-    }
-    os << "}, \"strategy_figures\": {";
-    first = true;
-    for (const auto& [k, v] : s.extra) {
-      os << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << json_number(v);
-      first = false;
-    }
-    os << "}, \"operations\": " << json_operations(r.operations) << "}";
+    nlohmann::json j;
+    j["strategy"] = r.strategy;
+    j["kernel"] = r.kernel;
+    j["ranks"] = s.ranks;
+    j["grid"] = r.grid.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.grid);
+    j["multiplies"] = s.multiplies;
+    j["warm_up_multiplies"] = r.warm_up.multiplies;
+    j["seconds_per_multiply"] = json_number(s.seconds);
+    j["seconds_min"] = json_number(s.seconds_min);
+    j["seconds_median"] = json_number(s.seconds_median);
+    j["seconds_mean"] = json_number(s.seconds);
+    j["seconds_max"] = json_number(s.seconds_max);
+    j["repetition_seconds"] = json_numbers(s.times);
+    j["warm_up_seconds"] = json_numbers(r.warm_up.times);
+    j["gflops"] = json_number(s.gflops);
+    j["volume_per_rank_max"] = json_number(s.volume_max);
+    j["volume_per_rank_avg"] = json_number(s.volume_avg);
+    j["model_volume_per_rank_max"] = s.model_max < 0 ? nlohmann::json(nullptr) : json_number(s.model_max);
+    j["network_bytes_per_rank_avg"] = json_number(s.network_avg);
+    j["bytes_sent_per_rank_max"] = json_number(s.bytes_max);
+    j["bytes_sent_per_rank_avg"] = json_number(s.bytes_avg);
+    j["messages_per_rank_max"] = json_number(s.messages_max);
+    j["messages_per_rank_avg"] = json_number(s.messages_avg);
+    j["wait_seconds_max"] = json_number(s.wait_max);
+    j["peak_buffer_bytes_max"] = json_number(s.peak_buffer_max);
+    j["peak_memory_bytes_max"] = json_number(s.peak_memory_max);
+    j["peak_device_bytes_max"] = json_number(s.peak_device_max);
+    j["relative_difference"] = json_number(r.rel_diff);
+    j["figures"] = json_figures(r.figures);
+    j["strategy_figures"] = json_figures(s.extra);
+    j["operations"] = json_operations(r.operations);
+    root["rows"].push_back(std::move(j));
   }
-  os << "\n  ]\n}\n";
-  return os.str();
+  return root.dump(2) + "\n";
 }
 
 struct Combination {
@@ -987,6 +999,7 @@ struct Combination {
   std::vector<OperationReport> counted_operations;  ///< this rank's operations of the counted runs
   int counted_runs = 0;
   std::map<std::string, double> figures;         ///< of the last counted run
+  std::string grid;                              ///< of the last counted run's result, if it has one
   double rel_diff = std::nan("");
   bool compared = false;
 };
@@ -1031,6 +1044,7 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
     if (result.result) held = result.result;
   } else {
     c.figures = result.figures;
+    if (result.result) c.grid = result.result->grid().describe();
     const auto eigenvalues = result.series.find("eigenvalues");
     const bool by_values = !result.result && eigenvalues != result.series.end();
     c.compared = result.result != nullptr || by_values;
@@ -1119,7 +1133,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   }
 
   report_core_use(cores, rank);
-  report_parameters(*base, o, rank);
+  const std::string params_file = report_parameters(*base, o, rank);
   const std::string solver_name = selection_of(*base).solver;
   const TimingPlan plan = timing_of(*base);
   if (rank == 0) {
@@ -1165,6 +1179,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
           Row row;
           row.strategy = c.strategy_label;
           row.kernel = c.kernel_label;
+          row.grid = c.grid;
           row.summary = summarize(c.counted, MPI_COMM_WORLD);
           row.warm_up = summarize(c.warm_up, MPI_COMM_WORLD);
           row.figures = c.figures;
@@ -1192,14 +1207,26 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
       if (!r.compared)
         ++uncompared;
       else if (!(r.rel_diff <= o.tolerance))
-        bad.push_back(r.strategy + " / " + r.kernel + " (" + format_number("%.3e", r.rel_diff) + ")");
+        bad.push_back(r.strategy + " / " + r.kernel + " (" + fmt::format("{:.3e}", r.rel_diff) + ")");
+    RunMetadata m;
+    m.command = o.command;
+    m.ranks = size;
+    if (!rows.empty() && std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.grid == rows[0].grid; }))
+      m.grid = rows[0].grid;  // one grid for all; each row has its own either way
+    m.threads_per_rank = cores.threads;
+    m.parameters = base.get();
+    m.parameters_file = params_file;
+    m.warm_up = plan.warm_up;
+    m.rounds = plan.rounds;
+    m.order = plan.rotate ? "rotated" : "fixed";
+    const nlohmann::json metadata = metadata_json(m);
     try {
       if (!o.csv.empty()) {
-        output::write_text(o.csv, csv_text(rows), "--csv");
+        output::write_text(o.csv, csv_text(rows, metadata), "--csv");
         log().info("wrote CSV to '{}'", o.csv);
       }
       if (!o.json.empty()) {
-        output::write_text(o.json, json_text(rows, o.tolerance, solver_name, plan), "--json");
+        output::write_text(o.json, json_text(rows, o.tolerance, solver_name, plan, metadata), "--json");
         log().info("wrote JSON to '{}'", o.json);
       }
     } catch (const std::exception& e) {
@@ -1216,7 +1243,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     } else if (uncompared < rows.size()) {
       const std::size_t n = rows.size() - uncompared;
       log().info("all {} result{} agree with the first within {}", n, n == 1 ? "" : "s",
-                 format_number("%g", o.tolerance));
+                 fmt::format("{:g}", o.tolerance));
     }
     if (uncompared > 0)
       log().warn(
@@ -1343,30 +1370,41 @@ int command_model(const Options& o, int rank, int size) {
     }
     cells.push_back({r.label, r.note, std::to_string(r.ticks), format_bytes(double(r.a)), format_bytes(double(r.b)),
                      format_bytes(double(r.c)), format_bytes(double(r.total)),
-                     format_number("%.3f", base_total > 0 ? double(r.total) / base_total : 0.0),
+                     fmt::format("{:.3f}", base_total > 0 ? double(r.total) / base_total : 0.0),
                      format_bytes(double(r.buffer))});
   }
   os << format_table(head, cells, false);
   std::cout << os.str() << std::flush;
   if (!o.json.empty()) {
-    std::ostringstream js;
-    js << "{\n  \"grid\": [" << spec.nprows << ", " << spec.npcols << "], \"bytes\": [" << spec.bytes_a << ", "
-       << spec.bytes_b << ", " << spec.bytes_c << "],\n  \"rows\": [";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
+    nlohmann::json root;
+    root["grid"] = {spec.nprows, spec.npcols};
+    root["bytes"] = {spec.bytes_a, spec.bytes_b, spec.bytes_c};
+    RunMetadata m;
+    m.command = "model";
+    m.ranks = size;
+    m.grid = std::to_string(spec.nprows) + "x" + std::to_string(spec.npcols);  // the modelled grid
+    root["metadata"] = metadata_json(m);
+    root["rows"] = nlohmann::json::array();
+    for (const auto& r : rows) {
       if (!r.modeled) {  // the same keys, null figures
-        js << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.label)
-           << "\", \"model\": null, \"ticks\": null, \"bytes_a_max\": null, \"bytes_b_max\": null, "
-              "\"bytes_c_max\": null, \"total_max\": null, \"total_avg\": null, \"buffer_bytes_max\": null}";
+        nlohmann::json j = {{"strategy", r.label}};
+        for (const char* k : {"model", "ticks", "bytes_a_max", "bytes_b_max", "bytes_c_max", "total_max", "total_avg",
+                              "buffer_bytes_max"})
+          j[k] = nullptr;
+        root["rows"].push_back(std::move(j));
         continue;
       }
-      js << (i ? ",\n" : "\n") << "    {\"strategy\": \"" << json_escape(r.label) << "\", \"model\": \""
-         << json_escape(r.note) << "\", \"ticks\": " << r.ticks << ", \"bytes_a_max\": " << r.a
-         << ", \"bytes_b_max\": " << r.b << ", \"bytes_c_max\": " << r.c << ", \"total_max\": " << r.total
-         << ", \"total_avg\": " << json_number(r.total_avg) << ", \"buffer_bytes_max\": " << r.buffer << "}";
+      root["rows"].push_back({{"strategy", r.label},
+                              {"model", r.note},
+                              {"ticks", r.ticks},
+                              {"bytes_a_max", r.a},
+                              {"bytes_b_max", r.b},
+                              {"bytes_c_max", r.c},
+                              {"total_max", r.total},
+                              {"total_avg", json_number(r.total_avg)},
+                              {"buffer_bytes_max", r.buffer}});
     }
-    js << "\n  ]\n}\n";
-    output::write_text(o.json, js.str(), "--json");
+    output::write_text(o.json, root.dump(2) + "\n", "--json");
   }
   return 0;
 }
@@ -1384,19 +1422,19 @@ int command_g4_diff(const Options& o, int rank) {
       std::ostringstream os;
       os << "g4-diff: '" << o.files[0] << "' (reference) vs '" << o.files[1] << "': N = " << d.n << ", " << d.elements
          << " complex elements\n"
-         << "  L1 relative error  " << format_number("%.6e", l1) << "   ||vec(A - B)||_1 / ||vec(A)||_1\n"
-         << "  L2 relative error  " << format_number("%.6e", l2) << "   ||vec(A - B)||_2 / ||vec(A)||_2\n";
+         << "  L1 relative error  " << fmt::format("{:.6e}", l1) << "   ||vec(A - B)||_1 / ||vec(A)||_1\n"
+         << "  L2 relative error  " << fmt::format("{:.6e}", l2) << "   ||vec(A - B)||_2 / ||vec(A)||_2\n";
       std::vector<std::string> over;
       if (!(l1 <= o.tolerance)) over.push_back("L1");
       if (!(l2 <= o.tolerance)) over.push_back("L2");
       if (over.empty()) {
-        os << "  both within the tolerance " << format_number("%g", o.tolerance) << "\n";
+        os << "  both within the tolerance " << fmt::format("{:g}", o.tolerance) << "\n";
       } else {
         code = 1;
         error =
             "g4-diff: the " +
             (over.size() == 2 ? std::string("L1 and L2 relative errors exceed") : over[0] + " relative error exceeds") +
-            " the tolerance " + format_number("%g", o.tolerance);
+            " the tolerance " + fmt::format("{:g}", o.tolerance);
       }
       text = os.str();
     } catch (const std::exception& e) {
@@ -1467,6 +1505,10 @@ std::string plugins_json() {
     }
   }
   root["program_parameters"] = parameters_json(top_level_valid());
+  RunMetadata m;
+  m.command = "plugins";
+  m.ranks = mpi::size(MPI_COMM_WORLD);
+  root["metadata"] = metadata_json(m);
   return root.dump(2) + "\n";
 }
 
@@ -1591,6 +1633,7 @@ int main(int argc, char** argv) {
   try {
     if (provided < MPI_THREAD_FUNNELED)
       throw plexus::Error("MPI_Init_thread", "the MPI library does not provide MPI_THREAD_FUNNELED");
+    plexus::app::set_command_line(argc, argv);
     code = plexus::app::dispatch(argc, argv, rank, size);
   } catch (const plexus::InputError& e) {
     plexus::app::abort_job(rank, plexus::app::describe_error(e), true);

@@ -67,15 +67,16 @@ endfunction()
 #                 [NOMATCH <regex>...] [JSON file rows [keys...]] [JSON_KEYS file path...]
 #                 [CSV file rows] [ENV VAR=value...]
 #                 [JSON_COUNTS file key n [key n...]] [JSON_EQUAL file key i j [key i j...]]
+#                 [JSON_VALUES file path regex [path regex...]]
 #                 [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
 # Runs `plexus ARGS` (under mpiexec with RANKS ranks when given; PLEXUS_PARAMS_DIR=none: no
 # parameter record files unless ENV asks) in ${PLEXUS_APP_TEST_DIR} (set by the caller) through
 # tests/app/check_run.cmake, which checks the exit code, that every MATCH regex occurs in the output
 # and no NOMATCH one does, that the JSON/CSV files hold `rows` rows, and the JSON_COUNTS /
-# JSON_EQUAL facts about the JSON rows (see check_run.cmake).
+# JSON_EQUAL facts about the JSON rows, and the JSON_VALUES (see check_run.cmake).
 function(plexus_app_test name)
   cmake_parse_arguments(T "" "RANKS;EXPECT;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
-                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL;JSON_KEYS" ${ARGN})
+                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL;JSON_KEYS;JSON_VALUES" ${ARGN})
   if(NOT T_EXPECT)
     set(T_EXPECT zero)
   endif()
@@ -95,11 +96,12 @@ function(plexus_app_test name)
   string(REPLACE ";" "<;>" json_counts_joined "${T_JSON_COUNTS}")
   string(REPLACE ";" "<;>" json_equal_joined "${T_JSON_EQUAL}")
   string(REPLACE ";" "<;>" json_keys_joined "${T_JSON_KEYS}")
+  string(REPLACE ";" "<;>" json_values_joined "${T_JSON_VALUES}")
   add_test(NAME ${name}
     COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd_joined}" "-DEXPECT=${T_EXPECT}" "-DMATCH=${match_joined}"
             "-DNOMATCH=${nomatch_joined}" "-DJSON=${json_joined}" "-DCSV=${csv_joined}"
             "-DJSON_COUNTS=${json_counts_joined}" "-DJSON_EQUAL=${json_equal_joined}"
-            "-DJSON_KEYS=${json_keys_joined}"
+            "-DJSON_KEYS=${json_keys_joined}" "-DJSON_VALUES=${json_values_joined}"
             -P ${PROJECT_SOURCE_DIR}/tests/app/check_run.cmake
     WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2

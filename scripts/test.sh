@@ -13,7 +13,8 @@
 #   2. the fuzz build: clang with libFuzzer, ASan and UBSan (PLEXUS_FUZZ=ON) in
 #      $PLEXUS_BUILD_DIR-fuzz, only the fuzz targets and the plugins they load, and a short
 #      fixed-seed run of each (label libfuzzer; tests/fuzz/README.md).
-# Arguments go to the first ctest only (e.g. -R cannon).
+# Arguments go to the first ctest only (e.g. -R cannon). PLEXUS_INSTALL_DEPS=0: no Debian packages
+# installed (scripts/build.sh); the fuzz build then needs clang with libFuzzer from elsewhere.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 bash "$PLEXUS_ROOT/scripts/build.sh" -DPLEXUS_BUILD_TESTS=ON

@@ -43,7 +43,7 @@ conformance() {  # BIN RANKS: the multiply conformance suite on the allgather st
 
 plugins_lists_allgather() {  # PLEXUS_PROGRAM
   "$1" plugins | tee "$work/plugins.txt"
-  grep -q "allgather" "$work/plugins.txt" || fail "$1 plugins does not list allgather"
+  grep -q "^comm allgather .*plugin example_allgather" "$work/plugins.txt" || fail "$1 plugins does not list allgather"
 }
 
 case "$mode" in
@@ -64,7 +64,7 @@ install)
   cp -r "$share/examples/third_party_strategy" "$work/example"
   cmake -S "$work/example" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
     > "$work/configure.log"
-  grep -q "^plexus_DIR:PATH=$prefix/" "$work/build/CMakeCache.txt" ||
+  grep -qF "plexus_DIR:PATH=$prefix/" "$work/build/CMakeCache.txt" ||
     fail "the example found another plexus: $(grep '^plexus_DIR' "$work/build/CMakeCache.txt")"
   cmake --build "$work/build" > "$work/build.log"
   export PLEXUS_PLUGIN_PATH=$work/build
@@ -83,7 +83,7 @@ build-tree)
   check_guide "$source/docs/plugin-guide.md" "$source/examples/third_party_strategy/allgather.cpp"
   cmake -S "$source/examples/third_party_strategy" -B "$work/build" -DCMAKE_PREFIX_PATH="$build" \
     -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
-  grep -q "^plexus_DIR:PATH=$build/" "$work/build/CMakeCache.txt" ||
+  grep -qF "plexus_DIR:PATH=$build/" "$work/build/CMakeCache.txt" ||
     fail "the example found another plexus: $(grep '^plexus_DIR' "$work/build/CMakeCache.txt")"
   cmake --build "$work/build" > "$work/build.log"
   export PLEXUS_PLUGIN_PATH=$work/build

@@ -79,10 +79,16 @@ class Allgather final : public plexus::CommStrategy {
     task.traffic().absorb(traffic);
     task.report().ticks = 1;
     task.report().extra["pieces"] = static_cast<double>(a_pieces.size() * b_pieces.size());
+    // The "model" column of plexus compare: the dry-run model below, on this rank's panel sizes.
+    const auto m = model({grid.nprows(), grid.npcols(), 8 * task.a().local().data_size(),
+                          8 * task.b().local().data_size(), 0},
+                         grid.myprow(), grid.mypcol());
+    task.report().extra["predicted_bytes_received"] = static_cast<double>(m->bytes_a + m->bytes_b);
     return c.finish();
   }
 
-  // Dry run: a rank receives the PC-1 other A panels of its row and the PR-1 B panels of its column.
+  // Dry run (plexus model): a rank receives the PC-1 other A panels of its row and the PR-1 B panels
+  // of its column, each assumed as large as its own.
   std::optional<plexus::ModelPrediction> model(const plexus::ModelSpec& s, int, int) const override {
     plexus::ModelPrediction m;
     m.ticks = 1;

@@ -11,7 +11,8 @@
 #   JSON_KEYS "<file> <path> [<path>...]": the JSON file holds every path (keys and array indices
 #             joined by dots, e.g. figures.energy or history.0.residual), each a number or null
 #   JSON_VALUES "<file> <path> <regex> [<path> <regex>...]": the value at each path (as JSON_KEYS
-#             names it; strings without quotes, other values as JSON text) matches the regex
+#             names it; strings without quotes, other values as JSON text) matches the whole regex
+#             (no anchors needed: a '$' before the list separator would read as a generator expression)
 #   CSV       "<file> <rows>": the CSV file must exist with the metadata's comment lines ("# ..."),
 #             then a header and that many rows
 string(REPLACE "<;>" ";" command "${COMMAND}")
@@ -129,7 +130,7 @@ if(JSON_VALUES)
       string(JSON value ERROR_VARIABLE jerr GET "${text}" ${_members})
       if(jerr)
         list(APPEND failures "JSON file ${_jfile} lacks ${path}")
-      elseif(NOT value MATCHES "${regex}")
+      elseif(NOT value MATCHES "^(${regex})$")
         list(APPEND failures "JSON file ${_jfile}: ${path} is '${value}', which does not match '${regex}'")
       endif()
     endforeach()

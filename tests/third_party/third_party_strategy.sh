@@ -60,6 +60,9 @@ install)
       fail "the installed examples/third_party_strategy/$f is not the source tree's"
   done
   check_guide "$share/docs/plugin-guide.md" "$share/examples/third_party_strategy/allgather.cpp"
+  for p in plexus plexus-multiply-conformance plexus-kernel-conformance plexus-collectives-conformance; do
+    [ -x "$prefix/bin/$p" ] || fail "the install has no $prefix/bin/$p (the plugin guide runs it)"
+  done
   # Built from the installed copy, as a user does (a copy: the install is the user's to keep clean).
   cp -r "$share/examples/third_party_strategy" "$work/example"
   cmake -S "$work/example" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
@@ -75,7 +78,9 @@ install)
     --set Problem/Blocks=24 --set multiply/Repetitions=1 --json compare.json
   grep -q '"allgather"' compare.json || fail "compare.json has no allgather row"
   # The strategy reports predicted_bytes_received, so compare's model column is filled for it.
-  grep '"strategy": "allgather"' compare.json | grep -q '"model_volume_per_rank_max": [0-9]' ||
+  python3 -c 'import json, sys
+rows = [r for r in json.load(open("compare.json"))["rows"] if r["strategy"] == "allgather"]
+sys.exit(0 if rows and isinstance(rows[0]["model_volume_per_rank_max"], (int, float)) else 1)' ||
     fail "compare.json has no model volume for allgather"
   echo "third-party strategy: built from the installed example against the installed SDK, conformant, agrees with cannon"
   ;;

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "build_info.hpp"
-#include "plexus/distribution.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/parameters.hpp"
 
@@ -188,15 +187,8 @@ inline json machine_info(int ranks) {
 
 // ---- metadata: one object, the same shape in every bench JSON (bench/README.md, "Metadata") ------
 
-/// The command line as given, words joined by spaces.
-inline std::string command_line(int argc, char** argv) {
-  std::string s;
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) s.push_back(' ');
-    s.append(argv[i]);
-  }
-  return s;
-}
+/// The command line as given, one word per element (as the program's metadata has it).
+inline std::vector<std::string> command_line(int argc, char** argv) { return {argv, argv + argc}; }
 
 /// A parameter list as a JSON object: sublists become objects, int, double, bool and string values
 /// keep their type, anything else is written as its text.
@@ -224,28 +216,35 @@ inline json parameters_json(const plexus::ParameterList& list) {
   return out;
 }
 
-/// A process grid: {"rows", "cols", "layers", "text"}.
-inline json grid_json(const plexus::Grid& g) {
-  return {{"rows", g.nprows()}, {"cols", g.npcols()}, {"layers", g.nlayers()}, {"text", g.describe()}};
-}
-
 /// What a bench tells run_metadata about its run.
 struct RunInfo {
-  std::string benchmark;                     ///< "plexus-bench", ...
-  std::string command_line;                  ///< command_line(argc, argv)
-  int ranks = 1;                             ///< MPI ranks of the run
-  json grid = nullptr;                       ///< grid_json(...), or what the bench runs on instead; null: none
-  json threads_set = nullptr;                ///< threads per rank the bench asked for (a number or a list); null: none
-  json options = json::object();             ///< the command-line options as parsed (after --quick)
-  json parameter_lists = json::object();     ///< name -> parameters_json(list) of every ParameterList it builds
-  int warmup = 0;                            ///< uncounted repetitions (rounds) before the counted ones
-  json repetitions = nullptr;                ///< counted repetitions; null where the bench does not repeat
+  std::string benchmark;                  ///< "plexus-bench", ...
+  std::vector<std::string> command_line;  ///< command_line(argc, argv)
+  int ranks = 1;                          ///< MPI ranks of the run
+  std::string grid;                       ///< the process grid ("2x2", Grid::describe()); "": none
+  json threads_set = nullptr;             ///< threads the bench asked for per rank (a number or a list); null: none
+  json options = json::object();          ///< the command-line options as parsed (after --quick)
+  json parameter_lists = json::object();  ///< name -> parameters_json(list) of every ParameterList it builds
+  int warm_up = 0;                        ///< uncounted repetitions (rounds) before the counted ones
+  json rounds = nullptr;                  ///< counted repetitions; null where the bench times each case once
   std::vector<std::string> per_repetition_times;  ///< JSON pointers (RFC 6901) to the arrays of raw times
 };
 
-/// The "metadata" object: the build (plexus version, git, configuration), the date, the host, the
-/// ranks, the grid, the threads per rank, the complete parameters, the warm-up count and where the
-/// per-repetition times are.
+/// The MPI library's version string, first line.
+inline std::string mpi_library() {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string l(lib, static_cast<std::size_t>(std::max(0, len)));
+  l = l.substr(0, l.find('\n'));
+  while (!l.empty() && (l.back() == '\0' || l.back() == ' ' || l.back() == ',')) l.pop_back();
+  return l;
+}
+
+/// The "metadata" object: the build (plexus version, git, configuration), the command line, the
+/// date, the host, the MPI library, the ranks, the grid, the threads per rank, the timing plan
+/// (warm-up, counted rounds, where the per-repetition times are) and the complete parameters.
+/// The keys the program's own metadata has (apps/, metadata_json) mean the same here.
 inline json run_metadata(const RunInfo& info) {
   const plexus::app::BuildInfo& b = plexus::app::build_info();
   json m;
@@ -254,20 +253,21 @@ inline json run_metadata(const RunInfo& info) {
   m["plexus"] = {{"version", b.version}, {"git", b.git},         {"build_type", b.build_type},
                  {"compiler", b.compiler}, {"cuda", b.cuda},     {"libxsmm", b.libxsmm},
                  {"hdf5", b.hdf5},         {"dbcsr", b.dbcsr}};
+  m["command_line"] = info.command_line;
   m["date_utc"] = utc_now();
   utsname u{};
   m["host"] = uname(&u) == 0 ? std::string(u.nodename) : std::string();
+  m["mpi_library"] = mpi_library();
   m["ranks"] = info.ranks;
-  m["grid"] = info.grid;
+  m["grid"] = info.grid.empty() ? json(nullptr) : json(info.grid);
+  m["threads_per_rank"] = omp_get_max_threads();
   const char* omp_env = std::getenv("OMP_NUM_THREADS");
-  m["threads_per_rank"] = {{"omp_max_threads", omp_get_max_threads()},
-                           {"omp_num_threads_env", omp_env ? json(omp_env) : json(nullptr)},
-                           {"set_by_bench", info.threads_set}};
-  m["command_line"] = info.command_line;
+  m["threads"] = {{"omp_num_threads_env", omp_env ? json(omp_env) : json(nullptr)},
+                  {"set_by_bench", info.threads_set}};
+  m["timing"] = {{"warm_up", info.warm_up},
+                 {"rounds", info.rounds},
+                 {"per_repetition_times", info.per_repetition_times}};
   m["parameters"] = {{"options", info.options}, {"parameter_lists", info.parameter_lists}};
-  m["warmup"] = info.warmup;
-  m["repetitions"] = info.repetitions;
-  m["per_repetition_times"] = info.per_repetition_times;
   return m;
 }
 
@@ -277,8 +277,8 @@ inline std::string check_metadata(const json& doc, const std::string& benchmark,
   try {
     if (!doc.contains("metadata") || !doc["metadata"].is_object()) return "no metadata object";
     const json& m = doc["metadata"];
-    for (const char* k : {"schema", "benchmark", "plexus", "date_utc", "host", "ranks", "grid", "threads_per_rank",
-                          "command_line", "parameters", "warmup", "repetitions", "per_repetition_times"})
+    for (const char* k : {"schema", "benchmark", "plexus", "command_line", "date_utc", "host", "mpi_library", "ranks",
+                          "grid", "threads_per_rank", "threads", "timing", "parameters"})
       if (!m.contains(k)) return std::string("metadata.") + k + " is missing";
     if (m["benchmark"] != benchmark) return "metadata.benchmark is not " + benchmark;
     for (const char* k : {"version", "git", "build_type", "compiler"})
@@ -290,21 +290,25 @@ inline std::string check_metadata(const json& doc, const std::string& benchmark,
     if (!end || *end != '\0' || t.tm_year + 1900 < 2020) return "metadata.date_utc '" + date + "' is not ISO 8601 UTC";
     if (!m["host"].is_string() || m["host"].get<std::string>().empty()) return "metadata.host is empty";
     if (m["ranks"] != ranks) return "metadata.ranks is not " + std::to_string(ranks);
-    if (!(m["threads_per_rank"].at("omp_max_threads").get<int>() >= 1)) return "metadata.threads_per_rank";
-    if (!m["command_line"].is_string() || m["command_line"].get<std::string>().empty())
-      return "metadata.command_line is empty";
+    if (!m["grid"].is_null() && (!m["grid"].is_string() || m["grid"].get<std::string>().empty()))
+      return "metadata.grid is neither null nor a grid";
+    if (!(m["threads_per_rank"].get<int>() >= 1)) return "metadata.threads_per_rank is not a thread count";
+    if (!m["threads"].contains("set_by_bench")) return "metadata.threads.set_by_bench is missing";
+    if (!m["command_line"].is_array() || m["command_line"].empty()) return "metadata.command_line is empty";
     if (!m["parameters"].at("options").is_object() || m["parameters"]["options"].empty())
       return "metadata.parameters.options is empty";
     if (!m["parameters"].at("parameter_lists").is_object()) return "metadata.parameters.parameter_lists";
-    if (!(m["warmup"].get<int>() >= 0)) return "metadata.warmup is negative";
-    if (!m["repetitions"].is_null() && !(m["repetitions"].get<int>() >= 1)) return "metadata.repetitions";
-    for (const auto& p : m["per_repetition_times"]) {
+    const json& timing = m["timing"];
+    if (!(timing.at("warm_up").get<int>() >= 0)) return "metadata.timing.warm_up is negative";
+    const json& rounds = timing.at("rounds");
+    if (!rounds.is_null() && !(rounds.get<int>() >= 1)) return "metadata.timing.rounds is not a count";
+    for (const auto& p : timing.at("per_repetition_times")) {
       const std::string where = p.get<std::string>();
       const json::json_pointer ptr(where);
-      if (!doc.contains(ptr)) return "metadata.per_repetition_times: " + where + " is not in the file";
+      if (!doc.contains(ptr)) return "metadata.timing.per_repetition_times: " + where + " is not in the file";
       const json& times = doc[ptr];
-      if (!times.is_array() || m["repetitions"].is_null() || times.size() != m["repetitions"].get<std::size_t>())
-        return "metadata.per_repetition_times: " + where + " is not an array of 'repetitions' times";
+      if (!times.is_array() || rounds.is_null() || times.size() != rounds.get<std::size_t>())
+        return "metadata.timing.per_repetition_times: " + where + " is not an array of 'rounds' times";
       for (const auto& x : times)
         if (!x.is_number() || !(x.get<double>() >= 0)) return where + " holds a value that is not a time";
     }

@@ -250,7 +250,7 @@ struct Options {
   std::vector<std::string> classes{"h2o", "se", "dense"};
   std::string json;
   int dgemm_n = 2000;
-  std::string command;  // the command line, for the metadata
+  std::vector<std::string> command;  // the command line, for the metadata
 };
 
 [[noreturn]] void usage(const std::string& msg) {
@@ -489,7 +489,7 @@ int run(const Options& opt) {
   info.benchmark = "plexus-bench";
   info.command_line = opt.command;
   info.ranks = ranks;
-  info.grid = plexus::bench::grid_json(*grid);
+  info.grid = grid->describe();
   info.threads_set = json::array({1, 2});  // the cpu kernel's Threads, one multiply each
   info.options = {{"quick", opt.quick},     {"check", opt.check},     {"scale", opt.scale},
                   {"repeat", opt.repeat},   {"classes", opt.classes}, {"json", opt.json},
@@ -497,8 +497,8 @@ int run(const Options& opt) {
   info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cannon_params)},
                           {"Kernel/cpu (threads_1)", plexus::bench::parameters_json(cpu1_params)},
                           {"Kernel/cpu (threads_2)", plexus::bench::parameters_json(cpu2_params)}};
-  info.warmup = 0;  // the multiplies are interleaved, every one counted (best of repeat)
-  info.repetitions = opt.repeat;
+  info.warm_up = 0;  // the multiplies are interleaved, every one counted (best of repeat)
+  info.rounds = opt.repeat;
   info.per_repetition_times = per_repetition;
   js["metadata"] = plexus::bench::run_metadata(info);
   const std::string text = js.dump(2) + "\n";

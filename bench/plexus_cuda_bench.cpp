@@ -238,7 +238,7 @@ struct Options {
   std::vector<std::string> classes{"h2o", "se", "dense"};
   int dgemm_n = 8192;
   std::string json;
-  std::string command;  // the command line, for the metadata
+  std::vector<std::string> command;  // the command line, for the metadata
 };
 
 [[noreturn]] void usage(const std::string& msg, int code = 2) {
@@ -472,15 +472,15 @@ int run(const Options& opt) {
   info.benchmark = "plexus-cuda-bench";
   info.command_line = opt.command;
   info.ranks = ranks;
-  info.grid = {{"rows", 1}, {"cols", 1}, {"layers", 1}, {"text", "1x1"}};  // every class on a 1 x 1 grid
+  info.grid = "1x1";  // every class on a 1 x 1 grid
   info.threads_set = nullptr;  // the cpu kernel runs on its default threads (multiply_cpu.threads)
   info.options = {{"quick", opt.quick},     {"scale", opt.scale},     {"repeat", opt.repeat},
                   {"classes", opt.classes}, {"dgemm_n", opt.dgemm_n}, {"json", opt.json}};
   info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cp)},
                           {"Kernel/cuda", plexus::bench::parameters_json(kc)},
                           {"Kernel/cpu", plexus::bench::parameters_json(kh)}};
-  info.warmup = 1;  // one uncounted run before every timed measurement
-  info.repetitions = opt.repeat;
+  info.warm_up = 1;  // one uncounted run before every timed measurement
+  info.rounds = opt.repeat;
   info.per_repetition_times.push_back("/cublas_dgemm_seconds_per_repetition");
   for (std::size_t i = 0; i < out["classes"].size(); ++i)
     for (const char* k : {"multiply_cuda", "multiply_cpu", "kernel_alone", "cublas_batched"})

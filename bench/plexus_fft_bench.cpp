@@ -92,10 +92,12 @@ struct Options {
   bool check = false;
   bool quick = false;
   std::string command;
+  std::vector<std::string> command_words;  // the same, for the metadata
 };
 
 Options parse(int argc, char** argv, bool& help) {
   Options o;
+  o.command_words = plexus::bench::command_line(argc, argv);
   for (int i = 0; i < argc; ++i) {
     if (i > 0) o.command.push_back(' ');
     o.command.append(argv[i]);
@@ -434,9 +436,9 @@ int run(const Options& o, MPI_Comm comm) {
   j["samples"] = {{"ours", t_ours}, {"fftw_mpi", t_fftw}, {"ours_alltoall", t_ours_a2a}};
   plexus::bench::RunInfo info;
   info.benchmark = "plexus-fft-bench";
-  info.command_line = o.command;
+  info.command_line = o.command_words;
   info.ranks = p;
-  info.grid = nullptr;  // no process grid: ours cuts the box into z-planes, FFTW into z-slabs, over all ranks
+  // No grid: ours cuts the box into z-planes, FFTW into z-slabs, over all ranks.
   info.threads_set = nullptr;  // the bench sets no threads
   info.options = {{"supercell", o.supercell},
                   {"ecut", o.ecut},
@@ -448,8 +450,8 @@ int run(const Options& o, MPI_Comm comm) {
                   {"json", o.json_path},
                   {"check", o.check},
                   {"quick", o.quick}};
-  info.warmup = o.warmup;  // pairs
-  info.repetitions = o.repetitions;
+  info.warm_up = o.warmup;  // pairs
+  info.rounds = o.repetitions;
   info.per_repetition_times = {"/samples/ours", "/samples/fftw_mpi", "/samples/ours_alltoall"};
   j["metadata"] = plexus::bench::run_metadata(info);
 

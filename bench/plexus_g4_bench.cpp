@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
       info.benchmark = "plexus-g4-bench";
       info.command_line = plexus::bench::command_line(argc, argv);
       info.ranks = size;
-      info.grid = nullptr;  // the ranks form one ring (or sub-rings: sub_ring_size in the rows); no 2D grid
+      // No grid: the ranks form one ring (or sub-rings: sub_ring_size in the rows).
       info.threads_set = o.threads;  // rings per rank (the ring strategy's Threads)
       info.options = {{"lx", o.lx},
                       {"ly", o.ly},
@@ -294,8 +294,8 @@ int main(int argc, char** argv) {
                       {"quick", o.quick},
                       {"check", o.check}};
       info.parameter_lists = lists;
-      info.warmup = 0;
-      info.repetitions = nullptr;  // every configuration runs once (its measurements timed together)
+      info.warm_up = 0;
+      info.rounds = nullptr;  // every configuration runs once (its measurements timed together)
       doc["metadata"] = plexus::bench::run_metadata(info);
       const std::string text = doc.dump(2) + "\n";
       if (o.json.empty()) {

@@ -567,7 +567,7 @@ int main(int argc, char** argv) {
       info.benchmark = "plexus-nboverlap-bench";
       info.command_line = plexus::bench::command_line(argc, argv);
       info.ranks = size;
-      info.grid = {{"nodes", L.nodes}, {"ranks_per_node", L.ppn}};  // the emulated nodes
+      // No grid: the emulated nodes are the document's parameters.nodes and parameters.ranks_per_node.
       info.threads_set = nullptr;  // no threads are set: MPI calls only
       info.options = {{"nodes", o.nodes},
                       {"ndup", o.ndup},
@@ -587,8 +587,8 @@ int main(int argc, char** argv) {
                       {"json", o.json}};
       info.parameter_lists = {{"Communication/nboverlap", plexus::bench::parameters_json(params)},
                               {"Communication/nboverlap (ndup1)", plexus::bench::parameters_json(params1)}};
-      info.warmup = o.warmup;  // rounds
-      info.repetitions = o.reps;
+      info.warm_up = o.warmup;  // rounds
+      info.rounds = o.reps;
       for (std::size_t i = 0; i < rows.size(); ++i)
         info.per_repetition_times.push_back(fmt::format("/rows/{}/seconds", i));
       doc["metadata"] = plexus::bench::run_metadata(info);

@@ -397,7 +397,8 @@ int main(int argc, char** argv) {
       doc["environment"] = env;
       doc["check_ok"] = ok;
       doc["strategies"] = json::array();
-      json grids = json::object(), lists = json::object();
+      std::string grids;  // "cannon 2x2, rma25d 2x1x2, ...": the metadata's grid where the strategies' differ
+      json lists = json::object();
       for (const StrategyResult& r : results) {
         json ranks = json::array();
         for (std::size_t q = 0; q < r.ranks.size(); ++q) {
@@ -424,7 +425,8 @@ int main(int argc, char** argv) {
                                      {"norm_last", number(r.norm_last)},
                                      {"samples_at", r.at},
                                      {"ranks", ranks}});
-        grids[r.strategy] = r.grid;
+        if (!grids.empty()) grids += ", ";
+        grids += r.strategy + " " + r.grid;
         lists["Communication/" + r.strategy] = r.strategy_parameters;
         lists["Kernel/" + o.kernel + " (" + r.strategy + ")"] = r.kernel_parameters;
         lists["Problem (" + r.strategy + ")"] = r.problem_parameters;
@@ -433,7 +435,9 @@ int main(int argc, char** argv) {
       info.benchmark = "plexus-soak-bench";
       info.command_line = plexus::bench::command_line(argc, argv);
       info.ranks = size;
-      info.grid = grids;  // strategy -> its grid
+      bool same = true;
+      for (const auto& r : results) same = same && r.grid == results.front().grid;
+      info.grid = same && !results.empty() ? results.front().grid : grids;  // "2x2" where they agree
       info.threads_set = o.kernel == "cpu" ? json(o.threads) : json(nullptr);  // 0: the kernel's default
       info.options = {{"strategies", o.strategies}, {"multiplies", o.multiplies}, {"every", o.every},
                       {"warmup", o.warmup},         {"blocks", o.blocks},         {"block_size", o.block_size},
@@ -441,8 +445,8 @@ int main(int argc, char** argv) {
                       {"clear_log", o.clear_log},   {"json", o.json},             {"quick", o.quick},
                       {"check", o.check}};
       info.parameter_lists = lists;
-      info.warmup = o.warmup;      // multiplies before the samples the slopes are fitted to
-      info.repetitions = nullptr;  // one timed run of o.multiplies multiplies per strategy
+      info.warm_up = o.warmup;  // multiplies before the samples the slopes are fitted to
+      info.rounds = nullptr;    // one timed run of o.multiplies multiplies per strategy
       doc["metadata"] = plexus::bench::run_metadata(info);
       const std::string text = doc.dump(2) + "\n";
       if (o.json.empty()) {

@@ -743,7 +743,7 @@ int main(int argc, char** argv) {
       info.benchmark = "plexus-symmcube-bench";
       info.command_line = plexus::bench::command_line(argc, argv);
       info.ranks = size;
-      info.grid = plexus::bench::grid_json(*grid);  // the proposal's; the cases' meshes are in "mesh" and the rows
+      info.grid = grid->describe();  // the proposal's; the cases' meshes are in "mesh" and in the rows
       info.threads_set = o.kernel == "cpu" ? json(o.threads) : json(nullptr);
       info.options = {{"n", o.n},
                       {"block", o.block},
@@ -770,8 +770,8 @@ int main(int argc, char** argv) {
                               {"Communication/cannon (the check)", plexus::bench::parameters_json(cp)}};
       for (const auto& c : cases)
         if (c.parameters.is_object()) info.parameter_lists["Communication/nboverlap (" + c.label + ")"] = c.parameters;
-      info.warmup = o.warmup;  // rounds, after one uncounted call per case
-      info.repetitions = o.reps;
+      info.warm_up = o.warmup;  // rounds, after one uncounted call per case
+      info.rounds = o.reps;
       for (std::size_t i = 0; i < rows.size(); ++i)
         if (rows[i]["seconds"].is_array()) info.per_repetition_times.push_back(fmt::format("/rows/{}/seconds", i));
       doc["metadata"] = plexus::bench::run_metadata(info);

@@ -1,9 +1,12 @@
 #pragma once
-// Small pieces the MPI benchmark drivers share (plexus-nboverlap-bench, plexus-symmcube-bench):
-// command-line numbers and lists, byte sizes in words, min/median/mean, JSON numbers that may be
-// infinite, a barrier that leaves the cores to the busy ranks, and the machine's facts.
-// Header-only: each driver is one translation unit.
+// Small pieces the benchmark drivers share: command-line numbers and lists, byte sizes in words,
+// min/median/mean, JSON numbers that may be infinite, a barrier that leaves the cores to the busy
+// ranks, the machine's facts, and the "metadata" object every bench JSON carries (run_metadata,
+// check_metadata; bench/README.md, "Metadata").
+// Header-only: each driver is one translation unit. Link plexus_build_info (apps/) with it.
 #include <mpi.h>
+#include <omp.h>
+#include <spdlog/fmt/fmt.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -22,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "build_info.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/parameters.hpp"
 
 namespace plexus::bench {
 
@@ -75,14 +80,9 @@ inline std::vector<std::int64_t> doubling(std::int64_t lo, std::int64_t hi) {
 
 /// "64 KiB", "3 MiB", "100 B".
 inline std::string human(std::int64_t b) {
-  char buf[32];
-  if (b >= (1 << 20) && b % (1 << 20) == 0)
-    std::snprintf(buf, sizeof buf, "%lld MiB", static_cast<long long>(b >> 20));
-  else if (b >= 1024 && b % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%lld KiB", static_cast<long long>(b >> 10));
-  else
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  return buf;
+  if (b >= (1 << 20) && b % (1 << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
 }
 
 struct Stats {
@@ -102,6 +102,13 @@ inline Stats stats_of(std::vector<double> v) {
 
 /// A JSON number, or null for inf and NaN (which JSON cannot hold).
 inline json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+/// Whether `j` holds the dotted path "a.b.c" (a value of any type, null included).
+inline bool has_path(const json& j, const std::string& dotted) {
+  std::string pointer = "/" + dotted;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  return j.contains(json::json_pointer(pointer));
+}
 
 /// Every rank of `comm` waits for all of them; a rank idles in usleep between two MPI_Test, so a
 /// rank with nothing to do leaves its core to the others (the paper's inactive processes).
@@ -135,6 +142,16 @@ inline double loadavg1() {
   return x;
 }
 
+/// Now, UTC, ISO 8601: "2026-11-24T16:23:35Z".
+inline std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm t{};
+  gmtime_r(&now, &t);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &t);
+  return date;
+}
+
 /// The host, CPU, memory, MPI library and its settings from the environment, the date.
 inline json machine_info(int ranks) {
   json m;
@@ -164,11 +181,154 @@ inline json machine_info(int ranks) {
                         "OMPI_MCA_coll_tuned_use_dynamic_rules"})
     if (const char* v = std::getenv(k)) env[k] = v;
   m["mpi_environment"] = env;
-  const std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  m["date_utc"] = date;
+  m["date_utc"] = utc_now();
   return m;
+}
+
+// ---- metadata: one object, the same shape in every bench JSON (bench/README.md, "Metadata") ------
+
+/// The command line as given, one word per element (as the program's metadata has it).
+inline std::vector<std::string> command_line(int argc, char** argv) { return {argv, argv + argc}; }
+
+/// A parameter list as a JSON object: sublists become objects, int, double, bool and string values
+/// keep their type, anything else is written as its text.
+inline json parameters_json(const plexus::ParameterList& list) {
+  json out = json::object();
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    const std::string& name = list.name(it);
+    const Teuchos::ParameterEntry& e = list.entry(it);
+    if (e.isList())
+      out[name] = parameters_json(Teuchos::getValue<plexus::ParameterList>(e));
+    else if (e.isType<int>())
+      out[name] = Teuchos::getValue<int>(e);
+    else if (e.isType<double>())
+      out[name] = number(Teuchos::getValue<double>(e));
+    else if (e.isType<bool>())
+      out[name] = Teuchos::getValue<bool>(e);
+    else if (e.isType<std::string>())
+      out[name] = Teuchos::getValue<std::string>(e);
+    else {
+      std::ostringstream text;
+      text << e.getAny(false);
+      out[name] = text.str();
+    }
+  }
+  return out;
+}
+
+/// What a bench tells run_metadata about its run.
+struct RunInfo {
+  std::string benchmark;                  ///< "plexus-bench", ...
+  std::vector<std::string> command_line;  ///< command_line(argc, argv)
+  int ranks = 1;                          ///< MPI ranks of the run
+  std::string grid;                       ///< the process grid ("2x2", Grid::describe()); "": none
+  json threads_set = nullptr;             ///< threads the bench asked for per rank (a number or a list); null: none
+  json options = json::object();          ///< the command-line options as parsed (after --quick)
+  json parameter_lists = json::object();  ///< name -> parameters_json(list) of every ParameterList it builds
+  int warm_up = 0;                        ///< uncounted repetitions (rounds) before the counted ones
+  json rounds = nullptr;                  ///< counted repetitions; null where the bench times each case once
+  std::vector<std::string> per_repetition_times;  ///< JSON pointers (RFC 6901) to the arrays of raw times
+};
+
+/// The MPI library's version string, first line.
+inline std::string mpi_library() {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string l(lib, static_cast<std::size_t>(std::max(0, len)));
+  l = l.substr(0, l.find('\n'));
+  while (!l.empty() && (l.back() == '\0' || l.back() == ' ' || l.back() == ',')) l.pop_back();
+  return l;
+}
+
+/// The "metadata" object: the build (plexus version, git, configuration), the command line, the
+/// date, the host, the MPI library, the ranks, the grid, the threads per rank, the timing plan
+/// (warm-up, counted rounds, where the per-repetition times are) and the complete parameters.
+/// The keys the program's own metadata has (apps/, metadata_json) mean the same here.
+inline json run_metadata(const RunInfo& info) {
+  const plexus::app::BuildInfo& b = plexus::app::build_info();
+  json m;
+  m["schema"] = 1;
+  m["benchmark"] = info.benchmark;
+  m["plexus"] = {{"version", b.version}, {"git", b.git},         {"build_type", b.build_type},
+                 {"compiler", b.compiler}, {"cuda", b.cuda},     {"libxsmm", b.libxsmm},
+                 {"hdf5", b.hdf5},         {"dbcsr", b.dbcsr}};
+  m["command_line"] = info.command_line;
+  m["date_utc"] = utc_now();
+  utsname u{};
+  m["host"] = uname(&u) == 0 ? std::string(u.nodename) : std::string();
+  m["mpi_library"] = mpi_library();
+  m["ranks"] = info.ranks;
+  m["grid"] = info.grid.empty() ? json(nullptr) : json(info.grid);
+  m["threads_per_rank"] = omp_get_max_threads();
+  const char* omp_env = std::getenv("OMP_NUM_THREADS");
+  m["threads"] = {{"omp_num_threads_env", omp_env ? json(omp_env) : json(nullptr)},
+                  {"set_by_bench", info.threads_set}};
+  m["timing"] = {{"warm_up", info.warm_up},
+                 {"rounds", info.rounds},
+                 {"per_repetition_times", info.per_repetition_times}};
+  m["parameters"] = {{"options", info.options}, {"parameter_lists", info.parameter_lists}};
+  return m;
+}
+
+/// Checks doc["metadata"] (run_metadata's shape) of a bench JSON run on `ranks` ranks: "" when
+/// fine, else what is wrong.
+inline std::string check_metadata(const json& doc, const std::string& benchmark, int ranks) {
+  try {
+    if (!doc.contains("metadata") || !doc["metadata"].is_object()) return "no metadata object";
+    const json& m = doc["metadata"];
+    for (const char* k : {"schema", "benchmark", "plexus", "command_line", "date_utc", "host", "mpi_library", "ranks",
+                          "grid", "threads_per_rank", "threads", "timing", "parameters"})
+      if (!m.contains(k)) return std::string("metadata.") + k + " is missing";
+    if (m["benchmark"] != benchmark) return "metadata.benchmark is not " + benchmark;
+    for (const char* k : {"version", "git", "build_type", "compiler"})
+      if (!m["plexus"].at(k).is_string() || m["plexus"][k].get<std::string>().empty())
+        return std::string("metadata.plexus.") + k + " is empty";
+    std::tm t{};
+    const std::string date = m["date_utc"].get<std::string>();
+    const char* end = strptime(date.c_str(), "%Y-%m-%dT%H:%M:%SZ", &t);
+    if (!end || *end != '\0' || t.tm_year + 1900 < 2020) return "metadata.date_utc '" + date + "' is not ISO 8601 UTC";
+    if (!m["host"].is_string() || m["host"].get<std::string>().empty()) return "metadata.host is empty";
+    if (m["ranks"] != ranks) return "metadata.ranks is not " + std::to_string(ranks);
+    if (!m["grid"].is_null() && (!m["grid"].is_string() || m["grid"].get<std::string>().empty()))
+      return "metadata.grid is neither null nor a grid";
+    if (!(m["threads_per_rank"].get<int>() >= 1)) return "metadata.threads_per_rank is not a thread count";
+    if (!m["threads"].contains("set_by_bench")) return "metadata.threads.set_by_bench is missing";
+    if (!m["command_line"].is_array() || m["command_line"].empty()) return "metadata.command_line is empty";
+    if (!m["parameters"].at("options").is_object() || m["parameters"]["options"].empty())
+      return "metadata.parameters.options is empty";
+    if (!m["parameters"].at("parameter_lists").is_object()) return "metadata.parameters.parameter_lists";
+    const json& timing = m["timing"];
+    if (!(timing.at("warm_up").get<int>() >= 0)) return "metadata.timing.warm_up is negative";
+    const json& rounds = timing.at("rounds");
+    if (!rounds.is_null() && !(rounds.get<int>() >= 1)) return "metadata.timing.rounds is not a count";
+    for (const auto& p : timing.at("per_repetition_times")) {
+      const std::string where = p.get<std::string>();
+      const json::json_pointer ptr(where);
+      if (!doc.contains(ptr)) return "metadata.timing.per_repetition_times: " + where + " is not in the file";
+      const json& times = doc[ptr];
+      if (!times.is_array() || rounds.is_null() || times.size() != rounds.get<std::size_t>())
+        return "metadata.timing.per_repetition_times: " + where + " is not an array of 'rounds' times";
+      for (const auto& x : times)
+        if (!x.is_number() || !(x.get<double>() >= 0)) return where + " holds a value that is not a time";
+    }
+  } catch (const std::exception& e) {
+    return std::string("metadata malformed: ") + e.what();
+  }
+  return "";
+}
+
+/// Re-reads a bench JSON file and checks its metadata: "" when fine.
+inline std::string check_metadata_file(const std::string& path, const std::string& benchmark, int ranks) {
+  std::ifstream in(path);
+  if (!in) return "cannot open " + path;
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const std::exception& e) {
+    return std::string("not well-formed JSON: ") + e.what();
+  }
+  return check_metadata(doc, benchmark, ranks);
 }
 
 }  // namespace plexus::bench

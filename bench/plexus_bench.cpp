@@ -9,8 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
@@ -46,80 +45,10 @@ void dgemm_(const char* transa, const char* transb, const int* m, const int* n, 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using json = plexus::bench::json;
+using plexus::bench::number;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// ---- a small JSON writer -------------------------------------------------------------------------
-
-class Json {
- public:
-  Json& open(const std::string& key = "") { return begin(key, '{'); }
-  Json& array(const std::string& key) { return begin(key, '['); }
-  Json& open_item() { return begin("", '{'); }
-  Json& close() {
-    const char c = stack_.back() == '{' ? '}' : ']';
-    stack_.pop_back();
-    out_ << "\n" << indent() << c;
-    first_ = false;
-    return *this;
-  }
-  Json& num(const std::string& key, double v) {
-    key_(key);
-    if (std::isfinite(v)) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
-      out_ << buf;
-    } else {
-      out_ << "null";
-    }
-    return *this;
-  }
-  Json& integer(const std::string& key, long long v) {
-    key_(key);
-    out_ << v;
-    return *this;
-  }
-  Json& str(const std::string& key, const std::string& v) {
-    key_(key);
-    out_ << '"';
-    for (char c : v) {
-      if (c == '"' || c == '\\')
-        out_ << '\\' << c;
-      else if (static_cast<unsigned char>(c) < 0x20)
-        out_ << ' ';
-      else
-        out_ << c;
-    }
-    out_ << '"';
-    return *this;
-  }
-  Json& boolean(const std::string& key, bool v) {
-    key_(key);
-    out_ << (v ? "true" : "false");
-    return *this;
-  }
-  std::string text() const { return out_.str() + "\n"; }
-
- private:
-  Json& begin(const std::string& key, char c) {
-    key_(key);
-    out_ << c;
-    stack_.push_back(c);
-    first_ = true;
-    return *this;
-  }
-  void key_(const std::string& key) {
-    if (!stack_.empty()) {
-      out_ << (first_ ? "\n" : ",\n") << indent();
-      if (stack_.back() == '{') out_ << '"' << key << "\": ";
-    }
-    first_ = false;
-  }
-  std::string indent() const { return std::string(2 * stack_.size(), ' '); }
-  std::ostringstream out_;
-  std::string stack_;
-  bool first_ = true;
-};
 
 // ---- yardsticks ----------------------------------------------------------------------------------
 
@@ -166,8 +95,9 @@ double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
 #endif
 }
 
-/// OpenBLAS DGEMM on one core, n x n x n, best of `reps` after a warm-up.
-double dgemm_gflops(int n, int reps) {
+/// OpenBLAS DGEMM on one core, n x n x n, best of `reps` after a warm-up; every counted run's
+/// seconds go to `seconds`.
+double dgemm_gflops(int n, int reps, std::vector<double>& seconds) {
   openblas_set_num_threads(1);
   std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size(), 0.0);
   std::mt19937_64 rng(3);
@@ -181,7 +111,9 @@ double dgemm_gflops(int n, int reps) {
     const auto t0 = Clock::now();
     dgemm_(&nt, &nt, &n, &n, &n, &one, a.data(), &n, b.data(), &n, &one, c.data(), &n);
     const double dt = seconds_since(t0);
-    if (r > 0) best = std::max(best, 2.0 * n * n * static_cast<double>(n) / dt / 1e9);
+    if (r == 0) continue;
+    seconds.push_back(dt);
+    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / dt / 1e9);
   }
   return best;
 }
@@ -214,21 +146,22 @@ std::vector<ProblemClass> classes() {
 struct Run {
   double seconds = 0, kernel_seconds = 0, stack_seconds = 0, flops = 0;
   std::int64_t products = 0;
+  std::vector<double> times;  // every repetition's seconds, in order
   double gflops() const { return seconds > 0 ? flops / seconds / 1e9 : 0; }
 };
 
-std::unique_ptr<plexus::Kernel> make_cpu(int threads) {
-  plexus::ParameterList p("cpu");
+/// The cpu kernel on `threads` threads; `p` gets its parameters as validated (defaults filled in).
+std::unique_ptr<plexus::Kernel> make_cpu(int threads, plexus::ParameterList& p) {
   p.set("Threads", threads);
   return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
 }
 
-std::unique_ptr<plexus::CommStrategy> make_cannon() {
-  plexus::ParameterList p("cannon");
+std::unique_ptr<plexus::CommStrategy> make_cannon(plexus::ParameterList& p) {
   return plexus::Registry::global().make_comm("cannon", p, "Communication/cannon");
 }
 
-/// One multiply C = A*B into a fresh C; keeps the best (shortest) run in `best`.
+/// One multiply C = A*B into a fresh C; keeps the best (shortest) run in `best` and every run's
+/// seconds in `best.times`.
 void multiply_once(plexus::CommStrategy& strategy, plexus::Kernel& kernel, const plexus::DistMatrix& a,
                    const plexus::DistMatrix& b, Run& best, std::unique_ptr<plexus::DistMatrix>& result) {
   result.reset();  // the previous result of this thread count is no longer needed
@@ -236,6 +169,7 @@ void multiply_once(plexus::CommStrategy& strategy, plexus::Kernel& kernel, const
                                                 plexus::BlockLayout{a.layout().rows, b.layout().cols});
   c->finalize();
   const plexus::MultiplyReport rep = strategy.multiply(1.0, a, b, 0.0, *c, kernel, plexus::MultiplyOptions{});
+  best.times.push_back(rep.seconds);
   if (best.seconds == 0 || rep.seconds < best.seconds) {
     best.seconds = rep.seconds;
     best.kernel_seconds = rep.kernel_seconds;
@@ -316,6 +250,7 @@ struct Options {
   std::vector<std::string> classes{"h2o", "se", "dense"};
   std::string json;
   int dgemm_n = 2000;
+  std::vector<std::string> command;  // the command line, for the metadata
 };
 
 [[noreturn]] void usage(const std::string& msg) {
@@ -330,6 +265,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
+  o.command = plexus::bench::command_line(argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -370,69 +306,71 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-/// Re-reads the JSON and checks the fields every consumer relies on. Returns an error or "".
-std::string check_json(const std::string& path, const std::vector<std::string>& expected_classes) {
-  namespace pt = boost::property_tree;
-  pt::ptree root;
+/// Re-reads the JSON and checks the fields every consumer relies on, and the metadata. Returns an
+/// error or "".
+std::string check_json(const std::string& path, const std::vector<std::string>& expected_classes, int ranks) {
+  std::ifstream in(path);
+  if (!in) return "cannot open " + path;
+  json root;
   try {
-    pt::read_json(path, root);
+    root = json::parse(in);
   } catch (const std::exception& e) {
     return std::string("not well-formed JSON: ") + e.what();
   }
+  using plexus::bench::has_path;
   for (const char* key : {"benchmark", "machine.threads", "yardsticks.dgemm_gflops"})
-    if (!root.get_optional<std::string>(key)) return std::string("missing ") + key;
-  const auto cls = root.get_child_optional("classes");
-  if (!cls) return "missing classes";
+    if (!has_path(root, key)) return std::string("missing ") + key;
+  if (!root.contains("classes") || !root["classes"].is_array()) return "missing classes";
   std::vector<std::string> seen;
-  for (const auto& [unused, c] : *cls) {
-    (void)unused;
-    seen.push_back(c.get<std::string>("name", ""));
+  for (const json& c : root["classes"]) {
+    seen.push_back(c.value("name", ""));
     for (const char* key : {"block_size", "nblocks", "flops", "threads_1.gflops", "threads_1.seconds",
                             "threads_2.gflops", "speedup_2_threads", "fraction_of_dgemm", "check.max_rel_error"})
-      if (!c.get_optional<std::string>(key)) return "class " + seen.back() + ": missing " + key;
-    if (!(c.get<double>("threads_1.gflops") > 0)) return "class " + seen.back() + ": no rate measured";
-    if (c.get<std::string>("check.passed") != "true") return "class " + seen.back() + ": result check failed";
+      if (!has_path(c, key)) return "class " + seen.back() + ": missing " + key;
+    const json& g = c["threads_1"]["gflops"];
+    if (!g.is_number() || !(g.get<double>() > 0)) return "class " + seen.back() + ": no rate measured";
+    if (c["check"].value("passed", false) != true) return "class " + seen.back() + ": result check failed";
   }
   if (seen != expected_classes) return "classes in the file differ from those run";
-  return "";
+  return plexus::bench::check_metadata(root, "plexus-bench", ranks);
 }
 
 int run(const Options& opt) {
   plexus::Registry::global().load_default();
-  auto strategy = make_cannon();
-  auto k1 = make_cpu(1);
-  auto k2 = make_cpu(2);
+  plexus::ParameterList cannon_params("cannon"), cpu1_params("cpu"), cpu2_params("cpu");
+  auto strategy = make_cannon(cannon_params);
+  auto k1 = make_cpu(1, cpu1_params);
+  auto k2 = make_cpu(2, cpu2_params);
   const auto grid = plexus::Grid::create(MPI_COMM_WORLD, 1, 1);
   const double yard_seconds = opt.quick ? 0.02 : 0.5;
 
   std::printf("plexus-bench%s: one rank, %d OpenMP threads available, cannon strategy, cpu kernel\n",
               opt.quick ? " (quick)" : "", omp_get_max_threads());
-  const double dgemm = dgemm_gflops(opt.dgemm_n, opt.quick ? 1 : 3);
+  std::vector<double> dgemm_seconds;
+  const double dgemm = dgemm_gflops(opt.dgemm_n, opt.quick ? 1 : 3, dgemm_seconds);
   std::printf("OpenBLAS DGEMM n=%d, one core: %.2f GFLOP/s\n", opt.dgemm_n, dgemm);
 
-  Json js;
-  js.open();
-  js.str("benchmark", "plexus-bench");
-  js.str("description", "PASC'17 DBCSR problem classes on one rank: cannon strategy, cpu kernel");
-  js.boolean("quick", opt.quick);
-  js.num("scale", opt.scale);
-  js.integer("repeat", opt.repeat);
-  js.open("machine").integer("threads", omp_get_max_threads()).integer("ranks", 1);
+  json js;
+  js["benchmark"] = "plexus-bench";
+  js["description"] = "PASC'17 DBCSR problem classes on one rank: cannon strategy, cpu kernel";
+  js["quick"] = opt.quick;
+  js["scale"] = number(opt.scale);
+  js["repeat"] = opt.repeat;
 #if PLEXUS_HAVE_LIBXSMM
-  js.str("libxsmm_target", libxsmm_get_target_arch());
+  const std::string libxsmm_target = libxsmm_get_target_arch();
 #else
-  js.str("libxsmm_target", "none");
+  const std::string libxsmm_target = "none";
 #endif
-  js.close();
-  js.open("yardsticks").integer("dgemm_n", opt.dgemm_n).num("dgemm_gflops", dgemm).close();
-  js.open("targets")
-      .num("h2o_se_fraction_of_libxsmm", 0.75)
-      .num("dense_fraction_of_dgemm", 0.85)
-      .num("speedup_2_threads", 1.8)
-      .close();
-  js.array("classes");
+  js["machine"] = {{"threads", omp_get_max_threads()}, {"ranks", 1}, {"libxsmm_target", libxsmm_target}};
+  js["yardsticks"] = {{"dgemm_n", opt.dgemm_n},
+                      {"dgemm_gflops", number(dgemm)},
+                      {"dgemm_warmup", 1},
+                      {"dgemm_seconds_per_repetition", dgemm_seconds}};
+  js["targets"] = {{"h2o_se_fraction_of_libxsmm", 0.75}, {"dense_fraction_of_dgemm", 0.85}, {"speedup_2_threads", 1.8}};
+  js["classes"] = json::array();
 
   std::vector<std::string> run_classes;
+  std::vector<std::string> per_repetition;  // JSON pointers to the per-repetition times
   bool all_passed = true;
   for (const std::string& name : opt.classes) {
     const auto all = classes();
@@ -495,50 +433,87 @@ int run(const Options& opt) {
     if (!opt.quick && r1.seconds < 0.5)
       std::printf("      note: the 1-thread multiply took less than 0.5 s; raise --scale for steadier figures\n");
 
-    js.open_item();
-    js.str("name", pc.name).str("description", pc.description);
-    js.integer("block_size", pc.block).integer("nblocks", nblk).integer("rows", layout.rows.total());
-    js.integer("bandwidth", band);
-    js.num("occupancy_a", a.occupancy()).num("occupancy_b", b.occupancy()).num("occupancy_c", c1->occupancy());
-    js.integer("products", r1.products).num("flops", r1.flops).num("generate_seconds", gen_seconds);
-    js.str("loadavg_before", load_before).str("loadavg_after", load_after);
-    js.open("libxsmm_incache").num("gflops_1_thread", xsmm1).num("gflops_2_threads", xsmm2).close();
+    json cj;
+    cj["name"] = pc.name;
+    cj["description"] = pc.description;
+    cj["block_size"] = pc.block;
+    cj["nblocks"] = nblk;
+    cj["rows"] = layout.rows.total();
+    cj["bandwidth"] = band;
+    cj["occupancy_a"] = number(a.occupancy());
+    cj["occupancy_b"] = number(b.occupancy());
+    cj["occupancy_c"] = number(c1->occupancy());
+    cj["products"] = r1.products;
+    cj["flops"] = number(r1.flops);
+    cj["generate_seconds"] = number(gen_seconds);
+    cj["loadavg_before"] = load_before;
+    cj["loadavg_after"] = load_after;
+    cj["libxsmm_incache"] = {{"gflops_1_thread", number(xsmm1)}, {"gflops_2_threads", number(xsmm2)}};
     for (int t = 1; t <= 2; ++t) {
       const Run& r = t == 1 ? r1 : r2;
-      js.open(t == 1 ? "threads_1" : "threads_2");
-      js.num("seconds", r.seconds).num("gflops", r.gflops());
-      js.num("kernel_seconds", r.kernel_seconds).num("stack_seconds", r.stack_seconds);
-      js.num("kernel_gflops", r.kernel_seconds > 0 ? r.flops / r.kernel_seconds / 1e9 : 0);
-      js.close();
+      cj[t == 1 ? "threads_1" : "threads_2"] = {
+          {"seconds", number(r.seconds)},
+          {"gflops", number(r.gflops())},
+          {"kernel_seconds", number(r.kernel_seconds)},
+          {"stack_seconds", number(r.stack_seconds)},
+          {"kernel_gflops", number(r.kernel_seconds > 0 ? r.flops / r.kernel_seconds / 1e9 : 0)},
+          {"seconds_per_repetition", r.times}};
     }
-    js.num("speedup_2_threads", speedup);
-    js.boolean("multiply_at_least_half_second", r1.seconds >= 0.5);
-    js.num("fraction_of_libxsmm_incache", frac_xsmm).num("fraction_of_dgemm", frac_dgemm);
-    js.open("targets");
-    if (pc.target_xsmm > 0)
-      js.num("fraction_of_libxsmm_incache", pc.target_xsmm).boolean("fraction_met", frac_xsmm >= pc.target_xsmm);
-    if (pc.target_dgemm > 0)
-      js.num("fraction_of_dgemm", pc.target_dgemm).boolean("fraction_met", frac_dgemm >= pc.target_dgemm);
-    js.num("speedup_2_threads", 1.8).boolean("speedup_met", speedup >= 1.8);
-    js.close();
-    js.open("check").num("max_rel_error", std::max(err_block, err_threads)).boolean("passed", passed).close();
-    js.close();
+    cj["speedup_2_threads"] = number(speedup);
+    cj["multiply_at_least_half_second"] = r1.seconds >= 0.5;
+    cj["fraction_of_libxsmm_incache"] = number(frac_xsmm);
+    cj["fraction_of_dgemm"] = number(frac_dgemm);
+    json targets = json::object();
+    if (pc.target_xsmm > 0) {
+      targets["fraction_of_libxsmm_incache"] = pc.target_xsmm;
+      targets["fraction_met"] = frac_xsmm >= pc.target_xsmm;
+    }
+    if (pc.target_dgemm > 0) {
+      targets["fraction_of_dgemm"] = pc.target_dgemm;
+      targets["fraction_met"] = frac_dgemm >= pc.target_dgemm;
+    }
+    targets["speedup_2_threads"] = 1.8;
+    targets["speedup_met"] = speedup >= 1.8;
+    cj["targets"] = targets;
+    cj["check"] = {{"max_rel_error", number(std::max(err_block, err_threads))}, {"passed", passed}};
+    const std::string at = "/classes/" + std::to_string(js["classes"].size());
+    per_repetition.push_back(at + "/threads_1/seconds_per_repetition");
+    per_repetition.push_back(at + "/threads_2/seconds_per_repetition");
+    js["classes"].push_back(std::move(cj));
     std::fflush(stdout);
   }
-  js.close();  // classes
-  js.close();
+
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  plexus::bench::RunInfo info;
+  info.benchmark = "plexus-bench";
+  info.command_line = opt.command;
+  info.ranks = ranks;
+  info.grid = grid->describe();
+  info.threads_set = json::array({1, 2});  // the cpu kernel's Threads, one multiply each
+  info.options = {{"quick", opt.quick},     {"check", opt.check},     {"scale", opt.scale},
+                  {"repeat", opt.repeat},   {"classes", opt.classes}, {"json", opt.json},
+                  {"dgemm_n", opt.dgemm_n}};
+  info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cannon_params)},
+                          {"Kernel/cpu (threads_1)", plexus::bench::parameters_json(cpu1_params)},
+                          {"Kernel/cpu (threads_2)", plexus::bench::parameters_json(cpu2_params)}};
+  info.warm_up = 0;  // the multiplies are interleaved, every one counted (best of repeat)
+  info.rounds = opt.repeat;
+  info.per_repetition_times = per_repetition;
+  js["metadata"] = plexus::bench::run_metadata(info);
+  const std::string text = js.dump(2) + "\n";
 
   if (opt.json.empty()) {
-    std::printf("\n%s", js.text().c_str());
+    std::printf("\n%s", text.c_str());
   } else {
     std::ofstream f(opt.json);
-    f << js.text();
+    f << text;
     f.close();
     if (!f) throw plexus::Error("plexus-bench", "cannot write " + opt.json);
     std::printf("\nJSON written to %s\n", opt.json.c_str());
   }
   if (opt.check) {
-    const std::string err = check_json(opt.json, run_classes);
+    const std::string err = check_json(opt.json, run_classes, ranks);
     if (!err.empty()) {
       std::fprintf(stderr, "plexus-bench: check of %s failed: %s\n", opt.json.c_str(), err.c_str());
       return 1;

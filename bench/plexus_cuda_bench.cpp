@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "cuda_device.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/distribution.hpp"
@@ -45,6 +46,7 @@
 namespace {
 
 using plexus_cuda::DeviceEntry;
+using json = plexus::bench::json;
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw plexus::Error("plexus-cuda-bench", std::string(what) + ": " + cudaGetErrorString(e));
@@ -80,9 +82,10 @@ class DeviceArray {
   std::size_t n_;
 };
 
-/// Milliseconds of the work `f` enqueues on `stream`: best of `repeat` after one warm-up.
+/// Milliseconds of the work `f` enqueues on `stream`: best of `repeat` after one warm-up; every
+/// counted run's milliseconds go to `all_ms`.
 template <class F>
-double best_ms(cudaStream_t stream, int repeat, F&& f) {
+double best_ms(cudaStream_t stream, int repeat, std::vector<double>& all_ms, F&& f) {
   cudaEvent_t start, stop;
   cuda_check(cudaEventCreate(&start), "cudaEventCreate");
   cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -94,7 +97,9 @@ double best_ms(cudaStream_t stream, int repeat, F&& f) {
     cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (r > 0) best = std::min(best, static_cast<double>(ms));
+    if (r == 0) continue;
+    all_ms.push_back(ms);
+    best = std::min(best, static_cast<double>(ms));
   }
   (void)cudaEventDestroy(start);
   (void)cudaEventDestroy(stop);
@@ -203,6 +208,7 @@ BatchedPlan plan_batched(const std::vector<DeviceEntry>& entries, const double* 
 
 struct MultiplyRun {
   double seconds = 0, kernel_seconds = 0, flops = 0;
+  std::vector<double> times;  // every counted run's seconds, in order
 };
 
 MultiplyRun multiply_best(plexus::CommStrategy& strategy, plexus::Kernel& kernel, const plexus::DistMatrix& a,
@@ -212,8 +218,13 @@ MultiplyRun multiply_best(plexus::CommStrategy& strategy, plexus::Kernel& kernel
     plexus::DistMatrix c("C", a.distribution_ptr(), plexus::BlockLayout{a.layout().rows, b.layout().cols});
     c.finalize();
     const plexus::MultiplyReport rep = strategy.multiply(1.0, a, b, 0.0, c, kernel, plexus::MultiplyOptions{});
-    if (r > 0 && (best.seconds == 0 || rep.seconds < best.seconds))
-      best = MultiplyRun{rep.seconds, rep.kernel_seconds, rep.flops};
+    if (r == 0) continue;
+    best.times.push_back(rep.seconds);
+    if (best.seconds == 0 || rep.seconds < best.seconds) {
+      best.seconds = rep.seconds;
+      best.kernel_seconds = rep.kernel_seconds;
+      best.flops = rep.flops;
+    }
   }
   return best;
 }
@@ -227,6 +238,7 @@ struct Options {
   std::vector<std::string> classes{"h2o", "se", "dense"};
   int dgemm_n = 8192;
   std::string json;
+  std::vector<std::string> command;  // the command line, for the metadata
 };
 
 [[noreturn]] void usage(const std::string& msg, int code = 2) {
@@ -244,6 +256,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
+  o.command = plexus::bench::command_line(argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -348,8 +361,13 @@ nlohmann::json run_class(const ProblemClass& pc, const Options& opt, plexus::Com
     norm += c_cublas[i] * c_cublas[i];
   }
   const double rel_diff = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-  const double kernel_ms = best_ms(stream, opt.repeat, kernel_alone);
-  const double batched_ms = best_ms(stream, opt.repeat, batched);
+  std::vector<double> kernel_all_ms, batched_all_ms;
+  const double kernel_ms = best_ms(stream, opt.repeat, kernel_all_ms, kernel_alone);
+  const double batched_ms = best_ms(stream, opt.repeat, batched_all_ms, batched);
+  auto to_seconds = [](std::vector<double> ms) {
+    for (double& x : ms) x /= 1e3;
+    return ms;
+  };
 
   nlohmann::json j;
   j["name"] = pc.name;
@@ -362,12 +380,18 @@ nlohmann::json run_class(const ProblemClass& pc, const Options& opt, plexus::Com
   j["cublas_launches"] = plan.launches.size();
   j["multiply_cuda"] = {{"seconds", on_cuda.seconds},
                         {"gflops", gflops(on_cuda.flops, on_cuda.seconds)},
-                        {"kernel_seconds", on_cuda.kernel_seconds}};
+                        {"kernel_seconds", on_cuda.kernel_seconds},
+                        {"seconds_per_repetition", on_cuda.times}};
   j["multiply_cpu"] = {{"seconds", on_cpu.seconds},
                        {"gflops", gflops(on_cpu.flops, on_cpu.seconds)},
-                       {"threads", cpu.threads()}};
-  j["kernel_alone"] = {{"seconds", kernel_ms / 1e3}, {"gflops", gflops(st.flops, kernel_ms / 1e3)}};
-  j["cublas_batched"] = {{"seconds", batched_ms / 1e3}, {"gflops", gflops(st.flops, batched_ms / 1e3)}};
+                       {"threads", cpu.threads()},
+                       {"seconds_per_repetition", on_cpu.times}};
+  j["kernel_alone"] = {{"seconds", kernel_ms / 1e3},
+                       {"gflops", gflops(st.flops, kernel_ms / 1e3)},
+                       {"seconds_per_repetition", to_seconds(kernel_all_ms)}};
+  j["cublas_batched"] = {{"seconds", batched_ms / 1e3},
+                         {"gflops", gflops(st.flops, batched_ms / 1e3)},
+                         {"seconds_per_repetition", to_seconds(batched_all_ms)}};
   j["ratios"] = {{"kernel_over_cublas_batched", batched_ms / kernel_ms},
                  {"multiply_over_kernel_alone", on_cuda.seconds / (kernel_ms / 1e3)},
                  {"cuda_over_cpu_multiply", on_cpu.seconds / on_cuda.seconds}};
@@ -382,7 +406,7 @@ nlohmann::json run_class(const ProblemClass& pc, const Options& opt, plexus::Com
   return j;
 }
 
-double dgemm_gflops(cublasHandle_t handle, cudaStream_t stream, int n, int repeat) {
+double dgemm_gflops(cublasHandle_t handle, cudaStream_t stream, int n, int repeat, std::vector<double>& seconds) {
   const std::size_t nn = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   DeviceArray<double> a(nn), b(nn), c(nn);
   std::vector<double> host(nn);
@@ -391,10 +415,12 @@ double dgemm_gflops(cublasHandle_t handle, cudaStream_t stream, int n, int repea
   b.upload(host.data(), nn);
   c.zero();
   const double one = 1.0;
-  const double ms = best_ms(stream, repeat, [&] {
+  std::vector<double> all_ms;
+  const double ms = best_ms(stream, repeat, all_ms, [&] {
     cublas_check(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), n, b.get(), n, &one, c.get(), n),
                  "cublasDgemm");
   });
+  for (double x : all_ms) seconds.push_back(x / 1e3);
   return gflops(2.0 * n * static_cast<double>(n) * n, ms / 1e3);
 }
 
@@ -405,7 +431,7 @@ int run(const Options& opt) {
     return 77;
   }
   plexus::Registry::global().load_default();
-  plexus::ParameterList cp("cannon"), kc("cuda"), kh("cpu");
+  plexus::ParameterList cp("cannon"), kc("cuda"), kh("cpu");  // filled in with the defaults by the registry
   auto strategy = plexus::Registry::global().make_comm("cannon", cp, "Communication/cannon");
   auto cuda = plexus::Registry::global().make_kernel("cuda", kc, "Kernel/cuda");
   auto cpu = plexus::Registry::global().make_kernel("cpu", kh, "Kernel/cpu");
@@ -427,7 +453,9 @@ int run(const Options& opt) {
   out["device"] = prop.name;
   out["cpu_threads"] = cpu->threads();
   out["dgemm_n"] = opt.dgemm_n;
-  out["cublas_dgemm_gflops"] = dgemm_gflops(handle, stream, opt.dgemm_n, opt.repeat);
+  std::vector<double> dgemm_seconds;
+  out["cublas_dgemm_gflops"] = dgemm_gflops(handle, stream, opt.dgemm_n, opt.repeat, dgemm_seconds);
+  out["cublas_dgemm_seconds_per_repetition"] = dgemm_seconds;
   std::fprintf(stderr, "%s: cuBLAS DGEMM n=%d %.1f GFLOP/s\n", prop.name, opt.dgemm_n,
                out["cublas_dgemm_gflops"].get<double>());
   out["classes"] = nlohmann::json::array();
@@ -438,6 +466,26 @@ int run(const Options& opt) {
   }
   (void)cublasDestroy(handle);
   (void)cudaStreamDestroy(stream);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  plexus::bench::RunInfo info;
+  info.benchmark = "plexus-cuda-bench";
+  info.command_line = opt.command;
+  info.ranks = ranks;
+  info.grid = "1x1";  // every class on a 1 x 1 grid
+  info.threads_set = nullptr;  // the cpu kernel runs on its default threads (multiply_cpu.threads)
+  info.options = {{"quick", opt.quick},     {"scale", opt.scale},     {"repeat", opt.repeat},
+                  {"classes", opt.classes}, {"dgemm_n", opt.dgemm_n}, {"json", opt.json}};
+  info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cp)},
+                          {"Kernel/cuda", plexus::bench::parameters_json(kc)},
+                          {"Kernel/cpu", plexus::bench::parameters_json(kh)}};
+  info.warm_up = 1;  // one uncounted run before every timed measurement
+  info.rounds = opt.repeat;
+  info.per_repetition_times.push_back("/cublas_dgemm_seconds_per_repetition");
+  for (std::size_t i = 0; i < out["classes"].size(); ++i)
+    for (const char* k : {"multiply_cuda", "multiply_cpu", "kernel_alone", "cublas_batched"})
+      info.per_repetition_times.push_back(fmt::format("/classes/{}/{}/seconds_per_repetition", i, k));
+  out["metadata"] = plexus::bench::run_metadata(info);
   const std::string text = out.dump(2) + "\n";
   if (opt.json.empty()) {
     std::cout << text;

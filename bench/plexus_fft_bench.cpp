@@ -92,10 +92,12 @@ struct Options {
   bool check = false;
   bool quick = false;
   std::string command;
+  std::vector<std::string> command_words;  // the same, for the metadata
 };
 
 Options parse(int argc, char** argv, bool& help) {
   Options o;
+  o.command_words = plexus::bench::command_line(argc, argv);
   for (int i = 0; i < argc; ++i) {
     if (i > 0) o.command.push_back(' ');
     o.command.append(argv[i]);
@@ -253,8 +255,9 @@ json stats_json(const std::vector<double>& v) {
   return {{"min", number(s.min)}, {"median", number(s.median)}, {"mean", number(s.mean)}};
 }
 
-// Re-reads the JSON and checks what a consumer (bench/cg_bands_plot.py) relies on. "" when fine.
-std::string check_json(const std::string& path) {
+// Re-reads the JSON and checks what a consumer (bench/cg_bands_plot.py) relies on, and the metadata
+// of a run on `ranks` ranks. "" when fine.
+std::string check_json(const std::string& path, int ranks) {
   std::ifstream in(path);
   if (!in) return "cannot open " + path;
   json j;
@@ -278,10 +281,10 @@ std::string check_json(const std::string& path) {
       if (!j.at(k).is_number() || !(j[k].get<double>() > 0)) return k;
     if (!j.at("check").at("passed").get<bool>()) return "check.passed is false";
     if (!j.at("machine").at("ranks").is_number()) return "machine.ranks";
+    return plexus::bench::check_metadata(j, "plexus-fft-bench", ranks);
   } catch (const std::exception& e) {
     return std::string("missing or malformed field: ") + e.what();
   }
-  return "";
 }
 
 int run(const Options& o, MPI_Comm comm) {
@@ -430,7 +433,27 @@ int run(const Options& o, MPI_Comm comm) {
                 {"relative_difference", rel},
                 {"tolerance", o.tolerance},
                 {"passed", passed}};
-  j["samples"] = {{"ours", t_ours}, {"fftw_mpi", t_fftw}};
+  j["samples"] = {{"ours", t_ours}, {"fftw_mpi", t_fftw}, {"ours_alltoall", t_ours_a2a}};
+  plexus::bench::RunInfo info;
+  info.benchmark = "plexus-fft-bench";
+  info.command_line = o.command_words;
+  info.ranks = p;
+  // No grid: ours cuts the box into z-planes, FFTW into z-slabs, over all ranks.
+  info.threads_set = nullptr;  // the bench sets no threads
+  info.options = {{"supercell", o.supercell},
+                  {"ecut", o.ecut},
+                  {"planning", o.measure ? "measure" : "estimate"},
+                  {"fftw_transposed", o.transposed},
+                  {"repetitions", o.repetitions},
+                  {"warmup", o.warmup},
+                  {"tolerance", o.tolerance},
+                  {"json", o.json_path},
+                  {"check", o.check},
+                  {"quick", o.quick}};
+  info.warm_up = o.warmup;  // pairs
+  info.rounds = o.repetitions;
+  info.per_repetition_times = {"/samples/ours", "/samples/fftw_mpi", "/samples/ours_alltoall"};
+  j["metadata"] = plexus::bench::run_metadata(info);
 
   fftw.reset();
   ours.reset();
@@ -457,7 +480,7 @@ int run(const Options& o, MPI_Comm comm) {
       }
     }
     if (code == 0 && o.check) {
-      const std::string err = check_json(o.json_path);
+      const std::string err = check_json(o.json_path, p);
       if (!err.empty()) {
         std::fprintf(stderr, "plexus-fft-bench: check of %s failed: %s\n", o.json_path.c_str(), err.c_str());
         code = 1;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/context.hpp"
 #include "plexus/kernel.hpp"
@@ -36,11 +37,15 @@
 
 namespace {
 
+using json = plexus::bench::json;
+using plexus::bench::number;
+
 struct Options {
   int lx = 4, ly = 4, nw = 8, measurements = 4, threads = 1;
   std::vector<std::string> configs = {"replicated", "default", "ring"};
   std::vector<int> subrings;  // empty: every divisor of the rank count
   std::string json;
+  bool quick = false, check = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -84,7 +89,10 @@ Options parse(int argc, char** argv) {
       for (const auto& s : split(value())) o.subrings.push_back(to_int(a, s));
     } else if (a == "--json")
       o.json = value();
+    else if (a == "--check")
+      o.check = true;
     else if (a == "--quick") {
+      o.quick = true;
       o.lx = 2;
       o.ly = 2;
       o.nw = 3;
@@ -92,7 +100,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::cout << "Usage: mpiexec -n P plexus-g4-bench [--lx X] [--ly Y] [--nw W] [--measurements M] [--threads k]\n"
                    "                      [--configs replicated,default,ring] [--subrings S1,S2,...] [--json FILE]\n"
-                   "                      [--quick]\n"
+                   "                      [--quick] [--check]\n"
+                   "  --check  re-read the JSON file and check it and its metadata (needs --json)\n"
                    "See bench/README.md.\n";
       std::exit(0);
     } else {
@@ -102,6 +111,7 @@ Options parse(int argc, char** argv) {
   for (const auto& c : o.configs)
     if (c != "replicated" && c != "default" && c != "ring")
       throw plexus::InputError("--configs", "unknown configuration '" + c + "' (replicated, default, ring)");
+  if (o.check && o.json.empty()) throw plexus::InputError("--check", "--check needs --json FILE");
   if (o.lx < 1 || o.ly < 1 || o.nw < 1 || o.measurements < 1 || o.threads < 1)
     throw plexus::InputError("options", "sizes, measurements and threads must be at least 1");
   return o;
@@ -113,6 +123,7 @@ struct Row {
   double seconds_per_measurement = 0, accumulate_seconds = 0, reduce_seconds = 0;
   double storage = 0, peak = 0, peak_buffer = 0, rss = 0, sent_per_measurement = 0, gflops = 0;
   double l1 = 0, l2 = 0;
+  json strategy_parameters, solver_parameters;  // the lists as validated (defaults filled in)
 };
 
 double peak_rss_bytes() {
@@ -140,6 +151,8 @@ Row run_one(const Options& o, const std::string& config, int subring, MPI_Comm c
   g.set("Mode", row.mode);
   g.set("ResultMatrix", false);
   auto solver = reg.make_solver("g4", g, "g4");
+  row.strategy_parameters = plexus::bench::parameters_json(sp);
+  row.solver_parameters = plexus::bench::parameters_json(g);
   plexus::Context context(comm, std::move(strategy), std::make_shared<plexus::ReferenceKernel>());
   plexus::SolverContext ctx;
   ctx.context = &context;
@@ -178,18 +191,10 @@ Row run_one(const Options& o, const std::string& config, int subring, MPI_Comm c
   return row;
 }
 
-std::string mib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", b / (1024.0 * 1024.0));
-  return buf;
-}
+std::string mib(double b) { return fmt::format("{:.2f}", b / (1024.0 * 1024.0)); }
 
-std::string num(double v, const char* fmt = "%.6g") {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
+/// A count of bytes as a JSON integer (null when not finite).
+json bytes(double v) { return std::isfinite(v) ? json(std::llround(v)) : json(nullptr); }
 
 }  // namespace
 
@@ -241,35 +246,78 @@ int main(int argc, char** argv) {
                     r.seconds_per_measurement, r.reduce_seconds, r.gflops, mib(r.storage).c_str(), mib(r.peak).c_str(),
                     mib(r.rss).c_str(), mib(r.sent_per_measurement).c_str(),
                     rows.front().l2 > 0 ? std::fabs(r.l2 - rows.front().l2) / rows.front().l2 : 0.0);
-      std::ostringstream js;
-      js << "{\n  \"benchmark\": \"plexus-g4-bench\",\n  \"ranks\": " << size << ",\n  \"lx\": " << o.lx
-         << ", \"ly\": " << o.ly << ", \"nw\": " << o.nw << ", \"n\": " << N
-         << ",\n  \"g4_bytes\": " << num(g4_bytes, "%.0f")
-         << ",\n  \"measurements_per_rank_and_thread\": " << o.measurements << ",\n  \"rows\": [";
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = rows[i];
-        js << (i ? ",\n" : "\n") << "    {\"label\": \"" << r.label << "\", \"mode\": \"" << r.mode
-           << "\", \"strategy\": \"" << r.strategy << "\", \"sub_ring_size\": " << r.subring
-           << ", \"threads\": " << r.threads << ", \"seconds_per_measurement\": " << num(r.seconds_per_measurement)
-           << ", \"accumulate_seconds\": " << num(r.accumulate_seconds)
-           << ", \"reduce_seconds\": " << num(r.reduce_seconds) << ", \"gflops\": " << num(r.gflops)
-           << ", \"storage_bytes_per_rank\": " << num(r.storage, "%.0f")
-           << ", \"peak_memory_bytes_per_rank\": " << num(r.peak, "%.0f")
-           << ", \"peak_buffer_bytes_per_rank\": " << num(r.peak_buffer, "%.0f")
-           << ", \"peak_rss_bytes_per_rank\": " << num(r.rss, "%.0f")
-           << ", \"bytes_sent_per_rank_per_measurement\": " << num(r.sent_per_measurement, "%.0f")
-           << ", \"g4_l1_norm\": " << num(r.l1, "%.17g") << ", \"g4_l2_norm\": " << num(r.l2, "%.17g") << "}";
+      json doc;
+      doc["benchmark"] = "plexus-g4-bench";
+      doc["ranks"] = size;
+      doc["lx"] = o.lx;
+      doc["ly"] = o.ly;
+      doc["nw"] = o.nw;
+      doc["n"] = N;
+      doc["g4_bytes"] = bytes(g4_bytes);
+      doc["measurements_per_rank_and_thread"] = o.measurements;
+      doc["rows"] = json::array();
+      json lists = json::object();
+      for (const Row& r : rows) {
+        doc["rows"].push_back({{"label", r.label},
+                               {"mode", r.mode},
+                               {"strategy", r.strategy},
+                               {"sub_ring_size", r.subring},
+                               {"threads", r.threads},
+                               {"seconds_per_measurement", number(r.seconds_per_measurement)},
+                               {"accumulate_seconds", number(r.accumulate_seconds)},
+                               {"reduce_seconds", number(r.reduce_seconds)},
+                               {"gflops", number(r.gflops)},
+                               {"storage_bytes_per_rank", bytes(r.storage)},
+                               {"peak_memory_bytes_per_rank", bytes(r.peak)},
+                               {"peak_buffer_bytes_per_rank", bytes(r.peak_buffer)},
+                               {"peak_rss_bytes_per_rank", bytes(r.rss)},
+                               {"bytes_sent_per_rank_per_measurement", bytes(r.sent_per_measurement)},
+                               {"g4_l1_norm", number(r.l1)},
+                               {"g4_l2_norm", number(r.l2)}});
+        lists["Communication/" + r.strategy + " (" + r.label + ")"] = r.strategy_parameters;
+        lists["g4 (" + r.label + ")"] = r.solver_parameters;
       }
-      js << "\n  ]\n}\n";
+      plexus::bench::RunInfo info;
+      info.benchmark = "plexus-g4-bench";
+      info.command_line = plexus::bench::command_line(argc, argv);
+      info.ranks = size;
+      // No grid: the ranks form one ring (or sub-rings: sub_ring_size in the rows).
+      info.threads_set = o.threads;  // rings per rank (the ring strategy's Threads)
+      info.options = {{"lx", o.lx},
+                      {"ly", o.ly},
+                      {"nw", o.nw},
+                      {"measurements", o.measurements},
+                      {"threads", o.threads},
+                      {"configs", o.configs},
+                      {"subrings", subrings},  // as run: every divisor of the rank count when not given
+                      {"json", o.json},
+                      {"quick", o.quick},
+                      {"check", o.check}};
+      info.parameter_lists = lists;
+      info.warm_up = 0;
+      info.rounds = nullptr;  // every configuration runs once (its measurements timed together)
+      doc["metadata"] = plexus::bench::run_metadata(info);
+      const std::string text = doc.dump(2) + "\n";
       if (o.json.empty()) {
-        std::cout << "\n" << js.str();
+        std::cout << "\n" << text;
       } else {
         std::ofstream out(o.json);
-        out << js.str();
+        out << text;
+        out.close();
         if (!out) throw plexus::InputError(o.json, "cannot write '" + o.json + "'");
         std::printf("\nwrote %s\n", o.json.c_str());
       }
+      if (o.check) {
+        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-g4-bench", size);
+        if (!err.empty()) {
+          std::fprintf(stderr, "plexus-g4-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
+          code = 1;
+        } else {
+          std::printf("JSON check passed\n");
+        }
+      }
     }
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "plexus-g4-bench: error on rank %d: %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

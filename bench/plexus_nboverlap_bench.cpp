@@ -109,6 +109,7 @@ Options (sizes take a K, M or G suffix, powers of 1024):
   --pp-min B, --pp-max B   ping-pong sizes (default 8 .. 16M); --no-pingpong skips it
   --poll-us U          sleep between two MPI_Test of a waiting rank (default 1000)
   --json FILE          write the JSON there (default: stdout, after the table)
+  --check              re-read the JSON file and check its metadata (needs --json)
   --quick              tiny run for tests: 1K..64K, 3 repetitions, 1 warm-up round,
                        ping-pong 8..64K (options after --quick override it)
   -h, --help           this text
@@ -126,7 +127,7 @@ struct Options {
   bool pingpong = true;
   std::int64_t pp_min = 8, pp_max = 16 << 20;
   int poll_us = 1000;
-  bool quick = false;
+  bool quick = false, check = false;
   std::string json;
 };
 
@@ -169,6 +170,8 @@ Options parse(int argc, char** argv, bool& help) {
       o.poll_us = static_cast<int>(to_int(a, value(), 0, 1000000));
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--check") {
+      o.check = true;
     } else if (a == "--quick") {
       o.quick = true;
       o.min_bytes = 1024;
@@ -188,6 +191,7 @@ Options parse(int argc, char** argv, bool& help) {
     if (c != "blocking" && c != "nboverlap" && c != "ppn" && c != "ndup1")
       throw UsageError("--cases: unknown case '" + c + "' (blocking, nboverlap, ppn, ndup1)");
   if (o.ops.empty() || o.cases.empty()) throw UsageError("--ops and --cases need at least one entry");
+  if (o.check && o.json.empty()) throw UsageError("--check needs --json FILE");
   if (o.min_bytes % 8 != 0 || o.max_bytes % 8 != 0)
     throw UsageError("--min-bytes and --max-bytes must be multiples of 8 (messages of doubles)");
   if (o.min_bytes > o.max_bytes) throw UsageError("--min-bytes is larger than --max-bytes");
@@ -559,6 +563,35 @@ int main(int argc, char** argv) {
       doc["machine"]["loadavg_1min_before"] = load_before;
       doc["machine"]["loadavg_1min_after"] = load_after;
       doc["seconds_total"] = MPI_Wtime() - t_start;
+      plexus::bench::RunInfo info;
+      info.benchmark = "plexus-nboverlap-bench";
+      info.command_line = plexus::bench::command_line(argc, argv);
+      info.ranks = size;
+      // No grid: the emulated nodes are the document's parameters.nodes and parameters.ranks_per_node.
+      info.threads_set = nullptr;  // no threads are set: MPI calls only
+      info.options = {{"nodes", o.nodes},
+                      {"ndup", o.ndup},
+                      {"min_part_bytes", o.min_part_bytes},
+                      {"min_bytes", o.min_bytes},
+                      {"max_bytes", o.max_bytes},
+                      {"ops", o.ops},
+                      {"cases", o.cases},
+                      {"reps", o.reps},
+                      {"warmup", o.warmup},
+                      {"pingpong", o.pingpong},
+                      {"pp_min", o.pp_min},
+                      {"pp_max", o.pp_max},
+                      {"poll_us", o.poll_us},
+                      {"quick", o.quick},
+                      {"check", o.check},
+                      {"json", o.json}};
+      info.parameter_lists = {{"Communication/nboverlap", plexus::bench::parameters_json(params)},
+                              {"Communication/nboverlap (ndup1)", plexus::bench::parameters_json(params1)}};
+      info.warm_up = o.warmup;  // rounds
+      info.rounds = o.reps;
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        info.per_repetition_times.push_back(fmt::format("/rows/{}/seconds", i));
+      doc["metadata"] = plexus::bench::run_metadata(info);
       // The table: median time's bandwidth in MB/s (10^6 B/s, as the paper), per operation.
       std::printf("plexus-nboverlap-bench: %d ranks = %d emulated nodes x %d; p = %d per collective; NDup %d, "
                   "MinPartBytes %lld\n",
@@ -580,9 +613,8 @@ int main(int argc, char** argv) {
           for (const auto& c : o.cases)
             for (const auto& l : table)
               if (l.bytes == bytes && l.op == op && l.c == c) {
-                char cell[64];
-                std::snprintf(cell, sizeof cell, "%.0f (%.4g)", l.bw_median * 1e-6, l.t_median * 1e6);
-                std::printf(" %24s", cell);
+                const std::string cell = fmt::format("{:.0f} ({:.4g})", l.bw_median * 1e-6, l.t_median * 1e6);
+                std::printf(" %24s", cell.c_str());
                 if (c == "nboverlap") parts = l.parts;
               }
           if (std::find(o.cases.begin(), o.cases.end(), "nboverlap") != o.cases.end()) std::printf(" %5d", parts);
@@ -603,9 +635,19 @@ int main(int argc, char** argv) {
         if (!f) throw plexus::Error("plexus-nboverlap-bench", "cannot write '" + o.json + "'");
         std::printf("\nwrote %s\n", o.json.c_str());
       }
+      if (o.check) {
+        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-nboverlap-bench", size);
+        if (!err.empty()) {
+          std::fprintf(stderr, "plexus-nboverlap-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
+          code = 1;
+        } else {
+          std::printf("JSON check passed\n");
+        }
+      }
       if (!all_valid) std::fprintf(stderr, "plexus-nboverlap-bench: a result check failed (see \"validated\")\n");
     }
-    code = all_valid ? 0 : 1;
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    code = all_valid && code == 0 ? 0 : 1;
     // The duplicates live in the pool; release it (collective over the leaders) before the
     // communicators they were made from go.
     pool.release();

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "plexus/algebra.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/context.hpp"
@@ -45,6 +46,9 @@
 
 namespace {
 
+using json = plexus::bench::json;
+using plexus::bench::number;
+
 struct Options {
   std::vector<std::string> strategies = {"cannon", "rma25d", "ring"};
   int multiplies = 1000, every = 50, warmup = -1;  // warmup -1: a tenth of the run, at least one sample interval
@@ -53,6 +57,7 @@ struct Options {
   std::string kernel = "cpu";
   int threads = 0;  // kernel threads (0: the kernel's default)
   bool clear_log = false;
+  bool quick = false, check = false;
   std::string json;
 };
 
@@ -71,6 +76,7 @@ const char* kUsage =
     "  --clear-log        clear the context's operation log at every sample (default: keep it, as plexus run does)\n"
     "  --json FILE        write the JSON there (default: stdout after the summary)\n"
     "  --quick            20 x 20 blocks of 5, 40 multiplies, a sample every 10\n"
+    "  --check            re-read the JSON file and check it and its metadata (needs --json)\n"
     "See bench/README.md.\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -123,7 +129,10 @@ Options parse(int argc, char** argv) {
       o.clear_log = true;
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--check") {
+      o.check = true;
     } else if (a == "--quick") {
+      o.quick = true;
       o.blocks = 20;
       o.block_size = 5;
       o.multiplies = 40;
@@ -136,6 +145,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.strategies.empty()) throw plexus::InputError("--strategies", "--strategies needs at least one strategy");
+  if (o.check && o.json.empty()) throw plexus::InputError("--check", "--check needs --json FILE");
   if (o.warmup < 0) o.warmup = std::max(o.every, o.multiplies / 10);
   return o;
 }
@@ -194,6 +204,7 @@ struct RankSeries {
 
 struct StrategyResult {
   std::string strategy, grid;
+  json strategy_parameters, kernel_parameters, problem_parameters;  // as validated (defaults filled in)
   double seconds = 0, norm_first = 0, norm_last = 0;
   std::vector<int> at;  // multiplies done at each sample
   std::vector<RankSeries> ranks;
@@ -221,6 +232,8 @@ StrategyResult run_strategy(const Options& o, const std::string& name, MPI_Comm 
   std::shared_ptr<plexus::Kernel> kernel = reg.make_kernel(o.kernel, kp, "Kernel/" + o.kernel);
   StrategyResult res;
   res.strategy = name;
+  res.strategy_parameters = plexus::bench::parameters_json(sp);
+  res.kernel_parameters = plexus::bench::parameters_json(kp);
   RankSeries mine;
   {
     plexus::Context context(comm, strategy, kernel);
@@ -230,6 +243,7 @@ StrategyResult run_strategy(const Options& o, const std::string& name, MPI_Comm 
     problem.set("Occupancy", o.occupancy);
     {
       auto m = plexus::build_problem(problem, context, false);
+      res.problem_parameters = plexus::bench::parameters_json(problem);
       res.grid = m.a->grid().describe();
       auto take = [&](int done) {
         const Sample s = sample();
@@ -279,18 +293,18 @@ StrategyResult run_strategy(const Options& o, const std::string& name, MPI_Comm 
   return res;
 }
 
-std::string num(double v, const char* fmt = "%.6g") {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
+/// A whole number of KB or bytes as a JSON integer (null when not finite).
+json whole(double v) { return std::isfinite(v) ? json(std::llround(v)) : json(nullptr); }
+
+/// A series of KB or bytes, each a JSON integer or null.
+json series(const std::vector<double>& v) {
+  json out = json::array();
+  for (double x : v) out.push_back(whole(x));
+  return out;
 }
 
-std::string series(const std::vector<double>& v, const char* fmt = "%.0f") {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + num(v[i], fmt);
-  return s + "]";
-}
+/// A slope in KB per 1,000 multiplies, to a tenth (null when not finite).
+json tenth(double v) { return std::isfinite(v) ? json(std::round(v * 10) / 10) : json(nullptr); }
 
 // Slope of y (KB) per 1,000 multiplies over the samples taken after `warmup` multiplies.
 double slope_per_1000(const std::vector<int>& at, const std::vector<double>& y, int warmup) {
@@ -345,12 +359,11 @@ int main(int argc, char** argv) {
         if (!(std::fabs(r.norm_last - ref) <= 1e-10 * std::fabs(ref))) ok = false;
       }
       // The environment that changes what malloc, OpenMP and the tracker's pool do.
-      std::string env;
+      json env = json::object();
       for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                "PLEXUS_MEMORY_POOL_MB"}) {
         const char* v = std::getenv(name);
-        env +=
-            std::string(env.empty() ? "" : ", ") + "\"" + name + "\": " + (v ? "\"" + std::string(v) + "\"" : "null");
+        env[name] = v ? json(v) : json(nullptr);
       }
       std::printf(
           "\nplexus-soak-bench: %d ranks, %d x %d blocks of %d, occupancy %g, kernel %s, %d multiplies per "
@@ -371,46 +384,88 @@ int main(int argc, char** argv) {
       std::printf("check: %s (C after the first and the last multiply, and across strategies)\n", ok ? "ok" : "FAILED");
       if (!ok) code = 1;
 
-      std::ostringstream js;
-      js << "{\n  \"benchmark\": \"plexus-soak-bench\",\n  \"ranks\": " << size
-         << ",\n  \"multiplies\": " << o.multiplies << ",\n  \"every\": " << o.every << ",\n  \"warmup\": " << o.warmup
-         << ",\n  \"problem\": {\"blocks\": " << o.blocks << ", \"block_size\": " << o.block_size
-         << ", \"occupancy\": " << num(o.occupancy) << "},\n  \"kernel\": \"" << o.kernel
-         << "\",\n  \"kernel_threads\": " << o.threads << ",\n  \"log_cleared\": " << (o.clear_log ? "true" : "false")
-         << ",\n  \"environment\": {" << env << "}"
-         << ",\n  \"check_ok\": " << (ok ? "true" : "false") << ",\n  \"strategies\": [";
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        const StrategyResult& r = results[i];
-        std::vector<double> at(r.at.begin(), r.at.end());
-        js << (i ? "," : "") << "\n    {\"strategy\": \"" << r.strategy << "\", \"grid\": \"" << r.grid
-           << "\", \"seconds\": " << num(r.seconds) << ", \"norm_first\": " << num(r.norm_first, "%.17g")
-           << ", \"norm_last\": " << num(r.norm_last, "%.17g") << ",\n     \"samples_at\": " << series(at)
-           << ",\n     \"ranks\": [";
+      json doc;
+      doc["benchmark"] = "plexus-soak-bench";
+      doc["ranks"] = size;
+      doc["multiplies"] = o.multiplies;
+      doc["every"] = o.every;
+      doc["warmup"] = o.warmup;
+      doc["problem"] = {{"blocks", o.blocks}, {"block_size", o.block_size}, {"occupancy", o.occupancy}};
+      doc["kernel"] = o.kernel;
+      doc["kernel_threads"] = o.threads;
+      doc["log_cleared"] = o.clear_log;
+      doc["environment"] = env;
+      doc["check_ok"] = ok;
+      doc["strategies"] = json::array();
+      std::string grids;  // "cannon 2x2, rma25d 2x1x2, ...": the metadata's grid where the strategies' differ
+      json lists = json::object();
+      for (const StrategyResult& r : results) {
+        json ranks = json::array();
         for (std::size_t q = 0; q < r.ranks.size(); ++q) {
           const RankSeries& s = r.ranks[q];
-          js << (q ? "," : "") << "\n       {\"rank\": " << q << ", \"rss_first_kb\": " << num(s.rss_kb.front(), "%.0f")
-             << ", \"rss_last_kb\": " << num(s.rss_kb.back(), "%.0f")
-             << ", \"rss_max_kb\": " << num(*std::max_element(s.rss_kb.begin(), s.rss_kb.end()), "%.0f")
-             << ", \"rss_at_warmup_kb\": " << num(value_at(r.at, s.rss_kb, o.warmup), "%.0f")
-             << ", \"rss_slope_kb_per_1000\": " << num(slope_per_1000(r.at, s.rss_kb, o.warmup), "%.1f")
-             << ", \"heap_slope_kb_per_1000\": " << num(slope_per_1000(r.at, s.heap_kb, o.warmup), "%.1f")
-             << ", \"tracked_peak_bytes\": " << num(s.tracked_peak, "%.0f")
-             << ", \"buffer_peak_bytes\": " << num(s.buffer_peak, "%.0f")
-             << ",\n        \"rss_kb\": " << series(s.rss_kb) << ",\n        \"heap_kb\": " << series(s.heap_kb)
-             << ",\n        \"heap_free_kb\": " << series(s.heap_free_kb)
-             << ",\n        \"tracked_bytes\": " << series(s.tracked)
-             << ",\n        \"pooled_bytes\": " << series(s.pooled) << "}";
+          ranks.push_back({{"rank", q},
+                           {"rss_first_kb", whole(s.rss_kb.front())},
+                           {"rss_last_kb", whole(s.rss_kb.back())},
+                           {"rss_max_kb", whole(*std::max_element(s.rss_kb.begin(), s.rss_kb.end()))},
+                           {"rss_at_warmup_kb", whole(value_at(r.at, s.rss_kb, o.warmup))},
+                           {"rss_slope_kb_per_1000", tenth(slope_per_1000(r.at, s.rss_kb, o.warmup))},
+                           {"heap_slope_kb_per_1000", tenth(slope_per_1000(r.at, s.heap_kb, o.warmup))},
+                           {"tracked_peak_bytes", whole(s.tracked_peak)},
+                           {"buffer_peak_bytes", whole(s.buffer_peak)},
+                           {"rss_kb", series(s.rss_kb)},
+                           {"heap_kb", series(s.heap_kb)},
+                           {"heap_free_kb", series(s.heap_free_kb)},
+                           {"tracked_bytes", series(s.tracked)},
+                           {"pooled_bytes", series(s.pooled)}});
         }
-        js << "]}";
+        doc["strategies"].push_back({{"strategy", r.strategy},
+                                     {"grid", r.grid},
+                                     {"seconds", number(r.seconds)},
+                                     {"norm_first", number(r.norm_first)},
+                                     {"norm_last", number(r.norm_last)},
+                                     {"samples_at", r.at},
+                                     {"ranks", ranks}});
+        if (!grids.empty()) grids += ", ";
+        grids += r.strategy + " " + r.grid;
+        lists["Communication/" + r.strategy] = r.strategy_parameters;
+        lists["Kernel/" + o.kernel + " (" + r.strategy + ")"] = r.kernel_parameters;
+        lists["Problem (" + r.strategy + ")"] = r.problem_parameters;
       }
-      js << "\n  ]\n}\n";
+      plexus::bench::RunInfo info;
+      info.benchmark = "plexus-soak-bench";
+      info.command_line = plexus::bench::command_line(argc, argv);
+      info.ranks = size;
+      bool same = true;
+      for (const auto& r : results) same = same && r.grid == results.front().grid;
+      info.grid = same && !results.empty() ? results.front().grid : grids;  // "2x2" where they agree
+      info.threads_set = o.kernel == "cpu" ? json(o.threads) : json(nullptr);  // 0: the kernel's default
+      info.options = {{"strategies", o.strategies}, {"multiplies", o.multiplies}, {"every", o.every},
+                      {"warmup", o.warmup},         {"blocks", o.blocks},         {"block_size", o.block_size},
+                      {"occupancy", o.occupancy},   {"kernel", o.kernel},         {"threads", o.threads},
+                      {"clear_log", o.clear_log},   {"json", o.json},             {"quick", o.quick},
+                      {"check", o.check}};
+      info.parameter_lists = lists;
+      info.warm_up = o.warmup;  // multiplies before the samples the slopes are fitted to
+      info.rounds = nullptr;    // one timed run of o.multiplies multiplies per strategy
+      doc["metadata"] = plexus::bench::run_metadata(info);
+      const std::string text = doc.dump(2) + "\n";
       if (o.json.empty()) {
-        std::cout << "\n" << js.str();
+        std::cout << "\n" << text;
       } else {
         std::ofstream out(o.json);
-        out << js.str();
+        out << text;
+        out.close();
         if (!out) throw plexus::InputError(o.json, "cannot write '" + o.json + "'");
         std::printf("wrote %s\n", o.json.c_str());
+      }
+      if (o.check) {
+        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-soak-bench", size);
+        if (!err.empty()) {
+          std::fprintf(stderr, "plexus-soak-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
+          code = 1;
+        } else {
+          std::printf("JSON check passed\n");
+        }
       }
     }
     MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);

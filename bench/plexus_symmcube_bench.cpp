@@ -116,6 +116,7 @@ Options (sizes take a K, M or G suffix, powers of 1024):
   --pp-min B, --pp-max B ping-pong sizes (default 8 .. 16M); --no-pingpong skips it (no model)
   --poll-us U            sleep between two MPI_Test in the barriers between calls (default 1000)
   --json FILE            write the JSON there (default: stdout, after the tables)
+  --check                re-read the JSON file and check its metadata (needs --json)
   --quick                tiny run for tests: N 64, blocks of 8, 2 reps, 1 warm-up round,
                          ping-pong 8..64K (options after --quick override it)
   -h, --help             this text
@@ -138,7 +139,7 @@ struct Options {
   bool pingpong = true;
   std::int64_t pp_min = 8, pp_max = 16 << 20;
   int poll_us = 1000;
-  bool quick = false;
+  bool quick = false, check = false;
   std::string json;
 };
 
@@ -212,6 +213,8 @@ Options parse(int argc, char** argv, bool& help) {
       o.poll_us = static_cast<int>(to_int(a, value(), 0, 1000000));
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--check") {
+      o.check = true;
     } else if (a == "--quick") {
       o.quick = true;
       o.n = 64;
@@ -229,6 +232,7 @@ Options parse(int argc, char** argv, bool& help) {
     throw UsageError("--n " + std::to_string(o.n) + " is not a multiple of --block " + std::to_string(o.block) +
                      " (D has N/B x N/B blocks of B x B)");
   if (o.pp_min > o.pp_max) throw UsageError("--pp-min is larger than --pp-max");
+  if (o.check && o.json.empty()) throw UsageError("--check needs --json FILE");
   if (o.pp_max > INT_MAX) throw UsageError("--pp-max exceeds one MPI call's count of bytes");
   return o;
 }
@@ -243,6 +247,7 @@ struct Case {
   bool available = true;
   std::string unavailable_reason;
   std::string parameters_xml;
+  json parameters;  // the strategy's parameters as validated (defaults filled in)
   std::unique_ptr<plexus::CommStrategy> algo;
   std::size_t operands = 0;  // index into Bench::operands (D, D2, D3 on the case's distribution)
   // This rank's figures, one entry per counted round.
@@ -356,12 +361,10 @@ std::string join(const std::vector<int>& v) {
   return s;
 }
 
-// "12.3" or "-" for a missing number.
-std::string cell(const json& v, const char* fmt, double scale = 1.0) {
+// "12.30" (two decimals, of the value times `scale`) or "-" for a missing number.
+std::string cell(const json& v, double scale = 1.0) {
   if (!v.is_number()) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v.get<double>() * scale);
-  return buf;
+  return fmt::format("{:.2f}", v.get<double>() * scale);
 }
 
 }  // namespace
@@ -430,6 +433,7 @@ int main(int argc, char** argv) {
       try {
         c.algo = reg.make_comm("nboverlap", p, "Communication/nboverlap");
         c.parameters_xml = plexus::to_xml(p);
+        c.parameters = plexus::bench::parameters_json(p);
       } catch (const plexus::InputError& e) {
         c.available = false;
         c.unavailable_reason = reason_of(e);
@@ -735,6 +739,42 @@ int main(int argc, char** argv) {
       doc["machine"]["proc_loadavg_before"] = proc_loadavg_before;
       doc["machine"]["proc_loadavg_after"] = proc_loadavg();
       doc["seconds_total"] = MPI_Wtime() - t_start;
+      plexus::bench::RunInfo info;
+      info.benchmark = "plexus-symmcube-bench";
+      info.command_line = plexus::bench::command_line(argc, argv);
+      info.ranks = size;
+      info.grid = grid->describe();  // the proposal's; the cases' meshes are in "mesh" and in the rows
+      info.threads_set = o.kernel == "cpu" ? json(o.threads) : json(nullptr);
+      info.options = {{"n", o.n},
+                      {"block", o.block},
+                      {"occupancy", o.occupancy},
+                      {"ndup", o.ndup},
+                      {"ndups", o.ndups},
+                      {"min_part_bytes", o.min_part_bytes},
+                      {"replication", o.replication},
+                      {"replication_ndups", o.replication_ndups},
+                      {"active_ranks", o.active_ranks},
+                      {"kernel", o.kernel},
+                      {"threads", o.threads},
+                      {"reps", o.reps},
+                      {"warmup", o.warmup},
+                      {"tolerance", o.tolerance},
+                      {"pingpong", o.pingpong},
+                      {"pp_min", o.pp_min},
+                      {"pp_max", o.pp_max},
+                      {"poll_us", o.poll_us},
+                      {"quick", o.quick},
+                      {"check", o.check},
+                      {"json", o.json}};
+      info.parameter_lists = {{"Kernel/" + o.kernel, plexus::bench::parameters_json(kp)},
+                              {"Communication/cannon (the check)", plexus::bench::parameters_json(cp)}};
+      for (const auto& c : cases)
+        if (c.parameters.is_object()) info.parameter_lists["Communication/nboverlap (" + c.label + ")"] = c.parameters;
+      info.warm_up = o.warmup;  // rounds, after one uncounted call per case
+      info.rounds = o.reps;
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        if (rows[i]["seconds"].is_array()) info.per_repetition_times.push_back(fmt::format("/rows/{}/seconds", i));
+      doc["metadata"] = plexus::bench::run_metadata(info);
 
       // The tables.
       std::printf("plexus-symmcube-bench: %d ranks", size);
@@ -769,11 +809,11 @@ int main(int argc, char** argv) {
             continue;
           }
           std::printf("%-22s %10s %10s %9s %9s %11s %11s %10s %6s\n", row["label"].get<std::string>().c_str(),
-                      cell(row["seconds_median"], "%.2f", 1e3).c_str(), cell(row["seconds_min"], "%.2f", 1e3).c_str(),
-                      cell(row["gflops_at_median"], "%.2f").c_str(), cell(row[ratio_key], "%.2f").c_str(),
-                      cell(row["bytes_sent_per_rank_max"], "%.2f", 1e-6).c_str(),
-                      cell(row["bytes_received_per_rank_max"], "%.2f", 1e-6).c_str(),
-                      cell(row["model_seconds"], "%.2f", 1e3).c_str(), row["validated"] == true ? "ok" : "FAIL");
+                      cell(row["seconds_median"], 1e3).c_str(), cell(row["seconds_min"], 1e3).c_str(),
+                      cell(row["gflops_at_median"]).c_str(), cell(row[ratio_key]).c_str(),
+                      cell(row["bytes_sent_per_rank_max"], 1e-6).c_str(),
+                      cell(row["bytes_received_per_rank_max"], 1e-6).c_str(), cell(row["model_seconds"], 1e3).c_str(),
+                      row["validated"] == true ? "ok" : "FAIL");
         }
       };
       print_table("I", "Table I: SymmSquareCube variants (time per call, slowest rank; speedup = GFLOP/s over "
@@ -801,9 +841,19 @@ int main(int argc, char** argv) {
         if (!f) throw plexus::Error("plexus-symmcube-bench", "cannot write '" + o.json + "'");
         std::printf("\nwrote %s\n", o.json.c_str());
       }
+      if (o.check) {
+        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-symmcube-bench", size);
+        if (!err.empty()) {
+          std::fprintf(stderr, "plexus-symmcube-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
+          code = 1;
+        } else {
+          std::printf("JSON check passed\n");
+        }
+      }
       if (!all_valid) std::fprintf(stderr, "plexus-symmcube-bench: a result check failed (see \"validated\")\n");
     }
-    code = all_valid ? 0 : 1;
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    code = all_valid && code == 0 ? 0 : 1;
   } catch (const plexus::InputError& e) {
     // Bad input is the same on every rank: every rank ends here, rank 0 says why.
     if (rank == 0) std::fprintf(stderr, "plexus-symmcube-bench: error: %s\n", reason_of(e).c_str());

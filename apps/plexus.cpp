@@ -1245,6 +1245,14 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
       log().info("all {} result{} agree with the first within {}", n, n == 1 ? "" : "s",
                  fmt::format("{:g}", o.tolerance));
     }
+    // Traffic a strategy moves past plexus::mpi::Traffic is not counted: a zero volume beside a
+    // model that predicts data on several ranks is the sign (the results themselves can be right).
+    for (const auto& r : rows)
+      if (r.summary.ranks > 1 && r.summary.multiplies > 0 && r.summary.volume_max == 0 && r.summary.model_max > 0)
+        log().warn(
+            "{}: no data counted on {} ranks while its model predicts {} per rank; does the strategy send "
+            "through plexus::mpi::Traffic (task.traffic(), or absorb() its own)? (docs/plugin-guide.md)",
+            r.strategy, r.summary.ranks, format_bytes(r.summary.model_max));
     if (uncompared > 0)
       log().warn(
           "{} of {} results not compared (rel. diff '-'): solver '{}' returned neither a result matrix nor "

@@ -139,6 +139,10 @@ def parse_args(argv):
                    help="where the JSON goes (default: bench/results/scaling/scaling-<host>-<date>.json); "
                         "an existing file is refused unless --force")
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
+    p.add_argument("--kernel-runs", default="se", dest="kernel_runs",
+                   help="classes (or all, none) that also get one `plexus run --json` job of the first strategy "
+                        "per rank count and round, for the kernel time compare's JSON lacks: the time beyond "
+                        "kernel + transfer per tick (default: %(default)s, the class of that target)")
     p.add_argument("--mpiexec", default="mpiexec", help="the MPI launcher (default: %(default)s)")
     p.add_argument("--check", action="store_true",
                    help="re-read the written JSON and check its shape (exit 1 if it is not as written)")
@@ -153,6 +157,16 @@ def parse_args(argv):
                 raise UsageError("unknown class '%s' in --classes (known: %s)" % (c, ", ".join(CLASSES)))
         if len(set(a.classes)) != len(a.classes):
             raise UsageError("--classes names a class twice")
+        kr = [c.strip() for c in a.kernel_runs.split(",") if c.strip()]
+        if kr == ["all"]:
+            kr = list(a.classes)
+        elif kr == ["none"] or not kr:
+            kr = []
+        for c in kr:
+            if c not in CLASSES:
+                raise UsageError("unknown class '%s' in --kernel-runs (known: %s, or all, none)"
+                                 % (c, ", ".join(CLASSES)))
+        a.kernel_runs = [c for c in a.classes if c in kr]
         if a.rounds < 1:
             raise UsageError("--rounds %d: give at least 1" % a.rounds)
         if a.repetitions is None:
@@ -227,7 +241,7 @@ def row_summary(row):
     return out
 
 
-def analyse(opts, strategies, runs):
+def analyse(opts, strategies, runs, kernel_runs):
     """Per class, strategy and rank count: medians over rounds; speedups, ratios and targets."""
     primary = strategies[0]
     yard = "dbcsr" if "dbcsr" in strategies and primary != "dbcsr" else None
@@ -250,6 +264,16 @@ def analyse(opts, strategies, runs):
                 beyond = None
                 if ticks and tmed is not None and wmed is not None:
                     beyond = (tmed - wmed) / ticks
+                # The `run` jobs (--kernel-runs): median time, kernel and wait of the same job.
+                kr = [k["summary"] for k in kernel_runs if k["class"] == cname and k["ranks"] == n
+                      and k["strategy"] == s]
+                k_t = median([k["seconds_per_multiply_median"] for k in kr])
+                k_k = median([k["kernel_seconds_max"] for k in kr])
+                k_w = median([k["wait_seconds_max"] for k in kr])
+                per_tick = None
+                if kr and ticks:
+                    per_tick = median([(k["seconds_per_multiply_median"] - k["kernel_seconds_max"]
+                                        - k["wait_seconds_max"]) / ticks for k in kr])
                 entry = {
                     "class": cname, "strategy": s, "ranks": n,
                     "seconds_median": tmed,
@@ -258,10 +282,12 @@ def analyse(opts, strategies, runs):
                     "wait_seconds_max_median": wmed,
                     # DBCSR's traffic bypasses plexus's counting layer: its wait reads 0, "not counted".
                     "wait_share": None if s.split(":")[0] == "dbcsr" else ratio(wmed, tmed),
-                    "kernel_seconds_max": None,
-                    "kernel_share": None,
                     "ticks": ticks,
                     "beyond_wait_per_tick_seconds_upper_bound": beyond,
+                    "run_job": None if not kr else {
+                        "seconds_median": k_t, "kernel_seconds_max_median": k_k, "wait_seconds_max_median": k_w,
+                        "kernel_share": ratio(k_k, k_t), "wait_share": ratio(k_w, k_t),
+                        "beyond_kernel_wait_per_tick_seconds": per_tick},
                     "volume_per_rank_max": median([g["volume_per_rank_max"] for g in got]),
                     "relative_difference_max": max([g["relative_difference"] or 0.0 for g in got] or [None]),
                     "dbcsr_multiply_seconds": median([g["strategy_figures"].get("dbcsr_multiply_seconds")
@@ -321,16 +347,22 @@ def targets(opts, primary, yard, classes):
                               None if {1, 2} <= have else "needs --ranks with 1 and 2", "x"))
             for n in opts.ranks:
                 e = c["strategies"][primary][str(n)]
-                b = e["beyond_wait_per_tick_seconds_upper_bound"]
-                # Only an upper bound: the kernel time is not in compare's JSON rows. Below the
-                # threshold it is a PASS whatever the kernel took; above it nothing is known.
-                ok = True if (b is not None and b < TICK_TARGET_SECONDS) else None
+                rj = e["run_job"]
+                if rj is not None and rj["beyond_kernel_wait_per_tick_seconds"] is not None:
+                    b = rj["beyond_kernel_wait_per_tick_seconds"]
+                    ok = b < TICK_TARGET_SECONDS
+                    note = ("(median - kernel - wait) / ticks of the `run` jobs; kernel and wait are each the "
+                            "max over ranks of a rank's average per multiply, wait stands for transfer")
+                else:
+                    # Only an upper bound: compare's rows have no kernel time. Below the threshold it
+                    # is a PASS whatever the kernel took; above it nothing is known.
+                    b = e["beyond_wait_per_tick_seconds_upper_bound"]
+                    ok = True if (b is not None and b < TICK_TARGET_SECONDS) else None
+                    note = ("(median - wait) / ticks, an upper bound (no kernel time without --kernel-runs; "
+                            "ticks only for cannon)")
                 out.append(target("beyond_kernel_transfer_per_tick", cname,
                                   "%s, %d rank(s): time beyond kernel + transfer per tick < 50 us" % (primary, n),
-                                  b, TICK_TARGET_SECONDS, ok,
-                                  "value is (median - wait) / ticks, an upper bound: compare's JSON rows have "
-                                  "no kernel time (kernel_seconds_max is only in `plexus run --json`'s summary)",
-                                  "s"))
+                                  b, TICK_TARGET_SECONDS, ok, note, "s"))
         v = sp["time_4_vs_2"]
         out.append(target("time_4_vs_2", cname, "%s: 4 ranks (oversubscribed) within 10 %% of 2 ranks" % primary,
                           v, 1.10, None if v is None else v <= 1.10,
@@ -376,6 +408,15 @@ def text_report(opts, strategies, classes, tgts, meta):
                                        fmt_r(sp["time_4_vs_2"]),
                                        "/".join(fmt_r(e[str(n)]["wait_share"], True) for n in rk))
             L.append(line)
+        e = c["strategies"][strategies[0]]
+        if any(e[str(n)]["run_job"] for n in rk):
+            def rj(n, key, scale=1.0):
+                v = (e[str(n)]["run_job"] or {}).get(key)
+                return "-" if v is None else "%.0f" % (v * scale)
+            L.append("%-6s %-16s kernel %% %s, wait %% %s, beyond per tick (us) %s"
+                     % ("", ("%s run" % strategies[0])[:16], "/".join(rj(n, "kernel_share", 100) for n in rk),
+                        "/".join(rj(n, "wait_share", 100) for n in rk),
+                        "/".join(rj(n, "beyond_kernel_wait_per_tick_seconds", 1e6) for n in rk)))
         for s, byn in c["plexus_vs_dbcsr"].items():
             L.append("%-6s %-16s" % ("", ("%s/dbcsr" % s)[:16])
                      + "".join("%10s" % fmt_r(byn[str(n)]["time_ratio"]) for n in rk) + "   (time ratio)")
@@ -444,7 +485,7 @@ def check_json(path, opts, strategies):
     problems = []
     with open(path) as f:
         doc = json.load(f)
-    for k in ("schema", "benchmark", "metadata", "options", "classes", "rows", "runs", "targets"):
+    for k in ("schema", "benchmark", "metadata", "options", "classes", "rows", "runs", "kernel_runs", "targets"):
         if k not in doc:
             problems.append("missing key '%s'" % k)
     if problems:
@@ -483,6 +524,18 @@ def check_json(path, opts, strategies):
             if rd is None or not rd <= r.get("tolerance", 1e-10):
                 problems.append("run %s/%s/%s %s: results differ (%r)" % (r.get("round"), r.get("class"),
                                                                         r.get("ranks"), row.get("strategy"), rd))
+    nk = opts.rounds * len(opts.kernel_runs) * len(opts.ranks)
+    if len(doc["kernel_runs"]) != nk:
+        problems.append("kernel_runs: %d, expected %d" % (len(doc["kernel_runs"]), nk))
+    for k in doc["kernel_runs"]:
+        sm = k.get("summary") or {}
+        if k.get("exit_status") != 0:
+            problems.append("kernel run %s/%s/%s: exit status %s" % (k.get("round"), k.get("class"), k.get("ranks"),
+                                                                     k.get("exit_status")))
+        for key in ("seconds_per_multiply_median", "kernel_seconds_max", "wait_seconds_max"):
+            if not isinstance(sm.get(key), (int, float)):
+                problems.append("kernel run %s/%s/%s: summary.%s = %r" % (k.get("round"), k.get("class"),
+                                                                         k.get("ranks"), key, sm.get(key)))
     if len(doc["rows"]) != len(opts.classes) * len(strategies) * len(opts.ranks):
         problems.append("rows: %d, expected %d" % (len(doc["rows"]), len(opts.classes) * len(strategies)
                                                    * len(opts.ranks)))
@@ -563,36 +616,56 @@ def main(argv):
             ranks = opts.ranks[k:] + opts.ranks[:k]
             for n in ranks:
                 k2 = r % len(strategies)
-                jobs.append((r, cname, n, strategies[k2:] + strategies[:k2]))
+                jobs.append(("compare", r, cname, n, strategies[k2:] + strategies[:k2]))
+                if cname in opts.kernel_runs:
+                    jobs.append(("run", r, cname, n, [strategies[0]]))
 
-    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s); strategies %s; %d multiplies per job and strategy"
-        % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks), ",".join(strategies), opts.repetitions))
+    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s; strategies %s; %d multiplies per job and "
+        "strategy" % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks),
+                      " (+ a `run` job for the kernel time: %s)" % ",".join(opts.kernel_runs) if opts.kernel_runs
+                      else "", ",".join(strategies), opts.repetitions))
     runs = []
+    kernel_runs = []
     plexus_meta = None
     t_start = time.time()
     tmpdir = tempfile.mkdtemp(prefix="plexus-scaling-")
     try:
-        for i, (r, cname, n, order) in enumerate(jobs):
+        for i, (kind, r, cname, n, order) in enumerate(jobs):
             _, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
             tmp = os.path.join(tmpdir, "job%d.json" % i)
-            cmd = [mpiexec, "-n", str(n), "--bind-to", "none", plexus, "compare", "--strategies", ",".join(order)]
+            cmd = [mpiexec, "-n", str(n), "--bind-to", "none", plexus]
+            if kind == "compare":
+                cmd += ["compare", "--strategies", ",".join(order)]
+            else:
+                cmd += ["run", "--set", "Communication/Strategy=%s" % order[0].split(":")[0]]
+                for kv in order[0].split(":")[1:]:
+                    cmd += ["--set", "Communication/%s/%s" % (order[0].split(":")[0], kv)]
             for s in sets:
                 cmd += ["--set", s]
             cmd += ["--json", tmp, "--log-level", "warn", "--no-params-file", "--no-progress"]
             done = time.time() - t_start
             est = "" if i == 0 else ", about %.0f s left" % (done / i * (len(jobs) - i))
-            log("job %d/%d: round %d, %s, %d rank(s), %s (elapsed %.0f s%s)"
-                % (i + 1, len(jobs), r + 1, cname, n, ",".join(order), done, est))
+            log("job %d/%d: round %d, %s, %d rank(s), %s %s (elapsed %.0f s%s)"
+                % (i + 1, len(jobs), r + 1, cname, n, kind, ",".join(order), done, est))
             p, wall = run_job(cmd, env)
             if p.returncode != 0 or not os.path.isfile(tmp):
                 sys.stderr.write("---- command: %s\n---- exit status %d; output:\n%s%s\n"
                                  % (" ".join(shlex.quote(c) for c in cmd), p.returncode, p.stdout, p.stderr))
-                fail("job %d/%d (%s, %d ranks) failed%s; stopping" % (
-                    i + 1, len(jobs), cname, n,
-                    " (compare exits 1 when the strategies' results differ)" if p.returncode == 1 else ""), 1)
+                fail("job %d/%d (%s, %d ranks, %s) failed%s; stopping" % (
+                    i + 1, len(jobs), cname, n, kind,
+                    " (compare exits 1 when the strategies' results differ)"
+                    if p.returncode == 1 and kind == "compare" else ""), 1)
             with open(tmp) as f:
                 doc = json.load(f)
             os.unlink(tmp)
+            if kind == "run":
+                sm = doc.get("summary") or {}
+                kernel_runs.append({"round": r + 1, "class": cname, "ranks": n, "strategy": order[0],
+                                    "exit_status": p.returncode, "wall_seconds": wall, "command": cmd,
+                                    "summary": {k: sm.get(k) for k in (
+                                        "multiplies", "seconds_per_multiply_median", "kernel_seconds_max",
+                                        "wait_seconds_max", "gflops", "repetition_seconds")}})
+                continue
             tol = doc.get("tolerance", 1e-10)
             rows = [row_summary(row) for row in doc.get("rows", [])]
             if len(rows) != len(order):
@@ -612,7 +685,7 @@ def main(argv):
     load_after = loadavg()
     log("all %d jobs done in %.0f s" % (len(jobs), time.time() - t_start))
 
-    classes, rows, tgts = analyse(opts, strategies, runs)
+    classes, rows, tgts = analyse(opts, strategies, runs, kernel_runs)
     meta = {
         "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": socket.gethostname(),
@@ -635,17 +708,19 @@ def main(argv):
         "metadata": meta,
         "options": {"build": build, "ranks": opts.ranks, "classes": opts.classes, "strategies": strategies,
                     "rounds": opts.rounds, "repetitions": opts.repetitions, "warm_up": opts.warm_up,
-                    "scale": opts.scale, "quick": opts.quick, "mpiexec": mpiexec},
+                    "scale": opts.scale, "quick": opts.quick, "mpiexec": mpiexec,
+                    "kernel_runs": opts.kernel_runs},
         "classes": classes,
         "rows": rows,
         "targets": tgts,
         "missing": {
-            "kernel_seconds": "compare's JSON rows have no kernel time (`plexus run --json` has "
-                              "summary.kernel_seconds_max); kernel_seconds_max and kernel_share are null",
+            "kernel_seconds": "compare's JSON rows have no kernel time; it comes from the `run` jobs of "
+                              "--kernel-runs (summary.kernel_seconds_max), timed apart from the compare jobs",
             "ticks": "only for cannon (strategy_figures.virtual_grid: V ticks); the operation report's ticks are "
                      "not in compare's JSON",
         },
         "runs": runs,
+        "kernel_runs": kernel_runs,
     }
     print(text_report(opts, strategies, classes, tgts, meta))
     write_json(out_path, doc, opts.force)

@@ -12,7 +12,9 @@ with OMP_NUM_THREADS=1; `compare` runs the strategies interleaved inside the job
 their results agree (it exits non-zero otherwise). The script only drives the jobs, collects their
 JSON and reduces: per round it keeps each row's median multiply time, and reports the median over
 the rounds. Within a round the classes, the rank counts and the strategies are rotated, so that
-no configuration always runs first.
+no configuration always runs first. compare's rows have no kernel time, so for the classes of
+--kernel-runs (default se) one `plexus run --json` job of the first strategy follows each compare
+job; its summary gives kernel and wait time for the time beyond kernel + transfer per tick.
 
 Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
 load above 0.5 before the run is warned about): figures from a busy machine mean nothing.
@@ -104,7 +106,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="scaling_bench.py",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1],
+        description=__doc__,
         epilog="classes (issue 16; Symmetric=false, Distribution=block-cyclic, Threads=1):\n" + "\n".join(
             "  %-6s %-9s Blocks=%d BlockSizes=%s Occupancy=%g" % (k, c["title"], c["blocks"], c["block_sizes"],
                                                                c["occupancy"]) for k, c in CLASSES.items())
@@ -115,35 +117,36 @@ def parse_args(argv):
           "  with dbcsr: plexus <= 0.5x DBCSR's time (per flop: same problem) at every rank count\n"
           "\nexit status: 0 done (whatever the targets say), 1 a job failed or the check failed,\n"
           "2 a usage error.")
-    p.add_argument("--build", default=os.path.join(REPO, "build"),
+    p.add_argument("--build", default=os.path.join(REPO, "build"), metavar="DIR",
                    help="build directory holding bin/plexus (default: %(default)s)")
-    p.add_argument("--ranks", default="1,2,4", help="rank counts, comma-separated (default: %(default)s)")
-    p.add_argument("--classes", default="h2o,se,dense", help="classes, comma-separated, of: %s (default: %%(default)s)"
+    p.add_argument("--ranks", default="1,2,4", metavar="N,N,...", help="rank counts, comma-separated (default: %(default)s)")
+    p.add_argument("--classes", default="h2o,se,dense", metavar="LIST", help="classes, comma-separated, of: %s (default: %%(default)s)"
                    % ", ".join(CLASSES))
-    p.add_argument("--strategies", default=None,
+    p.add_argument("--strategies", default=None, metavar="LIST",
                    help="plexus strategy specs (name[:Key=Value...]), comma-separated; the first is plexus's "
                         "(speedups and targets), dbcsr the yardstick (default: cannon, plus dbcsr when "
                         "`plexus plugins` lists it available)")
-    p.add_argument("--rounds", type=int, default=3, help="interleaving rounds (default: %(default)s)")
-    p.add_argument("--repetitions", type=int, default=None,
+    p.add_argument("--rounds", type=int, default=3, metavar="R", help="interleaving rounds (default: %(default)s)")
+    p.add_argument("--repetitions", type=int, default=None, metavar="N",
                    help="multiplies per job and strategy, multiply/Repetitions (default: 8; --quick: %d)"
                         % QUICK_REPETITIONS)
-    p.add_argument("--warm-up", type=int, default=None, dest="warm_up",
+    p.add_argument("--warm-up", type=int, default=None, dest="warm_up", metavar="W",
                    help="Timing/WarmUp: uncounted solver runs per strategy and job (default: plexus's, 1)")
-    p.add_argument("--scale", type=float, default=None,
+    p.add_argument("--scale", type=float, default=None, metavar="S",
                    help="multiply every class's block rows/columns by S (flops ~S^3); default 1")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (--scale %g unless given, %d repetitions): for tests, no figures"
                         % (QUICK_SCALE, QUICK_REPETITIONS))
-    p.add_argument("--json", default=None,
+    p.add_argument("--json", default=None, metavar="FILE",
                    help="where the JSON goes (default: bench/results/scaling/scaling-<host>-<date>.json); "
                         "an existing file is refused unless --force")
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
-    p.add_argument("--kernel-runs", default="se", dest="kernel_runs",
+    p.add_argument("--kernel-runs", default="se", dest="kernel_runs", metavar="LIST",
                    help="classes (or all, none) that also get one `plexus run --json` job of the first strategy "
                         "per rank count and round, for the kernel time compare's JSON lacks: the time beyond "
                         "kernel + transfer per tick (default: %(default)s, the class of that target)")
-    p.add_argument("--mpiexec", default="mpiexec", help="the MPI launcher (default: %(default)s)")
+    p.add_argument("--mpiexec", default="mpiexec", metavar="CMD",
+                   help="the MPI launcher, with any options of its own (default: %(default)s)")
     p.add_argument("--check", action="store_true",
                    help="re-read the written JSON and check its shape (exit 1 if it is not as written)")
     a = p.parse_args(argv)
@@ -575,9 +578,11 @@ def main(argv):
     plexus = os.path.join(build, "bin", "plexus")
     if not (os.path.isfile(plexus) and os.access(plexus, os.X_OK)):
         fail("no plexus program at '%s' (cmake --build %s --target plexus)" % (plexus, opts.build))
-    mpiexec = shutil.which(opts.mpiexec)
+    launcher = shlex.split(opts.mpiexec)
+    mpiexec = shutil.which(launcher[0]) if launcher else None
     if mpiexec is None:
         fail("MPI launcher '%s' not found (install Open MPI, or give --mpiexec PATH)" % opts.mpiexec)
+    launcher[0] = mpiexec
 
     env = dict(os.environ)
     for k, v in OMPI_ENV.items():
@@ -633,7 +638,7 @@ def main(argv):
         for i, (kind, r, cname, n, order) in enumerate(jobs):
             _, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
             tmp = os.path.join(tmpdir, "job%d.json" % i)
-            cmd = [mpiexec, "-n", str(n), "--bind-to", "none", plexus]
+            cmd = launcher + ["-n", str(n), "--bind-to", "none", plexus]
             if kind == "compare":
                 cmd += ["compare", "--strategies", ",".join(order)]
             else:
@@ -708,7 +713,7 @@ def main(argv):
         "metadata": meta,
         "options": {"build": build, "ranks": opts.ranks, "classes": opts.classes, "strategies": strategies,
                     "rounds": opts.rounds, "repetitions": opts.repetitions, "warm_up": opts.warm_up,
-                    "scale": opts.scale, "quick": opts.quick, "mpiexec": mpiexec,
+                    "scale": opts.scale, "quick": opts.quick, "mpiexec": launcher,
                     "kernel_runs": opts.kernel_runs},
         "classes": classes,
         "rows": rows,

@@ -1,0 +1,744 @@
+#!/usr/bin/env python3
+"""Scaling of distributed multiplies (issue 16): the H2O-like, S-E-like and dense classes on 1, 2
+and 4 ranks in one invocation, interleaved, with the speedups, the 4-rank time against 2, the
+plexus/DBCSR time ratio and the issue's targets (reported as PASS/MISS, never asserted).
+
+Every measurement is one job
+
+  mpiexec -n N --bind-to none <build>/bin/plexus compare --strategies S1,S2 <the class's --set
+      options> --set Kernel/cpu/Threads=1 --set multiply/Repetitions=R --json <tmp>
+
+with OMP_NUM_THREADS=1; `compare` runs the strategies interleaved inside the job and checks that
+their results agree (it exits non-zero otherwise). The script only drives the jobs, collects their
+JSON and reduces: per round it keeps each row's median multiply time, and reports the median over
+the rounds. Within a round the classes, the rank counts and the strategies are rotated, so that
+no configuration always runs first. compare's rows have no kernel time, so for the classes of
+--kernel-runs (default se) one `plexus run --json` job of the first strategy follows each compare
+job; its summary gives kernel and wait time for the time beyond kernel + transfer per tick.
+
+Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
+load above 0.5 before the run is warned about): figures from a busy machine mean nothing.
+
+  python3 bench/scaling_bench.py                       # full sizes, 1,2,4 ranks, 3 rounds
+  python3 bench/scaling_bench.py --quick --ranks 1,2 --rounds 1 --strategies cannon \\
+          --json /tmp/s.json --force --check          # seconds: what the CTest test runs
+
+See bench/README.md, "scaling_bench.py".
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+# The issue's classes: the --set options of its reproduce commands. `blocks` is scaled by --scale.
+COMMON = ["Problem/Symmetric=false", "Problem/Distribution=block-cyclic"]
+CLASSES = {
+    "h2o": {"title": "H2O-like", "blocks": 192, "block_sizes": "23", "occupancy": 0.1},
+    "se": {"title": "S-E-like", "blocks": 400, "block_sizes": "6", "occupancy": 0.01},
+    "dense": {"title": "dense", "blocks": 64, "block_sizes": "32", "occupancy": 1.0},
+}
+QUICK_SCALE = 0.125          # h2o 24, se 50, dense 8 blocks
+QUICK_REPETITIONS = 2
+TICK_TARGET_SECONDS = 50e-6  # S-E: time beyond kernel + transfer per tick
+OMPI_ENV = {                 # as scripts/env.sh: root, more ranks than cores, no spinning
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_mpi_yield_when_idle": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+}
+SCHEMA = 1
+
+
+class UsageError(Exception):
+    pass
+
+
+def fail(msg, code=2):
+    sys.stderr.write("scaling_bench: error: %s\n" % msg)
+    sys.exit(code)
+
+
+def log(msg):
+    sys.stderr.write("[scaling] %s\n" % msg)
+    sys.stderr.flush()
+
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def int_list(text, what):
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip() != ""]
+    except ValueError:
+        raise UsageError("%s '%s' is not a comma-separated list of whole numbers" % (what, text))
+    if not vals or any(v < 1 for v in vals):
+        raise UsageError("%s '%s': give one or more numbers >= 1" % (what, text))
+    if len(set(vals)) != len(vals):
+        raise UsageError("%s '%s' names a value twice" % (what, text))
+    return vals
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="scaling_bench.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__,
+        epilog="classes (issue 16; Symmetric=false, Distribution=block-cyclic, Threads=1):\n" + "\n".join(
+            "  %-6s %-9s Blocks=%d BlockSizes=%s Occupancy=%g" % (k, c["title"], c["blocks"], c["block_sizes"],
+                                                               c["occupancy"]) for k, c in CLASSES.items())
+        + "\n\ntargets (reported, never asserted):\n"
+          "  h2o, dense: 2 ranks >= 1.8x the 1-rank speed\n"
+          "  se: 2 ranks no slower than 1; time beyond kernel + transfer per tick < 50 us\n"
+          "  every class: 4 ranks (oversubscribed on 2 cores) within 10 % of 2 ranks\n"
+          "  with dbcsr: plexus <= 0.5x DBCSR's time (per flop: same problem) at every rank count\n"
+          "\nexit status: 0 done (whatever the targets say), 1 a job failed or the check failed,\n"
+          "2 a usage error.")
+    p.add_argument("--build", default=os.path.join(REPO, "build"), metavar="DIR",
+                   help="build directory holding bin/plexus (default: %(default)s)")
+    p.add_argument("--ranks", default="1,2,4", metavar="N,N,...", help="rank counts, comma-separated (default: %(default)s)")
+    p.add_argument("--classes", default="h2o,se,dense", metavar="LIST", help="classes, comma-separated, of: %s (default: %%(default)s)"
+                   % ", ".join(CLASSES))
+    p.add_argument("--strategies", default=None, metavar="LIST",
+                   help="plexus strategy specs (name[:Key=Value...]), comma-separated; the first is plexus's "
+                        "(speedups and targets), dbcsr the yardstick (default: cannon, plus dbcsr when "
+                        "`plexus plugins` lists it available)")
+    p.add_argument("--rounds", type=int, default=3, metavar="R", help="interleaving rounds (default: %(default)s)")
+    p.add_argument("--repetitions", type=int, default=None, metavar="N",
+                   help="multiplies per job and strategy, multiply/Repetitions (default: 8; --quick: %d)"
+                        % QUICK_REPETITIONS)
+    p.add_argument("--warm-up", type=int, default=None, dest="warm_up", metavar="W",
+                   help="Timing/WarmUp: uncounted solver runs per strategy and job (default: plexus's, 1)")
+    p.add_argument("--scale", type=float, default=None, metavar="S",
+                   help="multiply every class's block rows/columns by S (flops ~S^3); default 1")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes (--scale %g unless given, %d repetitions): for tests, no figures"
+                        % (QUICK_SCALE, QUICK_REPETITIONS))
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="where the JSON goes (default: bench/results/scaling/scaling-<host>-<date>.json); "
+                        "an existing file is refused unless --force")
+    p.add_argument("--force", action="store_true", help="replace an existing --json file")
+    p.add_argument("--kernel-runs", default="se", dest="kernel_runs", metavar="LIST",
+                   help="classes (or all, none) that also get one `plexus run --json` job of the first strategy "
+                        "per rank count and round, for the kernel time compare's JSON lacks: the time beyond "
+                        "kernel + transfer per tick (default: %(default)s, the class of that target)")
+    p.add_argument("--mpiexec", default="mpiexec", metavar="CMD",
+                   help="the MPI launcher, with any options of its own (default: %(default)s)")
+    p.add_argument("--check", action="store_true",
+                   help="re-read the written JSON and check its shape (exit 1 if it is not as written)")
+    a = p.parse_args(argv)
+    try:
+        a.ranks = int_list(a.ranks, "--ranks")
+        a.classes = [c.strip() for c in a.classes.split(",") if c.strip()]
+        if not a.classes:
+            raise UsageError("--classes is empty")
+        for c in a.classes:
+            if c not in CLASSES:
+                raise UsageError("unknown class '%s' in --classes (known: %s)" % (c, ", ".join(CLASSES)))
+        if len(set(a.classes)) != len(a.classes):
+            raise UsageError("--classes names a class twice")
+        kr = [c.strip() for c in a.kernel_runs.split(",") if c.strip()]
+        if kr == ["all"]:
+            kr = list(a.classes)
+        elif kr == ["none"] or not kr:
+            kr = []
+        for c in kr:
+            if c not in CLASSES:
+                raise UsageError("unknown class '%s' in --kernel-runs (known: %s, or all, none)"
+                                 % (c, ", ".join(CLASSES)))
+        a.kernel_runs = [c for c in a.classes if c in kr]
+        if a.rounds < 1:
+            raise UsageError("--rounds %d: give at least 1" % a.rounds)
+        if a.repetitions is None:
+            a.repetitions = QUICK_REPETITIONS if a.quick else 8
+        if a.repetitions < 1:
+            raise UsageError("--repetitions %d: give at least 1" % a.repetitions)
+        if a.warm_up is not None and a.warm_up < 0:
+            raise UsageError("--warm-up %d: give 0 or more" % a.warm_up)
+        if a.scale is None:
+            a.scale = QUICK_SCALE if a.quick else 1.0
+        if not (a.scale > 0 and math.isfinite(a.scale)):
+            raise UsageError("--scale %s: give a positive number" % a.scale)
+        if a.strategies is not None:
+            a.strategies = [s.strip() for s in a.strategies.split(",") if s.strip()]
+            if not a.strategies:
+                raise UsageError("--strategies is empty")
+            if len(set(a.strategies)) != len(a.strategies):
+                raise UsageError("--strategies names a strategy twice")
+    except UsageError as e:
+        fail(str(e))
+    return a
+
+
+def class_sets(name, scale, repetitions, warm_up):
+    c = CLASSES[name]
+    blocks = max(1, int(round(c["blocks"] * scale)))
+    sets = ["Problem/Blocks=%d" % blocks, "Problem/BlockSizes=%s" % c["block_sizes"],
+            "Problem/Occupancy=%g" % c["occupancy"]] + COMMON
+    sets += ["Kernel/cpu/Threads=1", "multiply/Repetitions=%d" % repetitions]
+    if warm_up is not None:
+        sets.append("Timing/WarmUp=%d" % warm_up)
+    return blocks, sets
+
+
+def available_strategies(plexus, env):
+    p = subprocess.run([plexus, "plugins", "--json", "-"], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        fail("`%s plugins --json -` failed (exit %d)" % (plexus, p.returncode), 1)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError as e:
+        fail("`%s plugins --json -` did not print JSON: %s" % (plexus, e), 1)
+    out = {}
+    for comp in doc.get("components", []):
+        if comp.get("kind") == "comm":
+            out[comp.get("name")] = (bool(comp.get("available")), comp.get("unavailable_reason"))
+    return out
+
+
+def loadavg():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def run_job(cmd, env):
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    return p, time.time() - t0
+
+
+def row_summary(row):
+    """What the script keeps of one compare row (one strategy in one job)."""
+    figs = row.get("strategy_figures") or {}
+    keep = ["strategy", "kernel", "ranks", "grid", "multiplies", "seconds_median", "seconds_min", "seconds_mean",
+            "gflops", "wait_seconds_max", "volume_per_rank_max", "network_bytes_per_rank_avg",
+            "messages_per_rank_max", "relative_difference", "repetition_seconds", "warm_up_seconds"]
+    out = {k: row.get(k) for k in keep}
+    out["strategy_figures"] = figs
+    return out
+
+
+def analyse(opts, strategies, runs, kernel_runs):
+    """Per class, strategy and rank count: medians over rounds; speedups, ratios and targets."""
+    primary = strategies[0]
+    yard = "dbcsr" if "dbcsr" in strategies and primary != "dbcsr" else None
+    classes = {}
+    rows = []
+    for cname in opts.classes:
+        per = {}
+        for s in strategies:
+            per[s] = {}
+            for n in opts.ranks:
+                rr = [r for r in runs if r["class"] == cname and r["ranks"] == n]
+                got = [row for r in rr for row in r["rows"] if row["strategy"] == s]
+                t = [g["seconds_median"] for g in got]
+                waits = [g["wait_seconds_max"] for g in got]
+                figs = got[-1]["strategy_figures"] if got else {}
+                tmed = median(t)
+                wmed = median(waits)
+                gfl = median([g["gflops"] for g in got])
+                ticks = figs.get("virtual_grid") if s.split(":")[0] == "cannon" else None
+                beyond = None
+                if ticks and tmed is not None and wmed is not None:
+                    beyond = (tmed - wmed) / ticks
+                # The `run` jobs (--kernel-runs): median time, kernel and wait of the same job.
+                kr = [k["summary"] for k in kernel_runs if k["class"] == cname and k["ranks"] == n
+                      and k["strategy"] == s]
+                k_t = median([k["seconds_per_multiply_median"] for k in kr])
+                k_k = median([k["kernel_seconds_max"] for k in kr])
+                k_w = median([k["wait_seconds_max"] for k in kr])
+                per_tick = None
+                if kr and ticks:
+                    per_tick = median([(k["seconds_per_multiply_median"] - k["kernel_seconds_max"]
+                                        - k["wait_seconds_max"]) / ticks for k in kr])
+                entry = {
+                    "class": cname, "strategy": s, "ranks": n,
+                    "seconds_median": tmed,
+                    "seconds_per_round": t,
+                    "gflops_median": gfl,
+                    "wait_seconds_max_median": wmed,
+                    # DBCSR's traffic bypasses plexus's counting layer: its wait reads 0, "not counted".
+                    "wait_share": None if s.split(":")[0] == "dbcsr" else ratio(wmed, tmed),
+                    "ticks": ticks,
+                    "beyond_wait_per_tick_seconds_upper_bound": beyond,
+                    "run_job": None if not kr else {
+                        "seconds_median": k_t, "kernel_seconds_max_median": k_k, "wait_seconds_max_median": k_w,
+                        "kernel_share": ratio(k_k, k_t), "wait_share": ratio(k_w, k_t),
+                        "beyond_kernel_wait_per_tick_seconds": per_tick},
+                    "volume_per_rank_max": median([g["volume_per_rank_max"] for g in got]),
+                    "relative_difference_max": max([g["relative_difference"] or 0.0 for g in got] or [None]),
+                    "dbcsr_multiply_seconds": median([g["strategy_figures"].get("dbcsr_multiply_seconds")
+                                                      for g in got]),
+                    "strategy_figures_last_round": figs,
+                }
+                per[s][str(n)] = entry
+                rows.append(entry)
+        speed = {}
+        for s in strategies:
+            t1 = per[s].get("1", {}).get("seconds_median")
+            t2 = per[s].get("2", {}).get("seconds_median")
+            t4 = per[s].get("4", {}).get("seconds_median")
+            speed[s] = {"speedup_2_vs_1": ratio(t1, t2), "speedup_4_vs_1": ratio(t1, t4),
+                        "time_4_vs_2": ratio(t4, t2)}
+        vs = {}
+        if yard:
+            for s in strategies:
+                if s == yard:
+                    continue
+                vs[s] = {str(n): {"time_ratio": ratio(per[s][str(n)]["seconds_median"],
+                                                      per[yard][str(n)]["seconds_median"]),
+                                  "time_ratio_vs_dbcsr_multiply_only": ratio(
+                                      per[s][str(n)]["seconds_median"], per[yard][str(n)]["dbcsr_multiply_seconds"])}
+                         for n in opts.ranks}
+        blocks, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
+        classes[cname] = {"title": CLASSES[cname]["title"], "blocks": blocks,
+                          "block_sizes": CLASSES[cname]["block_sizes"], "occupancy": CLASSES[cname]["occupancy"],
+                          "set_options": sets, "strategies": per, "speedups": speed, "plexus_vs_dbcsr": vs}
+    return classes, rows, targets(opts, primary, yard, classes)
+
+
+def target(tid, cname, what, value, threshold, ok, note=None, unit=""):
+    if ok is None:
+        status = "n/a"
+    else:
+        status = "PASS" if ok else "MISS"
+    return {"id": tid, "class": cname, "what": what, "value": value, "threshold": threshold, "unit": unit,
+            "status": status, "note": note}
+
+
+def targets(opts, primary, yard, classes):
+    out = []
+    have = set(opts.ranks)
+    for cname in opts.classes:
+        c = classes[cname]
+        sp = c["speedups"][primary]
+        if cname in ("h2o", "dense"):
+            v = sp["speedup_2_vs_1"]
+            out.append(target("speedup_2_vs_1", cname, "%s: 2 ranks >= 1.8x the 1-rank speed" % primary, v, 1.8,
+                              None if v is None else v >= 1.8,
+                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x"))
+        if cname == "se":
+            v = sp["speedup_2_vs_1"]
+            out.append(target("speedup_2_vs_1", cname, "%s: 2 ranks no slower than 1 rank" % primary, v, 1.0,
+                              None if v is None else v >= 1.0,
+                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x"))
+            for n in opts.ranks:
+                e = c["strategies"][primary][str(n)]
+                rj = e["run_job"]
+                if rj is not None and rj["beyond_kernel_wait_per_tick_seconds"] is not None:
+                    b = rj["beyond_kernel_wait_per_tick_seconds"]
+                    ok = b < TICK_TARGET_SECONDS
+                    note = ("(median - kernel - wait) / ticks of the `run` jobs; kernel and wait are each the "
+                            "max over ranks of a rank's average per multiply, wait stands for transfer")
+                else:
+                    # Only an upper bound: compare's rows have no kernel time. Below the threshold it
+                    # is a PASS whatever the kernel took; above it nothing is known.
+                    b = e["beyond_wait_per_tick_seconds_upper_bound"]
+                    ok = True if (b is not None and b < TICK_TARGET_SECONDS) else None
+                    note = ("(median - wait) / ticks, an upper bound (no kernel time without --kernel-runs; "
+                            "ticks only for cannon)")
+                out.append(target("beyond_kernel_transfer_per_tick", cname,
+                                  "%s, %d rank(s): time beyond kernel + transfer per tick < 50 us" % (primary, n),
+                                  b, TICK_TARGET_SECONDS, ok, note, "s"))
+        v = sp["time_4_vs_2"]
+        out.append(target("time_4_vs_2", cname, "%s: 4 ranks (oversubscribed) within 10 %% of 2 ranks" % primary,
+                          v, 1.10, None if v is None else v <= 1.10,
+                          None if {2, 4} <= have else "needs --ranks with 2 and 4", "x"))
+        if yard:
+            for n in opts.ranks:
+                v = c["plexus_vs_dbcsr"][primary][str(n)]["time_ratio"]
+                out.append(target("vs_dbcsr", cname, "%s, %d rank(s): <= 0.5x DBCSR's time per flop" % (primary, n),
+                                  v, 0.5, None if v is None else v <= 0.5,
+                                  "same problem, so the time ratio; DBCSR's time is its whole multiply "
+                                  "(conversion and session included)", "x"))
+    return out
+
+
+def fmt_t(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return "%.0f" % x
+    return "%.3g" % x
+
+
+def fmt_r(x, pct=False):
+    if x is None:
+        return "-"
+    return ("%.0f%%" % (100 * x)) if pct else "%.2f" % x
+
+
+def text_report(opts, strategies, classes, tgts, meta):
+    L = []
+    rk = opts.ranks
+    head = "%-6s %-16s" % ("class", "strategy") + "".join("%10s" % ("t%d (s)" % n) for n in rk)
+    head += "%7s%7s%7s  %s" % ("2v1", "4v1", "t4/t2", "wait share " + "/".join(str(n) for n in rk))
+    L.append(head)
+    L.append("-" * min(100, len(head)))
+    for cname in opts.classes:
+        c = classes[cname]
+        for s in strategies:
+            e = c["strategies"][s]
+            sp = c["speedups"][s]
+            line = "%-6s %-16s" % (cname, s[:16]) + "".join("%10s" % fmt_t(e[str(n)]["seconds_median"]) for n in rk)
+            line += "%7s%7s%7s  %s" % (fmt_r(sp["speedup_2_vs_1"]), fmt_r(sp["speedup_4_vs_1"]),
+                                       fmt_r(sp["time_4_vs_2"]),
+                                       "/".join(fmt_r(e[str(n)]["wait_share"], True) for n in rk))
+            L.append(line)
+        e = c["strategies"][strategies[0]]
+        if any(e[str(n)]["run_job"] for n in rk):
+            def rj(n, key, scale=1.0):
+                v = (e[str(n)]["run_job"] or {}).get(key)
+                return "-" if v is None else "%.0f" % (v * scale)
+            L.append("%-6s %-16s kernel %% %s, wait %% %s, beyond per tick (us) %s"
+                     % ("", ("%s run" % strategies[0])[:16], "/".join(rj(n, "kernel_share", 100) for n in rk),
+                        "/".join(rj(n, "wait_share", 100) for n in rk),
+                        "/".join(rj(n, "beyond_kernel_wait_per_tick_seconds", 1e6) for n in rk)))
+        for s, byn in c["plexus_vs_dbcsr"].items():
+            L.append("%-6s %-16s" % ("", ("%s/dbcsr" % s)[:16])
+                     + "".join("%10s" % fmt_r(byn[str(n)]["time_ratio"]) for n in rk) + "   (time ratio)")
+    L.append("")
+    L.append("times: seconds per multiply, median over %d round(s) of each job's median of %d multiplies"
+             % (opts.rounds, opts.repetitions))
+    L.append("targets (reported, never asserted):")
+    for t in tgts:
+        v = t["value"]
+        if v is None:
+            vs = "-"
+        elif t["unit"] == "s":
+            vs = "%.1f us" % (v * 1e6)
+        else:
+            vs = "%.2f" % v
+        L.append("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs)[:100])
+    la = meta["load_average_before"]
+    lb = meta["load_average_after"]
+    L.append("load average (1, 5, 15 min): before %s, after %s" % (
+        "-" if la is None else ", ".join("%.2f" % x for x in la),
+        "-" if lb is None else ", ".join("%.2f" % x for x in lb)))
+    if meta["busy_machine"]:
+        L.append("WARNING: the 1-minute load average before the run was above 0.5: the machine was not idle, "
+                 "the figures are not to be trusted")
+    return "\n".join(L)
+
+
+def default_json_path():
+    stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(REPO, "bench", "results", "scaling", "scaling-%s-%s.json" % (socket.gethostname(), stamp))
+
+
+def check_output_path(path, force, created_default):
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        fail("--json %s is a directory" % path)
+    if not os.path.isdir(d):
+        if created_default:
+            os.makedirs(d, exist_ok=True)
+        else:
+            fail("--json %s: directory '%s' does not exist" % (path, d))
+    if not os.access(d, os.W_OK):
+        fail("--json %s: directory '%s' is not writable" % (path, d))
+    if os.path.exists(path) and not force:
+        fail("--json %s exists; give --force to replace it, or another name" % path)
+
+
+def write_json(path, doc, force):
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".scaling-", suffix=".json", dir=d)
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+        f.write("\n")
+    if force:
+        os.replace(tmp, path)
+    else:
+        try:
+            os.link(tmp, path)  # fails if the file appeared meanwhile: never replaced without --force
+        finally:
+            os.unlink(tmp)
+
+
+def check_json(path, opts, strategies):
+    """Re-read the file and check its shape: every key, every class x strategy x ranks entry, the
+    jobs' agreement, the targets' statuses, the metadata."""
+    problems = []
+    with open(path) as f:
+        doc = json.load(f)
+    for k in ("schema", "benchmark", "metadata", "options", "classes", "rows", "runs", "kernel_runs", "targets"):
+        if k not in doc:
+            problems.append("missing key '%s'" % k)
+    if problems:
+        return problems
+    m = doc["metadata"]
+    for k in ("date_utc", "host", "command_line", "load_average_before", "load_average_after", "busy_machine",
+              "plexus_metadata", "timing"):
+        if k not in m:
+            problems.append("metadata: missing '%s'" % k)
+    pm = m.get("plexus_metadata") or {}
+    for k in ("plexus", "ranks", "mpi_library", "parameters"):
+        if k not in pm:
+            problems.append("metadata.plexus_metadata: missing '%s'" % k)
+    if not (pm.get("plexus") or {}).get("git"):
+        problems.append("metadata.plexus_metadata.plexus.git is empty")
+    try:
+        datetime.datetime.strptime(m.get("date_utc", ""), "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        problems.append("metadata.date_utc does not parse: %r" % m.get("date_utc"))
+    njobs = opts.rounds * len(opts.classes) * len(opts.ranks)
+    if len(doc["runs"]) != njobs:
+        problems.append("runs: %d, expected %d" % (len(doc["runs"]), njobs))
+    for r in doc["runs"]:
+        if r.get("exit_status") != 0:
+            problems.append("run %s/%s/%s: exit status %s" % (r.get("round"), r.get("class"), r.get("ranks"),
+                                                              r.get("exit_status")))
+        if len(r.get("rows", [])) != len(strategies):
+            problems.append("run %s/%s/%s: %d rows" % (r.get("round"), r.get("class"), r.get("ranks"),
+                                                       len(r.get("rows", []))))
+        for row in r.get("rows", []):
+            if len(row.get("repetition_seconds") or []) != opts.repetitions:
+                problems.append("run %s/%s/%s %s: %d repetition times, expected %d" % (
+                    r.get("round"), r.get("class"), r.get("ranks"), row.get("strategy"),
+                    len(row.get("repetition_seconds") or []), opts.repetitions))
+            rd = row.get("relative_difference")
+            if rd is None or not rd <= r.get("tolerance", 1e-10):
+                problems.append("run %s/%s/%s %s: results differ (%r)" % (r.get("round"), r.get("class"),
+                                                                        r.get("ranks"), row.get("strategy"), rd))
+    nk = opts.rounds * len(opts.kernel_runs) * len(opts.ranks)
+    if len(doc["kernel_runs"]) != nk:
+        problems.append("kernel_runs: %d, expected %d" % (len(doc["kernel_runs"]), nk))
+    for k in doc["kernel_runs"]:
+        sm = k.get("summary") or {}
+        if k.get("exit_status") != 0:
+            problems.append("kernel run %s/%s/%s: exit status %s" % (k.get("round"), k.get("class"), k.get("ranks"),
+                                                                     k.get("exit_status")))
+        for key in ("seconds_per_multiply_median", "kernel_seconds_max", "wait_seconds_max"):
+            if not isinstance(sm.get(key), (int, float)):
+                problems.append("kernel run %s/%s/%s: summary.%s = %r" % (k.get("round"), k.get("class"),
+                                                                         k.get("ranks"), key, sm.get(key)))
+    if len(doc["rows"]) != len(opts.classes) * len(strategies) * len(opts.ranks):
+        problems.append("rows: %d, expected %d" % (len(doc["rows"]), len(opts.classes) * len(strategies)
+                                                   * len(opts.ranks)))
+    for cname in opts.classes:
+        c = doc["classes"].get(cname)
+        if c is None:
+            problems.append("classes: missing '%s'" % cname)
+            continue
+        for s in strategies:
+            for n in opts.ranks:
+                e = (c.get("strategies", {}).get(s) or {}).get(str(n))
+                if e is None:
+                    problems.append("classes.%s.strategies.%s.%d missing" % (cname, s, n))
+                    continue
+                t = e.get("seconds_median")
+                if not isinstance(t, (int, float)) or not t > 0:
+                    problems.append("classes.%s.strategies.%s.%d.seconds_median = %r" % (cname, s, n, t))
+                if len(e.get("seconds_per_round", [])) != opts.rounds:
+                    problems.append("classes.%s.strategies.%s.%d: %d rounds" % (cname, s, n,
+                                                                               len(e.get("seconds_per_round", []))))
+            for k in ("speedup_2_vs_1", "speedup_4_vs_1", "time_4_vs_2"):
+                if k not in c.get("speedups", {}).get(s, {}):
+                    problems.append("classes.%s.speedups.%s.%s missing" % (cname, s, k))
+    for t in doc["targets"]:
+        if t.get("status") not in ("PASS", "MISS", "n/a"):
+            problems.append("target %s/%s: status %r" % (t.get("class"), t.get("id"), t.get("status")))
+    if not doc["targets"]:
+        problems.append("no targets")
+    return problems
+
+
+def main(argv):
+    opts = parse_args(argv)
+    build = os.path.abspath(opts.build)
+    if not os.path.isdir(build):
+        fail("build directory '%s' does not exist (build plexus first, or give --build DIR)" % build)
+    plexus = os.path.join(build, "bin", "plexus")
+    if not (os.path.isfile(plexus) and os.access(plexus, os.X_OK)):
+        fail("no plexus program at '%s' (cmake --build %s --target plexus)" % (plexus, opts.build))
+    launcher = shlex.split(opts.mpiexec)
+    mpiexec = shutil.which(launcher[0]) if launcher else None
+    if mpiexec is None:
+        fail("MPI launcher '%s' not found (install Open MPI, or give --mpiexec PATH)" % opts.mpiexec)
+    launcher[0] = mpiexec
+
+    env = dict(os.environ)
+    for k, v in OMPI_ENV.items():
+        env.setdefault(k, v)
+    env["OMP_NUM_THREADS"] = "1"
+
+    comms = available_strategies(plexus, env)
+    if opts.strategies is None:
+        strategies = ["cannon"]
+        if comms.get("dbcsr", (False, None))[0]:
+            strategies.append("dbcsr")
+    else:
+        strategies = opts.strategies
+        for s in strategies:
+            name = s.split(":")[0]
+            if name not in comms:
+                fail("unknown strategy '%s' (this plexus has: %s)" % (name, ", ".join(sorted(comms))))
+            if not comms[name][0]:
+                fail("strategy '%s' cannot run here: %s" % (name, comms[name][1]))
+
+    created_default = opts.json is None
+    out_path = opts.json or default_json_path()
+    check_output_path(out_path, opts.force, created_default)
+
+    load_before = loadavg()
+    busy = load_before is not None and load_before[0] > 0.5
+    if busy:
+        log("WARNING: 1-minute load average %.2f > 0.5: the machine is not idle; figures will be noisy"
+            % load_before[0])
+
+    jobs = []
+    for r in range(opts.rounds):
+        classes = opts.classes[r % len(opts.classes):] + opts.classes[:r % len(opts.classes)]
+        for ci, cname in enumerate(classes):
+            k = (r + ci) % len(opts.ranks)
+            ranks = opts.ranks[k:] + opts.ranks[:k]
+            for n in ranks:
+                k2 = r % len(strategies)
+                jobs.append(("compare", r, cname, n, strategies[k2:] + strategies[:k2]))
+                if cname in opts.kernel_runs:
+                    jobs.append(("run", r, cname, n, [strategies[0]]))
+
+    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s; strategies %s; %d multiplies per job and "
+        "strategy" % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks),
+                      " (+ a `run` job for the kernel time: %s)" % ",".join(opts.kernel_runs) if opts.kernel_runs
+                      else "", ",".join(strategies), opts.repetitions))
+    runs = []
+    kernel_runs = []
+    plexus_meta = None
+    t_start = time.time()
+    tmpdir = tempfile.mkdtemp(prefix="plexus-scaling-")
+    try:
+        for i, (kind, r, cname, n, order) in enumerate(jobs):
+            _, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
+            tmp = os.path.join(tmpdir, "job%d.json" % i)
+            cmd = launcher + ["-n", str(n), "--bind-to", "none", plexus]
+            if kind == "compare":
+                cmd += ["compare", "--strategies", ",".join(order)]
+            else:
+                cmd += ["run", "--set", "Communication/Strategy=%s" % order[0].split(":")[0]]
+                for kv in order[0].split(":")[1:]:
+                    cmd += ["--set", "Communication/%s/%s" % (order[0].split(":")[0], kv)]
+            for s in sets:
+                cmd += ["--set", s]
+            cmd += ["--json", tmp, "--log-level", "warn", "--no-params-file", "--no-progress"]
+            done = time.time() - t_start
+            est = "" if i == 0 else ", about %.0f s left" % (done / i * (len(jobs) - i))
+            log("job %d/%d: round %d, %s, %d rank(s), %s %s (elapsed %.0f s%s)"
+                % (i + 1, len(jobs), r + 1, cname, n, kind, ",".join(order), done, est))
+            p, wall = run_job(cmd, env)
+            if p.returncode != 0 or not os.path.isfile(tmp):
+                sys.stderr.write("---- command: %s\n---- exit status %d; output:\n%s%s\n"
+                                 % (" ".join(shlex.quote(c) for c in cmd), p.returncode, p.stdout, p.stderr))
+                fail("job %d/%d (%s, %d ranks, %s) failed%s; stopping" % (
+                    i + 1, len(jobs), cname, n, kind,
+                    " (compare exits 1 when the strategies' results differ)"
+                    if p.returncode == 1 and kind == "compare" else ""), 1)
+            with open(tmp) as f:
+                doc = json.load(f)
+            os.unlink(tmp)
+            if kind == "run":
+                sm = doc.get("summary") or {}
+                kernel_runs.append({"round": r + 1, "class": cname, "ranks": n, "strategy": order[0],
+                                    "exit_status": p.returncode, "wall_seconds": wall, "command": cmd,
+                                    "summary": {k: sm.get(k) for k in (
+                                        "multiplies", "seconds_per_multiply_median", "kernel_seconds_max",
+                                        "wait_seconds_max", "gflops", "repetition_seconds")}})
+                continue
+            tol = doc.get("tolerance", 1e-10)
+            rows = [row_summary(row) for row in doc.get("rows", [])]
+            if len(rows) != len(order):
+                fail("job %d/%d (%s, %d ranks): %d rows in its JSON, expected %d"
+                     % (i + 1, len(jobs), cname, n, len(rows), len(order)), 1)
+            for row in rows:
+                rd = row["relative_difference"]
+                if rd is None or not rd <= tol:
+                    fail("job %d/%d (%s, %d ranks): %s's result differs from %s's by %r (tolerance %g)"
+                         % (i + 1, len(jobs), cname, n, row["strategy"], order[0], rd, tol), 1)
+            if plexus_meta is None:
+                plexus_meta = doc.get("metadata")
+            runs.append({"round": r + 1, "class": cname, "ranks": n, "order": order, "exit_status": p.returncode,
+                         "wall_seconds": wall, "tolerance": tol, "command": cmd, "rows": rows})
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    load_after = loadavg()
+    log("all %d jobs done in %.0f s" % (len(jobs), time.time() - t_start))
+
+    classes, rows, tgts = analyse(opts, strategies, runs, kernel_runs)
+    meta = {
+        "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": socket.gethostname(),
+        "command_line": [sys.argv[0]] + list(argv),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": load_after,
+        "busy_machine": busy,
+        "seconds_total": time.time() - t_start,
+        "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.repetitions,
+                   "warm_up": opts.warm_up if opts.warm_up is not None else
+                   ((plexus_meta or {}).get("timing") or {}).get("warm_up"),
+                   "statistic": "median over rounds of each job's median multiply time"},
+        "plexus_metadata": plexus_meta,
+    }
+    doc = {
+        "schema": SCHEMA,
+        "benchmark": "scaling_bench",
+        "metadata": meta,
+        "options": {"build": build, "ranks": opts.ranks, "classes": opts.classes, "strategies": strategies,
+                    "rounds": opts.rounds, "repetitions": opts.repetitions, "warm_up": opts.warm_up,
+                    "scale": opts.scale, "quick": opts.quick, "mpiexec": launcher,
+                    "kernel_runs": opts.kernel_runs},
+        "classes": classes,
+        "rows": rows,
+        "targets": tgts,
+        "missing": {
+            "kernel_seconds": "compare's JSON rows have no kernel time; it comes from the `run` jobs of "
+                              "--kernel-runs (summary.kernel_seconds_max), timed apart from the compare jobs",
+            "ticks": "only for cannon (strategy_figures.virtual_grid: V ticks); the operation report's ticks are "
+                     "not in compare's JSON",
+        },
+        "runs": runs,
+        "kernel_runs": kernel_runs,
+    }
+    print(text_report(opts, strategies, classes, tgts, meta))
+    write_json(out_path, doc, opts.force)
+    print("wrote %s" % out_path)
+    if opts.check:
+        problems = check_json(out_path, opts, strategies)
+        if problems:
+            for pr in problems:
+                sys.stderr.write("scaling_bench: check: %s\n" % pr)
+            fail("JSON check failed: %s" % out_path, 1)
+        print("JSON check passed: %s" % out_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

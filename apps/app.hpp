@@ -107,6 +107,11 @@ struct Summary {
   double messages_avg = 0;
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks
   double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks
+  double ticks_max = 0;        ///< the algorithm's ticks per multiply, max over ranks
+  /// What a multiply spends beyond its kernel and its waits: per multiply the largest over ranks
+  /// of (seconds - kernel - wait) on that rank, then the median over the multiplies (index work,
+  /// packing, copies, allocation, MPI calls that do not wait).
+  double beyond_kernel_wait_median = 0;
   double peak_buffer_max = 0;  ///< peak communication buffer bytes, max over multiplies and ranks
   double peak_memory_max = 0;  ///< peak tracked memory bytes, max over multiplies and ranks
   double peak_device_max = 0;  ///< peak device memory of the local backend, max over multiplies and ranks

@@ -62,6 +62,12 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   for (std::size_t i = 0; i < reports.size(); ++i) mine[i] = reports[i].seconds;
   s.times.assign(reports.size(), 0.0);
   if (!reports.empty()) MPI_Allreduce(mine.data(), s.times.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+  std::vector<double> beyond(reports.size()), beyond_max(reports.size(), 0.0);
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    beyond[i] = reports[i].seconds - reports[i].kernel_seconds - reports[i].wait_seconds();
+  if (!reports.empty())
+    MPI_Allreduce(beyond.data(), beyond_max.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+  s.beyond_kernel_wait_median = time_stats(beyond_max).median;
   const TimeStats stats = time_stats(s.times);
   s.seconds_min = stats.min;
   s.seconds_median = stats.median;
@@ -69,6 +75,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
   double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0, peak_device = 0;
+  double ticks = 0;
   double volume = 0, model = -1, network = 0;
   for (const auto& r : reports) {
     for (const auto& t : r.traffic) {
@@ -82,18 +89,19 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     messages += static_cast<double>(r.messages_sent());
     wait += r.wait_seconds();
     kernel += r.kernel_seconds;
+    ticks = std::max(ticks, static_cast<double>(r.ticks));
     peak_buffer = std::max(peak_buffer, static_cast<double>(r.peak_buffer_bytes));
     peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
     peak_device = std::max(peak_device, static_cast<double>(r.peak_device_bytes));
   }
   const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
-  double maxes[10] = {0.0,         bytes / n,  messages / n,
+  double maxes[11] = {0.0,         bytes / n,  messages / n,
                       wait / n,    kernel / n, peak_buffer,
                       peak_memory, volume / n, model < 0 ? -1.0 : model / n,
-                      peak_device};
+                      peak_device, ticks};
   double sums[5] = {flops / n, bytes / n, messages / n, volume / n, network / n};
-  double gmax[10], gsum[5];
-  MPI_Allreduce(maxes, gmax, 10, MPI_DOUBLE, MPI_MAX, comm);
+  double gmax[11], gsum[5];
+  MPI_Allreduce(maxes, gmax, 11, MPI_DOUBLE, MPI_MAX, comm);
   MPI_Allreduce(sums, gsum, 5, MPI_DOUBLE, MPI_SUM, comm);
   s.network_avg = gsum[4] / s.ranks;
   s.volume_max = gmax[7];
@@ -106,6 +114,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.peak_buffer_max = gmax[5];
   s.peak_memory_max = gmax[6];
   s.peak_device_max = gmax[9];
+  s.ticks_max = gmax[10];
   s.flops = gsum[0];
   s.bytes_avg = gsum[1] / s.ranks;
   s.messages_avg = gsum[2] / s.ranks;
@@ -359,6 +368,8 @@ std::string run_json(const RunRecord& r) {
         {"network_bytes_per_rank_avg", s.network_avg},
         {"wait_seconds_max", s.wait_max},
         {"kernel_seconds_max", s.kernel_seconds},
+        {"ticks_max", s.ticks_max},
+        {"beyond_kernel_wait_seconds_median", s.beyond_kernel_wait_median},
         {"peak_memory_bytes_max", s.peak_memory_max}};
   }
   if (r.operations) {

@@ -657,6 +657,10 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
          fmt::format("{:.1f}", s.messages_avg));
   l.info("  wait time             {} s (max over ranks)", fmt::format("{:.4g}", s.wait_max));
   l.info("  kernel time           {} s (max over ranks)", fmt::format("{:.4g}", s.kernel_seconds));
+  if (s.ticks_max > 0)
+    l.info("  beyond kernel + wait  {} s per multiply, {} s per tick ({} ticks; median of the slowest rank's)",
+           fmt::format("{:.4g}", s.beyond_kernel_wait_median),
+           fmt::format("{:.3g}", s.beyond_kernel_wait_median / s.ticks_max), fmt::format("{:.0f}", s.ticks_max));
   l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
   l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
   if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
@@ -890,6 +894,7 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
         "seconds_mean,gflops,volume_per_rank_max,"
         "volume_per_rank_avg,model_volume_per_rank_max,network_bytes_per_rank_avg,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
+        "kernel_seconds_max,ticks_max,beyond_kernel_wait_seconds_median,"
         "peak_buffer_bytes_max,peak_memory_bytes_max,relative_difference";
   std::vector<std::string> figure_names;
   if (!rows.empty())
@@ -906,11 +911,12 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
     const Summary& s = r.summary;
     os << fmt::format(
         "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.1f},{},{:.1f},{:.0f},{:.1f},"
-        "{:.0f},{:.3f},{:.9g},{:.0f},{:.0f},{}",
+        "{:.0f},{:.3f},{:.9g},{:.9g},{:.0f},{:.9g},{:.0f},{:.0f},{}",
         quote(r.strategy), quote(r.kernel), s.ranks, quote(r.grid), s.multiplies, r.warm_up.multiplies, s.seconds,
         s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.volume_max, s.volume_avg,
         s.model_max < 0 ? std::string() : fmt::format("{:.0f}", s.model_max), s.network_avg, s.bytes_max, s.bytes_avg,
-        s.messages_max, s.messages_avg, s.wait_max, s.peak_buffer_max, s.peak_memory_max,
+        s.messages_max, s.messages_avg, s.wait_max, s.kernel_seconds, s.ticks_max, s.beyond_kernel_wait_median,
+        s.peak_buffer_max, s.peak_memory_max,
         r.compared ? fmt::format("{:.6e}", r.rel_diff) : std::string());
     for (const auto& f : figure_names) {
       auto it = r.figures.find(f);
@@ -979,6 +985,9 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["messages_per_rank_max"] = json_number(s.messages_max);
     j["messages_per_rank_avg"] = json_number(s.messages_avg);
     j["wait_seconds_max"] = json_number(s.wait_max);
+    j["kernel_seconds_max"] = json_number(s.kernel_seconds);
+    j["ticks_max"] = json_number(s.ticks_max);
+    j["beyond_kernel_wait_seconds_median"] = json_number(s.beyond_kernel_wait_median);
     j["peak_buffer_bytes_max"] = json_number(s.peak_buffer_max);
     j["peak_memory_bytes_max"] = json_number(s.peak_memory_max);
     j["peak_device_bytes_max"] = json_number(s.peak_device_max);

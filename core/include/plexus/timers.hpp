@@ -40,7 +40,8 @@ struct Entry;  // one named Teuchos timer and how deep its scopes nest (timers.c
 /// Times the phase `name` (prefixed by the labels alive, see Label) from construction until
 /// stop() or destruction. Counts one call. A Scoped of a name that is already running (recursion,
 /// or a nested phase of the same name) adds no call and no time to that timer: only the outermost
-/// scope of a name counts, as in TimeMonitor. With `add_seconds_to`, the scope's seconds are added
+/// scope of a name counts (Teuchos' Time::start would restart the running timer, and a nested
+/// TimeMonitor would count a second call). With `add_seconds_to`, the scope's seconds are added
 /// to *add_seconds_to when it stops (also when timers are disabled or the scope records nothing in
 /// Teuchos); for the outermost scope they are the very interval Teuchos accumulates (across a
 /// reset(), the scope's whole life, of which Teuchos keeps the part after the reset).

@@ -9,6 +9,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus {
 
@@ -85,6 +86,7 @@ void for_each_thread(int n, F&& f) {
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
                            std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale)
     : layout_(layout), row_eps_(std::move(row_eps)) {
+  const timers::Scoped timer("local multiply: begin");  // C copied into the threads' rows, kernel.begin
   if (!row_eps_.empty() && static_cast<int>(row_eps_.size()) != c.nrows)
     throw Error("LocalProduct", "row_eps needs one threshold per C row");
   row_ids_.assign(c.row_ids, c.row_ids + c.nrows);
@@ -165,8 +167,11 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // Staged first: a device backend copies the panels while the stacks are being built. Should
   // anything below throw, the guard unstages before the caller frees the panels (a device
   // backend may still be copying them).
-  const double stage0 = omp_get_wtime();
-  session_->stage(a, b);
+  double stage_seconds = 0;
+  {
+    timers::Scoped timer("local multiply: stage", &stage_seconds);
+    session_->stage(a, b);
+  }
   struct Unstage {
     KernelSession* session;
     ~Unstage() {
@@ -177,7 +182,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       }
     }
   } unstage_guard{session_.get()};
-  const double stage_seconds = omp_get_wtime() - stage0;
   const bool filtering = !row_eps_.empty();
   std::vector<double> a_norms, b_norms;
   if (filtering) {
@@ -224,6 +228,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
   };
 
+  // The passes below run in OpenMP regions: each thread measures its own share with omp_get_wtime
+  // (the report takes the slowest thread's), and the main thread times each whole pass as a phase
+  // (timers.hpp: no phase timer inside a parallel region).
   // Pass 1 (symbolic): each thread lists the C blocks this tick creates, with offsets relative
   // to its own new region.
   struct Place {
@@ -239,6 +246,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   };
   const int nthreads = static_cast<int>(work_.size());
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
+  timers::Scoped place_timer("local multiply: place");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
@@ -248,6 +256,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     for_each_product(w, place);
     seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
   });
+  place_timer.stop();
   // One growth of C's area for all threads' new blocks (zeroed by the backend).
   std::int64_t end = c_values_;
   for (auto& w : work_) {
@@ -255,6 +264,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     end += w->fresh_values;
   }
   if (end > c_values_) {
+    timers::Scoped timer("local multiply: grow");
     session_->grow(end);
     c_values_ = end;
   }
@@ -286,6 +296,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (size == kStackCapacity) flush();
     }
   };
+  timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
@@ -300,11 +311,14 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     w.stats.kernel_seconds += stack.kernel_time;
     w.stats.stack_seconds += total - stack.kernel_time;
   });
+  stacks_timer.stop();
   // The backend finishes the tick's work (a device backend waits for its streams here).
-  const double unstage0 = omp_get_wtime();
-  unstage_guard.session = nullptr;
-  session_->unstage();
-  const double unstage_seconds = omp_get_wtime() - unstage0;
+  double unstage_seconds = 0;
+  {
+    timers::Scoped timer("local multiply: unstage", &unstage_seconds);
+    unstage_guard.session = nullptr;
+    session_->unstage();
+  }
   // Report the slowest thread's times (the critical path) and summed counts.
   LocalMultiplyStats s;
   s.kernel_seconds = stage_seconds + unstage_seconds;
@@ -323,6 +337,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
 
 Panel LocalProduct::finish() {
   if (!session_) throw Error("LocalProduct::finish", "called twice");
+  const timers::Scoped timer("local multiply: finish");  // C's panel merged, kernel's finish (a device waits)
   // The threads' rows become one blocked CSR over the shared value area, which is adopted as it
   // is: each thread sorts its rows and writes its part of the index.
   const int nthreads = static_cast<int>(work_.size());

@@ -15,6 +15,7 @@
 #include "plexus/memory.hpp"
 #include "plexus/multiply_support.hpp"
 #include "plexus/progress.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus {
 
@@ -277,7 +278,10 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   memory::reset_peak(memory::Category::CommBuffer);
   memory::reset_peak_total();
   memory::reset_peak_total(MemorySpace::Device);
-  const double t_start = mpi::now();
+  // The phases: prologue (transposes, alpha, thresholds), the algorithm's run, epilogue (C set,
+  // filtered, the report); "multiply: total" is the report's seconds.
+  timers::Scoped total("multiply: total");
+  timers::Scoped prologue("multiply: prologue");
 
   // op(A) * alpha and op(B). A transposed operand is a copy already; otherwise alpha != 1 takes
   // one copy of A. Nothing here writes to C, so C may be A or B.
@@ -296,7 +300,12 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   const DistMatrix& b = b_copy ? *b_copy : B;
 
   MultiplyTask task(a, b, C, beta, kernel, options, global_row_thresholds(a, options.filter_eps));
-  Panel result = algorithm.run(task);
+  prologue.stop();
+  Panel result = [&] {
+    const timers::Scoped run("multiply: run");
+    return algorithm.run(task);
+  }();
+  timers::Scoped epilogue("multiply: epilogue");
   if (options.retain_sparsity) result = on_pattern(result.view(), C.local().view(), C.layout());
   C.set_local(std::move(result));
   if (options.filter_eps > 0 && !options.retain_sparsity) C.filter(options.filter_eps);
@@ -317,7 +326,8 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);
   report.peak_memory_bytes = memory::peak_total();
   report.peak_device_bytes = memory::peak_total(MemorySpace::Device);
-  report.seconds = mpi::now() - t_start;
+  epilogue.stop();
+  report.seconds = total.stop();
   if (ta == Trans::T || tb == Trans::T) {
     report.extra["transpose_bytes_received"] = static_cast<double>(
         moved.counts(mpi::Role::A).bytes_received + moved.counts(mpi::Role::B).bytes_received);

@@ -7,6 +7,7 @@
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/progress.hpp"
+#include "plexus/timers.hpp"
 
 extern "C" {
 void zgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const std::complex<double>* alpha,
@@ -103,9 +104,10 @@ std::span<const cplx> BandSolver::band(int b) const {
 }
 
 void BandSolver::sum(std::span<double> values, Counts& c, bool cg) {
-  const double t0 = MPI_Wtime();
-  collectives_.iallreduce(values, comm_, traffic_).wait();
-  c.allreduce_seconds += MPI_Wtime() - t0;
+  {
+    const timers::Scoped timer("cg_bands: allreduce", &c.allreduce_seconds);
+    collectives_.iallreduce(values, comm_, traffic_).wait();
+  }
   ++(cg ? c.cg : c.other);
   ++c.sizes[static_cast<std::int64_t>(sizeof(double) * values.size())];
 }
@@ -277,7 +279,7 @@ CgResult BandSolver::solve() {
   for (int sweep = 1; sweep <= options_.max_sweeps; ++sweep) {
     steps.done(sweep - 1);
     Counts c;
-    const double t0 = MPI_Wtime();
+    timers::Scoped sweep_timer("cg_bands: sweep");
     const auto fft0 = h_.fft().counters();
     const auto traffic0 = traffic_.counts(mpi::Role::Other);
     for (int i = 0; i < nb; ++i)
@@ -287,7 +289,7 @@ CgResult BandSolver::solve() {
     SweepRecord rec;
     rec.sweep = sweep;
     rec.max_residual = *std::max_element(res.begin(), res.end());
-    rec.seconds = MPI_Wtime() - t0;
+    rec.seconds = sweep_timer.stop();
     rec.allreduce_seconds = c.allreduce_seconds;
     const auto& fft1 = h_.fft().counters();
     rec.alltoall_seconds = fft1.alltoall_seconds - fft0.alltoall_seconds;

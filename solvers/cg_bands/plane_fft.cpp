@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus::cg_bands {
 
@@ -155,11 +157,10 @@ double PlaneFft::bytes_per_pair() const {
 
 void PlaneFft::exchange(std::span<const cplx> send, std::span<cplx> recv, const std::vector<int>& send_counts,
                         const std::vector<int>& recv_counts, mpi::Traffic& traffic) {
-  const double t0 = MPI_Wtime();
+  const timers::Scoped timer("cg_bands: all-to-all", &counters_.alltoall_seconds);
   const std::span<const double> s(reinterpret_cast<const double*>(send.data()), 2 * send.size());
   const std::span<double> r(reinterpret_cast<double*>(recv.data()), 2 * recv.size());
   collectives_.ialltoallv(s, send_counts, r, recv_counts, comm_, traffic).wait();
-  counters_.alltoall_seconds += MPI_Wtime() - t0;
   ++counters_.alltoalls;
 }
 
@@ -168,7 +169,8 @@ void PlaneFft::to_real(std::span<const cplx> coefficients, mpi::Traffic& traffic
   if (coefficients.size() != z_offset_.size())
     throw Error("cg_bands fft", "to_real: " + std::to_string(coefficients.size()) +
                                     " coefficients given, the rank holds " + std::to_string(z_offset_.size()));
-  double t0 = MPI_Wtime();
+  // Two FFT phases (z, then x-y) around the all-to-all, each a call of "cg_bands: fft".
+  std::optional<timers::Scoped> fft(std::in_place, "cg_bands: fft", &counters_.fft_seconds);
   const int p = layout_.ranks();
   const auto& mine = layout_.sticks_of(rank_);
   std::fill(sticks_.begin(), sticks_.end(), cplx{});
@@ -182,10 +184,10 @@ void PlaneFft::to_real(std::span<const cplx> coefficients, mpi::Traffic& traffic
   }
   std::size_t received = 0;
   for (int q = 0; q < p; ++q) received += static_cast<std::size_t>(to_planes_recv_[q] / 2);
-  counters_.fft_seconds += MPI_Wtime() - t0;
+  fft.reset();
   exchange(std::span<const cplx>(send_.data(), at), std::span<cplx>(recv_.data(), received), to_planes_send_,
            to_planes_recv_, traffic);
-  t0 = MPI_Wtime();
+  fft.emplace("cg_bands: fft", &counters_.fft_seconds);
   std::fill(planes_.begin(), planes_.end(), cplx{});
   const int np = layout_.planes_of(rank_);
   at = 0;
@@ -195,7 +197,6 @@ void PlaneFft::to_real(std::span<const cplx> coefficients, mpi::Traffic& traffic
       for (int z = 0; z < np; ++z) planes_[(static_cast<std::size_t>(z) * ny_ + st.y) * nx_ + st.x] = recv_[at++];
     }
   if (xy_backward_) fftw_execute(xy_backward_);
-  counters_.fft_seconds += MPI_Wtime() - t0;
 }
 
 void PlaneFft::to_coefficients(std::span<cplx> coefficients, mpi::Traffic& traffic) {
@@ -203,7 +204,8 @@ void PlaneFft::to_coefficients(std::span<cplx> coefficients, mpi::Traffic& traff
   if (coefficients.size() != z_offset_.size())
     throw Error("cg_bands fft", "to_coefficients: room for " + std::to_string(coefficients.size()) +
                                     " coefficients given, the rank holds " + std::to_string(z_offset_.size()));
-  double t0 = MPI_Wtime();
+  // Two FFT phases (x-y, then z) around the all-to-all, each a call of "cg_bands: fft".
+  std::optional<timers::Scoped> fft(std::in_place, "cg_bands: fft", &counters_.fft_seconds);
   const int p = layout_.ranks();
   const int np = layout_.planes_of(rank_);
   if (xy_forward_) fftw_execute(xy_forward_);
@@ -215,10 +217,10 @@ void PlaneFft::to_coefficients(std::span<cplx> coefficients, mpi::Traffic& traff
     }
   std::size_t received = 0;
   for (int q = 0; q < p; ++q) received += static_cast<std::size_t>(to_planes_send_[q] / 2);
-  counters_.fft_seconds += MPI_Wtime() - t0;
+  fft.reset();
   exchange(std::span<const cplx>(send_.data(), at), std::span<cplx>(recv_.data(), received), to_planes_recv_,
            to_planes_send_, traffic);
-  t0 = MPI_Wtime();
+  fft.emplace("cg_bands: fft", &counters_.fft_seconds);
   const auto& mine = layout_.sticks_of(rank_);
   at = 0;
   for (int q = 0; q < p; ++q) {
@@ -228,7 +230,6 @@ void PlaneFft::to_coefficients(std::span<cplx> coefficients, mpi::Traffic& traff
   }
   if (z_forward_) fftw_execute(z_forward_);
   for (std::size_t i = 0; i < z_offset_.size(); ++i) coefficients[i] = sticks_[z_offset_[i]];
-  counters_.fft_seconds += MPI_Wtime() - t0;
 }
 
 }  // namespace plexus::cg_bands

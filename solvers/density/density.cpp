@@ -13,6 +13,7 @@
 #include "plexus/matrix_market.hpp"
 #include "plexus/output.hpp"
 #include "plexus/progress.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus::density {
 
@@ -48,14 +49,16 @@ void filter_iterate(Context& ctx, const IterationOptions& o, DistMatrix& X) {
   if (o.filter_eps > 0) filter(ctx, X, o.filter_eps);
 }
 
-// One iteration's figures: its own time and its multiplies (volume, waits, flops), the same on
-// every rank (maxima of times, sums of volumes).
+// One iteration's figures: its own time (the phase "density: <label> iteration", from the log's
+// construction to done()) and its multiplies (volume, waits, flops), the same on every rank
+// (maxima of times, sums of volumes).
 class IterationLog {
  public:
-  IterationLog(Context& ctx, Trace& rec) : ctx_(ctx), trace_(rec), first_(rec.reports.size()), t0_(MPI_Wtime()) {}
+  IterationLog(Context& ctx, Trace& rec, const std::string& label)
+      : ctx_(ctx), trace_(rec), first_(rec.reports.size()), timer_("density: " + label + " iteration") {}
 
   std::map<std::string, double>& done(int iteration, double residual, const DistMatrix& x) {
-    double mine[2] = {MPI_Wtime() - t0_, 0};
+    double mine[2] = {timer_.stop(), 0};
     double sums[2] = {0, 0};  // flops, data bytes received
     for (std::size_t i = first_; i < trace_.reports.size(); ++i) {
       const auto& r = trace_.reports[i];
@@ -83,7 +86,7 @@ class IterationLog {
   Context& ctx_;
   Trace& trace_;
   std::size_t first_;
-  double t0_;
+  timers::Scoped timer_;
 };
 
 void say_iteration(Context& ctx, const IterationOptions& o, const std::string& label,
@@ -200,7 +203,7 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
   progress::Stage iterations("S^-1/2 iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
     iterations.done(it - 1);
-    IterationLog iter(ctx, rec);
+    IterationLog iter(ctx, rec, "S^-1/2");
     mul(ctx, o, rec, 1.0, *z, *y, *t);  // T = Z Y
     add_on_diag(ctx, *t, -1.0);
     const double r = residual_of_square(ctx, *t, n);  // ||ZY - I|| / sqrt(n)
@@ -254,7 +257,7 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
   progress::Stage iterations(label + " iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
     iterations.done(it - 1);
-    IterationLog iter(ctx, rec);
+    IterationLog iter(ctx, rec, label);
     mul(ctx, o, rec, 1.0, *x, *x, *x2);
     add_on_diag(ctx, *x2, -1.0);  // X^2 - I
     const double r = residual_of_square(ctx, *x2, n);
@@ -339,7 +342,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
   progress::Stage iterations("purification iteration", 0);  // the progress line: iterations until converged
   for (int it = 1;; ++it) {
     iterations.done(it - 1);
-    IterationLog iter(ctx, rec);
+    IterationLog iter(ctx, rec, label);
     if (cubes) {
       if (square_and_cube(ctx, *d, *d2, *d3, rec.reports, mo)) ++out.fused;
     } else {
@@ -483,7 +486,7 @@ Settings Settings::from(const ParameterList& p, const std::string& solver) {
 
 Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s, Trace& rec) {
   Orthogonal o;
-  const double t0 = MPI_Wtime();
+  timers::Scoped read("density: read", &o.read_seconds);
   auto m = build_hamiltonian(problem, ctx);
   o.h = m.h;
   o.s = m.s;
@@ -503,15 +506,16 @@ Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s
                                   "^T||_F / ||" + mat->name() + "||_F = " + num(a) + " (at most " + num(kSymmetric) +
                                   " is taken as symmetric)");
   }
-  o.solve_start = MPI_Wtime();
-  o.read_seconds = o.solve_start - t0;
+  read.stop();
+  o.solve = std::make_unique<timers::Scoped>("density: solve");
   if (o.s) {
-    const double t1 = MPI_Wtime();
+    timers::Scoped inverse("density: S^-1/2");
     auto inv = inverse_sqrt(ctx, *o.s, s.iteration, rec);
+    const double inverse_seconds = inverse.stop();
     o.z = inv.inv_sqrt;
     if (speaks(ctx, s.iteration))
       log().info("{}: S^-1/2 in {} Newton-Schulz iterations ({:.3f} s, residual {:.3e})", s.solver, inv.iterations,
-                 MPI_Wtime() - t1, inv.residual);
+                 inverse_seconds, inv.residual);
     auto zh = like(*o.h, "Z H");
     mul(ctx, s.iteration, rec, 1.0, *o.z, *o.h, *zh);
     o.k = like(*o.h, "K");
@@ -588,7 +592,8 @@ void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d, const Settin
   f["occupancy_P"] = p->occupancy();
   {
     // The solve's time (after reading) against its multiplies': what the solver itself costs.
-    double times[3] = {o.read_seconds, MPI_Wtime() - o.solve_start, 0};
+    PLEXUS_CHECK(o.solve, "density::finish: the solve's timer was not started (orthogonalise starts it)");
+    double times[3] = {o.read_seconds, o.solve->stop(), 0};
     for (const auto& r : rec.reports) times[2] += r.seconds;
     mpi::check(MPI_Allreduce(MPI_IN_PLACE, times, 3, MPI_DOUBLE, MPI_MAX, ctx.comm()), "MPI_Allreduce");
     f["read_seconds"] = times[0];

@@ -15,6 +15,7 @@
 #include "plexus/parameters.hpp"
 #include "plexus/problem.hpp"
 #include "plexus/solver.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus::density {
 
@@ -118,8 +119,9 @@ struct Orthogonal {
   std::shared_ptr<DistMatrix> k;      ///< Z H Z (H itself when s is null)
   Bounds bounds;                      ///< of K
   std::int64_t n = 0;
-  double read_seconds = 0;  ///< reading and checking H and S (this rank)
-  double solve_start = 0;   ///< MPI_Wtime when the solve proper began (after reading)
+  double read_seconds = 0;  ///< reading and checking H and S (this rank): the phase "density: read"
+  /// The phase "density: solve", begun when reading ended; finish() stops it (solve_seconds).
+  std::unique_ptr<timers::Scoped> solve;
 };
 /// Reads the problem, checks H and S (square, symmetric, the electron count), computes S^{-1/2}
 /// and K. Collective; bad input throws InputError naming the parameter.

@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -38,6 +39,7 @@
 #include "plexus/plugin.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/solver.hpp"
+#include "plexus/timers.hpp"
 
 namespace {
 
@@ -279,8 +281,11 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
       pm.seconds = mpi::now() - t0;
     }
   };
-  const double t_start = mpi::now();
+  // The phases below are timed on the main thread; each thread's measurements (pm.seconds above)
+  // are timed by that thread itself (timers.hpp: phase timers belong to the main thread).
+  double accumulate_seconds = 0;
   {
+    const plexus::timers::Scoped timer("g4: accumulate", &accumulate_seconds);
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t)
@@ -300,7 +305,6 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   }
-  const double accumulate_seconds = mpi::now() - t_start;
   if (distributed_)
     for (int t = 0; t < threads; ++t)
       if (arrivals[static_cast<std::size_t>(t)] != std::int64_t{M} * S)
@@ -313,7 +317,8 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
 
   // ---- final reduction --------------------------------------------------------------------
   mpi::Traffic reduce_traffic;
-  const double t_reduce = mpi::now();
+  double reduce_seconds = 0;
+  std::optional<plexus::timers::Scoped> reduce_timer(std::in_place, "g4: reduce", &reduce_seconds);
   if (!distributed_) {
     for (std::size_t t = 1; t < acc.size(); ++t) {
       for (std::size_t j = 0; j < acc[0].size(); ++j) acc[0][j] += acc[t][j];
@@ -327,7 +332,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
     staged(acc[0].data(), 2 * slice.size(), 2 * plexus::g4::max_slice(total, S),
            [&](std::vector<double>& v) { coll.reduce_across_rings(comm, v, reduce_traffic); });
   }
-  const double reduce_seconds = mpi::now() - t_reduce;
+  reduce_timer.reset();
   const std::int64_t peak_run = memory::peak_total();
 
   // What this rank holds and what it answers for (norms, check, output): replicated: part `rank`
@@ -378,24 +383,25 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   // ---- output -----------------------------------------------------------------------------
   double write_seconds = 0;
   if (!output_.empty()) {
-    const double t0 = mpi::now();
-    plexus::g4::Attributes a;
-    a.ints = {{"Lx", m.lx},
-              {"Ly", m.ly},
-              {"Nw", m.nw},
-              {"N", m.n()},
-              {"Measurements", M},
-              {"Seed", seed_},
-              {"ranks", P},
-              {"sub_ring_size", distributed_ ? S : 0},
-              {"rings", distributed_ ? rings : 0},
-              {"threads", threads}};
-    a.strings = {{"Mode", distributed_ ? "distributed" : "replicated"},
-                 {"strategy", strategy.name()},
-                 {"layout", "G4[K1][K2][K3][re,im], K = kx + Lx*ky + Lx*Ly*w"},
-                 {"parameters", plexus::to_xml(ctx.parameters ? *ctx.parameters : sublist_)}};
-    plexus::g4::write_hdf5(comm, output_, m, mine_data, mine, a);
-    write_seconds = mpi::now() - t0;
+    {
+      const plexus::timers::Scoped timer("g4: write", &write_seconds);
+      plexus::g4::Attributes a;
+      a.ints = {{"Lx", m.lx},
+                {"Ly", m.ly},
+                {"Nw", m.nw},
+                {"N", m.n()},
+                {"Measurements", M},
+                {"Seed", seed_},
+                {"ranks", P},
+                {"sub_ring_size", distributed_ ? S : 0},
+                {"rings", distributed_ ? rings : 0},
+                {"threads", threads}};
+      a.strings = {{"Mode", distributed_ ? "distributed" : "replicated"},
+                   {"strategy", strategy.name()},
+                   {"layout", "G4[K1][K2][K3][re,im], K = kx + Lx*ky + Lx*Ly*w"},
+                   {"parameters", plexus::to_xml(ctx.parameters ? *ctx.parameters : sublist_)}};
+      plexus::g4::write_hdf5(comm, output_, m, mine_data, mine, a);
+    }
     if (rank == 0 && !ctx.quiet) plexus::log().info("g4: wrote G4 to '{}'", output_);
   }
 

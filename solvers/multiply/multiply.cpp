@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "plexus/problem.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/solver.hpp"
+#include "plexus/timers.hpp"
 
 namespace {
 
@@ -147,6 +149,7 @@ class MultiplySolver final : public plexus::Solver {
     const int rank = context.rank();
     const std::size_t mark = context.log_mark();
     // C is generated when its values or its pattern take part: beta != 0 or RetainSparsity.
+    std::optional<plexus::timers::Scoped> setup(std::in_place, "multiply solver: problem");
     auto m = plexus::build_problem(*ctx.problem, context, beta_ != 0.0 || retain_sparsity_,
                                    trans_a_ == plexus::Trans::T, trans_b_ == plexus::Trans::T);
     plexus::SolverResult result;
@@ -156,8 +159,12 @@ class MultiplySolver final : public plexus::Solver {
     // ResetC: every repetition starts from the generated C (a copy made before the first one).
     std::unique_ptr<plexus::DistMatrix> c0;
     if (reset_c_ && repetitions_ > 1) c0 = std::make_unique<plexus::DistMatrix>(plexus::copy(context, *m.c, "C0"));
+    setup.reset();
     DenseCheck dense;
-    if (check_) dense = DenseCheck(*m.a, *m.b, *m.c);
+    if (check_) {
+      const plexus::timers::Scoped timer("multiply solver: check");  // the dense operands (rank 0)
+      dense = DenseCheck(*m.a, *m.b, *m.c);
+    }
     plexus::progress::Stage steps("multiply", repetitions_);  // the progress line
     for (int rep = 0; rep < repetitions_; ++rep) {
       steps.done(rep);
@@ -175,6 +182,7 @@ class MultiplySolver final : public plexus::Solver {
     }
     c0.reset();
     if (check_) {
+      const plexus::timers::Scoped timer("multiply solver: check");
       // The dense product, repeated as the multiplies were, on rank 0; every rank learns the verdict.
       const double error = dense.relative_error(*m.c, trans_a_, trans_b_, alpha_, beta_, retain_sparsity_,
                                                 reset_c_ ? 1 : repetitions_, comm);
@@ -191,6 +199,7 @@ class MultiplySolver final : public plexus::Solver {
     result.figures["norm"] = m.c->frobenius_norm();
     result.figures["occupancy"] = m.c->occupancy();
     if (!output_.empty()) {
+      const plexus::timers::Scoped timer("multiply solver: output");
       plexus::write_matrix_market(*m.c, output_);
       if (rank == 0 && !ctx.quiet) plexus::log().info("multiply: wrote C to '{}'", output_);
     }

@@ -16,6 +16,7 @@
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/solver.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus::app {
 
@@ -165,6 +166,9 @@ nlohmann::json metadata_json(const RunMetadata& m);
 std::string csv_preamble(const nlohmann::json& metadata);
 /// A parameter list as a JSON object: sublists as objects, values with their types.
 nlohmann::json parameters_object(const ParameterList& list);
+/// The phase timers' statistics (plexus/timers.hpp) as a JSON array: name, calls, min, mean, max
+/// (seconds over ranks), calls_at_min, calls_at_max.
+nlohmann::json phases_json(const std::vector<timers::Stat>& stats);
 /// A number for JSON: null where JSON has none (NaN, infinities).
 nlohmann::json json_number(double v);
 
@@ -177,6 +181,7 @@ struct RunRecord {
   const std::map<std::string, OperationSummary>* operations = nullptr;
   const SolverResult* result = nullptr;  ///< figures and history of the last counted run
   nlohmann::json metadata;               ///< metadata_json() of the run
+  nlohmann::json phases;                 ///< phases_json() of the counted runs
 };
 /// The JSON text of a run (NaN and infinite figures as null).
 std::string run_json(const RunRecord& r);

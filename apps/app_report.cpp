@@ -303,6 +303,19 @@ nlohmann::json metadata_json(const RunMetadata& m) {
   return j;
 }
 
+nlohmann::json phases_json(const std::vector<timers::Stat>& stats) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : stats)
+    out.push_back({{"name", t.name},
+                   {"calls", json_number(t.calls)},
+                   {"min", json_number(t.min)},
+                   {"mean", json_number(t.mean)},
+                   {"max", json_number(t.max)},
+                   {"calls_at_min", json_number(t.calls_at_min)},
+                   {"calls_at_max", json_number(t.calls_at_max)}});
+  return out;
+}
+
 std::string csv_preamble(const nlohmann::json& metadata) {
   // The build and the job first, the long parameter list last (JSON objects sort their keys).
   static const std::vector<std::string> order = {
@@ -335,6 +348,7 @@ std::string run_json(const RunRecord& r) {
   j["grid"] = r.grid;
   j["run_seconds"] = r.run_seconds;
   j["metadata"] = r.metadata;
+  if (!r.phases.is_null()) j["phases"] = r.phases;
   if (r.result) {
     j["figures"] = json_figures(r.result->figures);
     nlohmann::json history = nlohmann::json::array();

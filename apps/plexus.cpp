@@ -39,6 +39,7 @@
 #include "plexus/progress.hpp"
 #include "plexus/registry.hpp"
 #include "plexus/solver.hpp"
+#include "plexus/timers.hpp"
 
 namespace plexus::app {
 namespace {
@@ -692,6 +693,15 @@ void start_progress_line(const Options& o, int rank) {
   progress::set_line_enabled(rank == 0 && !o.no_progress && log().should_log(spdlog::level::info));
 }
 
+// The phase table (plexus/timers.hpp) of the counted runs, on standard output after the summary:
+// at info level only, and not when standard output holds the JSON.
+// `what`: what was counted ("the 3 counted runs").
+void print_phase_table(const std::vector<timers::Stat>& phases, const std::string& what, const Options& o) {
+  if (phases.empty() || o.json == "-" || !log().should_log(spdlog::level::info)) return;
+  log().info("phases of {} (seconds in all; min, mean and max over the ranks; plexus/timers.hpp):", what);
+  std::cout << timers::table(phases) << std::flush;
+}
+
 // ---- run ------------------------------------------------------------------------------------
 
 int command_run(const Options& o, int rank, int size) {
@@ -731,6 +741,7 @@ int command_run(const Options& o, int rank, int size) {
   SolverResult last;
   Summary s;
   std::vector<double> run_seconds;
+  std::vector<timers::Stat> phases;
   start_progress_line(o, rank);
   run_or_abort(
       [&] {
@@ -745,14 +756,17 @@ int command_run(const Options& o, int rank, int size) {
                        plural(warm.multiplies, "multiply", "multiplies"), fmt::format("{:.4g}", warm.seconds_min),
                        fmt::format("{:.4g}", warm.seconds_max));
         }
+        timers::reset();  // the phase table holds the counted runs only
         for (int k = 0; k < plan.rounds; ++k) {
           runs.done(plan.warm_up + k);
           if (rank == 0 && plan.rounds > 1) log().info("counted run {}/{}", k + 1, plan.rounds);
           SolverContext ctx = context_for(*params, c, false);
           last = SolverResult{};  // the previous run's result is not held while the next one runs
-          const double t0 = MPI_Wtime();
-          last = c.solver->run(ctx);
-          double seconds = MPI_Wtime() - t0;
+          double seconds = 0;
+          {
+            timers::Scoped run_timer("solver run", &seconds);
+            last = c.solver->run(ctx);
+          }
           MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           run_seconds.push_back(seconds);
           for (auto& r : last.reports) counted.push_back(std::move(r));
@@ -763,6 +777,7 @@ int command_run(const Options& o, int rank, int size) {
         }
         s = summarize(counted, MPI_COMM_WORLD);
         operations = summarize_operations(counted_operations, plan.rounds, MPI_COMM_WORLD);
+        phases = timers::statistics(MPI_COMM_WORLD);  // collective: every rank got here
       },
       rank, timeout_of(*params));
   if (rank == 0) {
@@ -772,6 +787,7 @@ int command_run(const Options& o, int rank, int size) {
     print_summary_lines(l, s, plan);
     print_operation_lines(l, operations);
     for (const auto& [name, value] : last.figures) l.info("  {:<21} {}", name, fmt::format("{:.12g}", value));
+    print_phase_table(phases, "the " + plural(plan.rounds, "counted run"), o);
   }
   if (!o.json.empty()) {
     // Rank 0 writes; every rank learns whether it could (a failed write is this run's error).
@@ -799,6 +815,7 @@ int command_run(const Options& o, int rank, int size) {
         m.warm_up = plan.warm_up;
         m.rounds = plan.rounds;
         rec.metadata = metadata_json(m);
+        rec.phases = phases_json(phases);
         output::write_text(o.json, run_json(rec), "--json");
         if (o.json != "-") log().info("wrote JSON to '{}'", o.json);
       } catch (const std::exception& e) {
@@ -952,12 +969,13 @@ nlohmann::json json_operations(const std::map<std::string, OperationSummary>& op
 }
 
 std::string json_text(const std::vector<Row>& rows, double tolerance, const std::string& solver, const TimingPlan& plan,
-                      const nlohmann::json& metadata) {
+                      const nlohmann::json& metadata, const nlohmann::json& phases) {
   nlohmann::json root;
   root["solver"] = solver;
   root["tolerance"] = json_number(tolerance);
   root["timing"] = {{"warm_up", plan.warm_up}, {"rounds", plan.rounds}, {"order", plan.rotate ? "rotated" : "fixed"}};
   root["metadata"] = metadata;
+  root["phases"] = phases;
   root["rows"] = nlohmann::json::array();
   for (const Row& r : rows) {
     const Summary& s = r.summary;
@@ -1038,6 +1056,7 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
   const std::int64_t held_total = memory::current_total();
   const std::int64_t held_buffer = memory::current(Category::CommBuffer);
   SolverContext ctx = context_for(*c.params, c.components, true);
+  const timers::Label label(c.strategy_label + " / " + c.kernel_label);  // its phases apart from the others'
   SolverResult result = c.components.solver->run(ctx);
   for (auto& r : result.reports) {
     r.peak_memory_bytes = std::max<std::int64_t>(0, r.peak_memory_bytes - held_total);
@@ -1160,6 +1179,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
   // Round-robin: every round runs each combination's solver once, so that drift and first-use
   // costs fall on no combination in particular; the warm-up rounds absorb the first-use costs.
   std::vector<Row> rows;
+  std::vector<timers::Stat> phases;
   std::shared_ptr<DistMatrix> held;
   std::vector<double> reference_values;
   bool have_reference = false;
@@ -1170,6 +1190,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
         progress::Stage rounds("round", total);
         for (int k = 0; k < total; ++k) {
           rounds.done(k);
+          if (k == plan.warm_up) timers::reset();  // the phase table holds the counted rounds only
           const auto order = round_order(combos.size(), k, total, plan.rotate);
           if (rank == 0) {
             std::string list;
@@ -1197,6 +1218,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
           row.compared = c.compared;
           rows.push_back(std::move(row));
         }
+        phases = timers::statistics(MPI_COMM_WORLD);  // collective: every rank got here
       },
       rank, timeout_of(*base));
   held.reset();
@@ -1210,6 +1232,7 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     log().info("GFLOP/s at the median; volume: data received per rank and multiply, max over ranks");
     if (!o.wide) log().info("model: the strategy's prediction of the volume; --wide: every column (CSV, JSON: all)");
     std::cout << "\n" << table_text(rows, o.wide) << std::flush;
+    print_phase_table(phases, "the " + plural(plan.rounds, "counted round") + " (each combination's apart)", o);
     std::vector<std::string> bad;
     std::size_t uncompared = 0;
     for (const auto& r : rows)
@@ -1235,7 +1258,8 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
         log().info("wrote CSV to '{}'", o.csv);
       }
       if (!o.json.empty()) {
-        output::write_text(o.json, json_text(rows, o.tolerance, solver_name, plan, metadata), "--json");
+        output::write_text(o.json, json_text(rows, o.tolerance, solver_name, plan, metadata, phases_json(phases)),
+                           "--json");
         log().info("wrote JSON to '{}'", o.json);
       }
     } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // Checks of untrusted input (see input.hpp).
 #include "plexus/input.hpp"
 
+#include <spdlog/fmt/fmt.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,9 +44,7 @@ std::string excerpt(std::string_view text, std::size_t max_chars) {
     } else if (ch == '\r') {
       out += "\\r";
     } else if (ch < 0x20 || ch >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02X", ch);
-      out += buf;
+      out += fmt::format("\\x{:02X}", static_cast<unsigned>(ch));
     } else {
       out += static_cast<char>(ch);
     }
@@ -175,12 +174,8 @@ std::string format_size(double bytes) {
     bytes /= 1024;
     ++u;
   }
-  char buf[64];
-  if (u == 0)
-    std::snprintf(buf, sizeof(buf), "%.0f B", bytes);
-  else
-    std::snprintf(buf, sizeof(buf), bytes < 1e4 ? "%.2f %s" : "%.3g %s", bytes, units[u]);
-  return buf;
+  if (u == 0) return fmt::format("{:.0f} B", bytes);
+  return bytes < 1e4 ? fmt::format("{:.2f} {}", bytes, units[u]) : fmt::format("{:.3g} {}", bytes, units[u]);
 }
 
 }  // namespace plexus::input

@@ -2,6 +2,8 @@
 // collectives (docs/logp.md).
 #include "plexus/logp.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -147,11 +149,7 @@ int train_length(std::int64_t k, int train) {
 // Columns of the measured table, reduced over ranks (each value is measured by one rank).
 enum Column { kRtt = 0, kOs, kOr, kG, kGFallback, kColumns };
 
-std::string seconds_text(double s) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
-  return buf;
-}
+std::string seconds_text(double s) { return fmt::format("{:.3g} us", s * 1e6); }
 
 // ---- JSON -------------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 // Strict conversion of parameter values given as text (see parameter_values.hpp).
 #include "parameter_values.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -56,10 +58,6 @@ std::string parse_bool_value(const std::string& text, bool& out) {
   return "is not a boolean (true/false, 1/0, yes/no, on/off)";
 }
 
-std::string exact_double_text(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
+std::string exact_double_text(double v) { return fmt::format("{:.17g}", v); }
 
 }  // namespace plexus::detail

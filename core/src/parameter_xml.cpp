@@ -1,5 +1,7 @@
 // Parameter files: strict reading (every value of its declared type, no duplicate names, the
 // root named as plexus names it, errors with the file and line) and tidy writing.
+#include <spdlog/fmt/fmt.h>
+
 #include <Teuchos_StringInputSource.hpp>
 #include <Teuchos_XMLParameterListCoreHelpers.hpp>
 #include <Teuchos_XMLParameterListReader.hpp>
@@ -198,8 +200,7 @@ void refuse_binary(const std::string& path, const std::string& text) {
       continue;
     }
     if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f) {
-      char byte[8];
-      std::snprintf(byte, sizeof(byte), "0x%02X", ch);
+      const std::string byte = fmt::format("0x{:02X}", static_cast<unsigned>(ch));
       throw InputError(path, "parameter file '" + path + "', line " + std::to_string(line) + ": holds the byte " +
                                  byte + ", which XML text never does; is it a parameter file? (the line starts '" +
                                  input::excerpt(std::string_view(text).substr(line_start, 40), 40) + "')");
@@ -254,9 +255,8 @@ std::string shortest_double(const std::string& text) {
   const double v = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || *end != '\0') return text;
   for (int precision = 1; precision <= 17; ++precision) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) return buf;
+    std::string shortest = fmt::format("{:.{}g}", v, precision);
+    if (std::strtod(shortest.c_str(), nullptr) == v) return shortest;
   }
   return text;
 }

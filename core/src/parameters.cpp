@@ -3,6 +3,8 @@
 // parameter_values.cpp.
 #include "plexus/parameters.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <Teuchos_ParameterEntryValidator.hpp>
 #include <algorithm>
 #include <cctype>
@@ -31,9 +33,7 @@ std::string join_path(const std::string& path, const std::string& name) {
 }
 
 std::string format_double(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.15g", v);
-  std::string s(buf);
+  std::string s = fmt::format("{:.15g}", v);
   // Keep it recognisable as a floating-point value.
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;

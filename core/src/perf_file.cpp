@@ -2,6 +2,8 @@
 // parameters of the multiply solver (see plexus/perf_file.hpp and docs/user-guide.md).
 #include "plexus/perf_file.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -150,16 +152,10 @@ class Reader {
   throw InputError(name, name + ", line " + std::to_string(line) + ": " + what);
 }
 
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", v);
-  return buffer;
-}
+std::string number(double v) { return fmt::format("{:g}", v); }
 
 std::string note(int line, const std::string& field, const std::string& value, const std::string& what) {
-  char head[64];
-  std::snprintf(head, sizeof(head), "line %3d  ", line);
-  return head + field + " = " + value + " -> " + what;
+  return fmt::format("line {:3d}  ", line) + field + " = " + value + " -> " + what;
 }
 
 // The blocks of one dimension as a Problem block-size pattern: each size repeated as often as its

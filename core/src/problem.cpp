@@ -1,6 +1,8 @@
 // The "Problem" sublist: generated or Matrix Market matrices on a grid and distribution.
 #include "plexus/problem.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <cctype>
 #include <climits>
 #include <cstdio>
@@ -376,8 +378,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
       const double bytes_b = present(rk, rn, occ_b) * sk * sn * sizeof(double);
       const double bytes_c = with_c ? present(rm, rn, occ_c) * sm * sn * sizeof(double) : 0.0;
       const double need = (bytes_a + bytes_b + bytes_c) / ranks + 2 * (rm + rk + rn) * kIndexBytesPerBlock;
-      char shown[32];
-      std::snprintf(shown, sizeof(shown), "%g", occupancy);
+      const std::string shown = fmt::format("{:g}", occupancy);
       require_memory(need,
                      "the random problem (" +
                          (square ? "Problem/Blocks = " + std::to_string(blocks)

@@ -1,6 +1,7 @@
 #include "plexus/timers.hpp"
 
 #include <omp.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <Teuchos_DefaultMpiComm.hpp>
 #include <Teuchos_Time.hpp>
@@ -218,12 +219,7 @@ std::string fit(const std::string& name, int width) {
 }
 
 std::string calls_text(double c) {
-  char buf[32];
-  if (c == std::floor(c) && c < 1e8)
-    std::snprintf(buf, sizeof(buf), "%.0f", c);
-  else
-    std::snprintf(buf, sizeof(buf), "%.4g", c);
-  return buf;
+  return c == std::floor(c) && c < 1e8 ? fmt::format("{:.0f}", c) : fmt::format("{:.4g}", c);
 }
 }  // namespace
 
@@ -233,15 +229,10 @@ std::string table(const std::vector<Stat>& stats) {
   for (const auto& s : stats) width = std::max(width, static_cast<int>(s.name.size()));
   width = std::min(width, kNameWidth);
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof(line), "%-*s  %8s  %10s  %10s  %10s\n", width, "timer", "calls", "min s", "mean s",
-                "max s");
-  out += line;
-  for (const auto& s : stats) {
-    std::snprintf(line, sizeof(line), "%-*s  %8s  %10.4g  %10.4g  %10.4g\n", width, fit(s.name, width).c_str(),
-                  calls_text(s.calls).c_str(), s.min, s.mean, s.max);
-    out += line;
-  }
+  out += fmt::format("{:<{}}  {:>8}  {:>10}  {:>10}  {:>10}\n", "timer", width, "calls", "min s", "mean s", "max s");
+  for (const auto& s : stats)
+    out += fmt::format("{:<{}}  {:>8}  {:>10.4g}  {:>10.4g}  {:>10.4g}\n", fit(s.name, width), width,
+                       calls_text(s.calls), s.min, s.mean, s.max);
   return out;
 }
 

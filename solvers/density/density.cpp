@@ -2,6 +2,7 @@
 #include "density.hpp"
 
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,11 +20,7 @@ namespace plexus::density {
 
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
+std::string num(double v) { return fmt::format("{:.3g}", v); }
 
 // C = alpha A B through the context's multiply algorithm, filtered on the fly and after.
 void mul(Context& ctx, const IterationOptions& o, Trace& rec, double alpha, const DistMatrix& A,

@@ -11,6 +11,7 @@
 // The solver runs the collectives' circulate_threads() threads per rank, each with its own measurements
 // and, in distributed mode, its own ring channel. See docs/g4.md.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <array>
@@ -62,9 +63,7 @@ std::string bytes_text(double b) {
     b /= 1024.0;
     ++u;
   }
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
+  return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.2f} {}", b, units[u]);
 }
 
 // Applies a reduction `op` (which takes a std::vector<double>, as the strategy interface does) to

@@ -1,6 +1,7 @@
 // The "multiply" solver: C = alpha * A * B + beta * C, `Repetitions` times, on the problem's
 // matrices, through the selected communication strategy and kernel.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <cmath>
 #include <cstdint>
@@ -31,11 +32,7 @@ constexpr double kCheckTolerance = 1e-10;
 
 // The dense reference of multiply/Check: A, B and C as they were before the multiplies, gathered
 // on rank 0 (with C's block pattern for RetainSparsity), then the product computed densely.
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g", v);
-  return text;
-}
+std::string number(double v) { return fmt::format("{:.3g}", v); }
 
 class DenseCheck {
  public:

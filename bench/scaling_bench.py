@@ -240,7 +240,8 @@ def row_summary(row):
     figs = row.get("strategy_figures") or {}
     keep = ["strategy", "kernel", "ranks", "grid", "multiplies", "seconds_median", "seconds_min", "seconds_mean",
             "gflops", "wait_seconds_max", "volume_per_rank_max", "network_bytes_per_rank_avg",
-            "messages_per_rank_max", "relative_difference", "repetition_seconds", "warm_up_seconds"]
+            "messages_per_rank_max", "relative_difference", "repetition_seconds", "warm_up_seconds",
+            "kernel_seconds_max", "ticks_max", "beyond_kernel_wait_seconds_median"]
     out = {k: row.get(k) for k in keep}
     out["strategy_figures"] = figs
     return out

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "build_info.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
@@ -108,7 +109,7 @@ struct Summary {
   double messages_avg = 0;
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks
   double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks
-  double ticks_max = 0;        ///< the algorithm's ticks per multiply, max over ranks
+  double ticks_max = 0;        ///< the algorithm's ticks per multiply, max over multiplies and ranks
   /// What a multiply spends beyond its kernel and its waits: per multiply the largest over ranks
   /// of (seconds - kernel - wait) on that rank, then the median over the multiplies (index work,
   /// packing, copies, allocation, MPI calls that do not wait).
@@ -164,11 +165,11 @@ nlohmann::json metadata_json(const RunMetadata& m);
 /// The metadata as CSV comment lines, "# key: value", nested keys joined by '/' (the parameters
 /// one per line: "# parameters/Problem/Blocks: 192"); readers skip them (pandas: comment='#').
 std::string csv_preamble(const nlohmann::json& metadata);
-/// A parameter list as a JSON object: sublists as objects, values with their types.
-nlohmann::json parameters_object(const ParameterList& list);
 /// The phase timers' statistics (plexus/timers.hpp) as a JSON array: name, calls, min, mean, max
 /// (seconds over ranks), calls_at_min, calls_at_max.
 nlohmann::json phases_json(const std::vector<timers::Stat>& stats);
+/// Named figures as a JSON object (NaN and infinities as null).
+nlohmann::json json_figures(const std::map<std::string, double>& figures);
 /// A number for JSON: null where JSON has none (NaN, infinities).
 nlohmann::json json_number(double v);
 

@@ -184,7 +184,7 @@ std::string json_text(const logp::Parameters& p, const std::vector<CollectiveRow
   m.ranks = p.ranks;
   m.threads_per_rank = 1;  // the measurements run on the main thread only
   j["metadata"] = metadata_json(m);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

@@ -210,38 +210,13 @@ std::vector<std::string>& command_line_words() {
   return words;
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string host_name() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
-}
-
-// The first line of the MPI library's description ("Open MPI v4.1.4, ...").
-std::string mpi_library() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-  int len = 0;
-  MPI_Get_library_version(text, &len);
-  std::string l(text, static_cast<std::size_t>(std::max(0, len)));
-  l = l.substr(0, l.find('\n'));
-  while (!l.empty() && (l.back() == '\0' || l.back() == ' ' || l.back() == ',')) l.pop_back();
-  return l;
-}
-
 void flatten(const nlohmann::json& j, const std::string& prefix, std::string& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "/" + k, out);
     return;
   }
-  std::string value = j.is_string() ? j.get<std::string>() : j.dump();
+  std::string value =
+      j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (char& ch : value)
     if (ch == '\n' || ch == '\r') ch = ' ';
   out += "# " + prefix + ": " + value + "\n";
@@ -253,39 +228,9 @@ void set_command_line(int argc, char** argv) {
   words.assign(argv, argv + argc);
 }
 
-nlohmann::json parameters_object(const ParameterList& list) {
-  nlohmann::json out = nlohmann::json::object();
-  for (auto it = list.begin(); it != list.end(); ++it) {
-    const std::string& name = list.name(it);
-    const Teuchos::ParameterEntry& e = list.entry(it);
-    const Teuchos::any& value = e.getAny(false);  // reading it for the record does not mark it used
-    if (e.isList())
-      out[name] = parameters_object(Teuchos::any_cast<ParameterList>(value));
-    else if (e.isType<int>())
-      out[name] = Teuchos::any_cast<int>(value);
-    else if (e.isType<long long>())
-      out[name] = Teuchos::any_cast<long long>(value);
-    else if (e.isType<double>())
-      out[name] = json_number(Teuchos::any_cast<double>(value));
-    else if (e.isType<bool>())
-      out[name] = Teuchos::any_cast<bool>(value);
-    else if (e.isType<std::string>())
-      out[name] = Teuchos::any_cast<std::string>(value);
-    else {
-      std::ostringstream text;
-      text << value;
-      out[name] = text.str();
-    }
-  }
-  return out;
-}
-
 nlohmann::json metadata_json(const RunMetadata& m) {
-  const BuildInfo& b = build_info();
   nlohmann::json j;
-  j["plexus"] = {{"version", b.version},   {"git", b.git},    {"build_type", b.build_type},
-                 {"compiler", b.compiler}, {"cuda", b.cuda},  {"libxsmm", b.libxsmm},
-                 {"hdf5", b.hdf5},         {"dbcsr", b.dbcsr}};
+  j["plexus"] = build_info_json();
   j["command"] = m.command;
   j["command_line"] = command_line_words();
   j["date_utc"] = utc_now();
@@ -329,15 +274,11 @@ std::string csv_preamble(const nlohmann::json& metadata) {
   return out;
 }
 
-namespace {
-nlohmann::json json_value(double v) { return json_number(v); }
-
 nlohmann::json json_figures(const std::map<std::string, double>& figures) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, v] : figures) out[k] = json_value(v);
+  for (const auto& [k, v] : figures) out[k] = json_number(v);
   return out;
 }
-}  // namespace
 
 std::string run_json(const RunRecord& r) {
   nlohmann::json j;
@@ -358,7 +299,7 @@ std::string run_json(const RunRecord& r) {
       nlohmann::json series = nlohmann::json::object();
       for (const auto& [name, values] : r.result->series) {
         nlohmann::json list = nlohmann::json::array();
-        for (double v : values) list.push_back(json_value(v));
+        for (double v : values) list.push_back(json_number(v));
         series[name] = std::move(list);
       }
       j["series"] = std::move(series);
@@ -396,7 +337,7 @@ std::string run_json(const RunRecord& r) {
                     o.predicted_bytes_received < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.predicted_bytes_received)}};
     j["operations"] = std::move(ops);
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace plexus::app

@@ -944,12 +944,6 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
   return os.str();
 }
 
-nlohmann::json json_figures(const std::map<std::string, double>& figures) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, v] : figures) out[k] = json_number(v);
-  return out;
-}
-
 nlohmann::json json_numbers(const std::vector<double>& values) {
   nlohmann::json out = nlohmann::json::array();
   for (double v : values) out.push_back(json_number(v));
@@ -1015,7 +1009,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["operations"] = json_operations(r.operations);
     root["rows"].push_back(std::move(j));
   }
-  return root.dump(2) + "\n";
+  return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 struct Combination {
@@ -1251,8 +1245,8 @@ int command_compare(const Options& o, int rank, int size, const ParameterListPtr
     m.warm_up = plan.warm_up;
     m.rounds = plan.rounds;
     m.order = plan.rotate ? "rotated" : "fixed";
-    const nlohmann::json metadata = metadata_json(m);
-    try {
+    try {  // a metadata or write error is this run's error, told and agreed on below
+      const nlohmann::json metadata = metadata_json(m);
       if (!o.csv.empty()) {
         output::write_text(o.csv, csv_text(rows, metadata), "--csv");
         log().info("wrote CSV to '{}'", o.csv);
@@ -1445,7 +1439,7 @@ int command_model(const Options& o, int rank, int size) {
                               {"total_avg", json_number(r.total_avg)},
                               {"buffer_bytes_max", r.buffer}});
     }
-    output::write_text(o.json, root.dump(2) + "\n", "--json");
+    output::write_text(o.json, root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "--json");
   }
   return 0;
 }
@@ -1550,7 +1544,7 @@ std::string plugins_json() {
   m.command = "plugins";
   m.ranks = mpi::size(MPI_COMM_WORLD);
   root["metadata"] = metadata_json(m);
-  return root.dump(2) + "\n";
+  return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 int command_plugins(const Options& o, int rank, int size) {

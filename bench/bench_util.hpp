@@ -142,15 +142,9 @@ inline double loadavg1() {
   return x;
 }
 
-/// Now, UTC, ISO 8601: "2026-11-24T16:23:35Z".
-inline std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm t{};
-  gmtime_r(&now, &t);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &t);
-  return date;
-}
+// The facts of a run the program's metadata records too: one implementation (apps/run_facts.cpp).
+using plexus::app::mpi_library;
+using plexus::app::utc_now;
 
 /// The host, CPU, memory, MPI library and its settings from the environment, the date.
 inline json machine_info(int ranks) {
@@ -190,31 +184,8 @@ inline json machine_info(int ranks) {
 /// The command line as given, one word per element (as the program's metadata has it).
 inline std::vector<std::string> command_line(int argc, char** argv) { return {argv, argv + argc}; }
 
-/// A parameter list as a JSON object: sublists become objects, int, double, bool and string values
-/// keep their type, anything else is written as its text.
-inline json parameters_json(const plexus::ParameterList& list) {
-  json out = json::object();
-  for (auto it = list.begin(); it != list.end(); ++it) {
-    const std::string& name = list.name(it);
-    const Teuchos::ParameterEntry& e = list.entry(it);
-    if (e.isList())
-      out[name] = parameters_json(Teuchos::getValue<plexus::ParameterList>(e));
-    else if (e.isType<int>())
-      out[name] = Teuchos::getValue<int>(e);
-    else if (e.isType<double>())
-      out[name] = number(Teuchos::getValue<double>(e));
-    else if (e.isType<bool>())
-      out[name] = Teuchos::getValue<bool>(e);
-    else if (e.isType<std::string>())
-      out[name] = Teuchos::getValue<std::string>(e);
-    else {
-      std::ostringstream text;
-      text << e.getAny(false);
-      out[name] = text.str();
-    }
-  }
-  return out;
-}
+/// A parameter list as a JSON object (plexus::app::parameters_object, as in the program's metadata).
+inline json parameters_json(const plexus::ParameterList& list) { return plexus::app::parameters_object(list); }
 
 /// What a bench tells run_metadata about its run.
 struct RunInfo {
@@ -230,33 +201,18 @@ struct RunInfo {
   std::vector<std::string> per_repetition_times;  ///< JSON pointers (RFC 6901) to the arrays of raw times
 };
 
-/// The MPI library's version string, first line.
-inline std::string mpi_library() {
-  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-  int len = 0;
-  MPI_Get_library_version(lib, &len);
-  std::string l(lib, static_cast<std::size_t>(std::max(0, len)));
-  l = l.substr(0, l.find('\n'));
-  while (!l.empty() && (l.back() == '\0' || l.back() == ' ' || l.back() == ',')) l.pop_back();
-  return l;
-}
-
 /// The "metadata" object: the build (plexus version, git, configuration), the command line, the
 /// date, the host, the MPI library, the ranks, the grid, the threads per rank, the timing plan
 /// (warm-up, counted rounds, where the per-repetition times are) and the complete parameters.
 /// The keys the program's own metadata has (apps/, metadata_json) mean the same here.
 inline json run_metadata(const RunInfo& info) {
-  const plexus::app::BuildInfo& b = plexus::app::build_info();
   json m;
   m["schema"] = 1;
   m["benchmark"] = info.benchmark;
-  m["plexus"] = {{"version", b.version}, {"git", b.git},         {"build_type", b.build_type},
-                 {"compiler", b.compiler}, {"cuda", b.cuda},     {"libxsmm", b.libxsmm},
-                 {"hdf5", b.hdf5},         {"dbcsr", b.dbcsr}};
+  m["plexus"] = plexus::app::build_info_json();
   m["command_line"] = info.command_line;
   m["date_utc"] = utc_now();
-  utsname u{};
-  m["host"] = uname(&u) == 0 ? std::string(u.nodename) : std::string();
+  m["host"] = plexus::app::host_name();
   m["mpi_library"] = mpi_library();
   m["ranks"] = info.ranks;
   m["grid"] = info.grid.empty() ? json(nullptr) : json(info.grid);

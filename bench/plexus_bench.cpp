@@ -501,7 +501,7 @@ int run(const Options& opt) {
   info.rounds = opt.repeat;
   info.per_repetition_times = per_repetition;
   js["metadata"] = plexus::bench::run_metadata(info);
-  const std::string text = js.dump(2) + "\n";
+  const std::string text = js.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 
   if (opt.json.empty()) {
     std::printf("\n%s", text.c_str());

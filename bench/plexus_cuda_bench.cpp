@@ -486,7 +486,7 @@ int run(const Options& opt) {
     for (const char* k : {"multiply_cuda", "multiply_cpu", "kernel_alone", "cublas_batched"})
       info.per_repetition_times.push_back(fmt::format("/classes/{}/{}/seconds_per_repetition", i, k));
   out["metadata"] = plexus::bench::run_metadata(info);
-  const std::string text = out.dump(2) + "\n";
+  const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (opt.json.empty()) {
     std::cout << text;
   } else {

@@ -468,10 +468,10 @@ int run(const Options& o, MPI_Comm comm) {
                  so.median * 1e3, stats_of(t_ours_a2a).median * 1e3, sf.median * 1e3, so.median / sf.median,
                  so.min / sf.min, load_before, load_after);
     if (o.json_path.empty()) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::ofstream out(o.json_path);
-      out << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       if (!out) {
         std::fprintf(stderr, "plexus-fft-bench: error: cannot write %s\n", o.json_path.c_str());
         code = 1;

@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
       info.warm_up = 0;
       info.rounds = nullptr;  // every configuration runs once (its measurements timed together)
       doc["metadata"] = plexus::bench::run_metadata(info);
-      const std::string text = doc.dump(2) + "\n";
+      const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json.empty()) {
         std::cout << "\n" << text;
       } else {

@@ -625,7 +625,7 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
       }
-      const std::string text = doc.dump(1) + "\n";
+      const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json.empty()) {
         std::cout << "\n" << text;
       } else {

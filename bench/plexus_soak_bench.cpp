@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
       info.warm_up = o.warmup;  // multiplies before the samples the slopes are fitted to
       info.rounds = nullptr;    // one timed run of o.multiplies multiplies per strategy
       doc["metadata"] = plexus::bench::run_metadata(info);
-      const std::string text = doc.dump(2) + "\n";
+      const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json.empty()) {
         std::cout << "\n" << text;
       } else {

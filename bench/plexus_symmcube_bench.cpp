@@ -831,7 +831,7 @@ int main(int argc, char** argv) {
           std::printf("\n2.5D (Replication = %d): not available: %s\n", o.replication, replication_reason.c_str());
       }
       std::printf("\nno emulated network (issue 14): every message is a shared-memory copy on this machine\n");
-      const std::string text = doc.dump(1) + "\n";
+      const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json.empty()) {
         std::cout << "\n" << text;
       } else {

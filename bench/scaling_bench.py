@@ -12,7 +12,8 @@ with OMP_NUM_THREADS=1; `compare` runs the strategies interleaved inside the job
 their results agree (it exits non-zero otherwise). The script only drives the jobs, collects their
 JSON and reduces: per round it keeps each row's median multiply time, and reports the median over
 the rounds. Within a round the classes, the rank counts and the strategies are rotated, so that
-no configuration always runs first. compare's rows have no kernel time, so for the classes of
+no configuration always runs first.
+
 The time beyond kernel + transfer per tick comes from compare's rows (beyond_kernel_wait_seconds_median
 over ticks_max: per multiply the slowest rank's time less its kernel and wait time, the median over
 the multiplies). --kernel-runs LIST adds one `plexus run --json` job of the first strategy after each
@@ -375,11 +376,12 @@ def targets(opts, primary, yard, classes):
                     note = ("(median - kernel - wait) / ticks of the `run` jobs; kernel and wait are each the "
                             "max over ranks of a rank's average per multiply, wait stands for transfer")
                 else:
-                    # Only an upper bound: compare's rows have no kernel time. Below the threshold it
-                    # is a PASS whatever the kernel took; above it nothing is known.
+                    # Rows of a plexus older than their ticks_max and beyond_kernel_wait_seconds_median:
+                    # only an upper bound. Below the threshold it is a PASS whatever the kernel took;
+                    # above it nothing is known.
                     b = e["beyond_wait_per_tick_seconds_upper_bound"]
                     ok = True if (b is not None and b < TICK_TARGET_SECONDS) else None
-                    note = ("(median - wait) / ticks, an upper bound (no kernel time without --kernel-runs; "
+                    note = ("(median - wait) / ticks, an upper bound (these compare rows carry no kernel time; "
                             "ticks only for cannon)")
                 out.append(target("beyond_kernel_transfer_per_tick", cname,
                                   "%s, %d rank(s): time beyond kernel + transfer per tick < 50 us" % (primary, n),

@@ -8,6 +8,7 @@
 #include <Teuchos_TimeMonitor.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -55,6 +56,13 @@ void rebuild_prefix(State& s) {
 
 }  // namespace
 
+// A scope's own clock: steady wall-clock seconds on any thread, before MPI_Init too (Teuchos'
+// wallTime is process CPU time without MPI, and MPI_Wtime may not be called from other threads
+// under MPI_THREAD_FUNNELED). The Teuchos timers keep their own clock for their totals.
+static double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // ---- Scoped ----------------------------------------------------------------------------------
 
 Scoped::Scoped(std::string_view name, double* add_seconds_to) : sink_(add_seconds_to) {
@@ -75,7 +83,7 @@ Scoped::Scoped(std::string_view name, double* add_seconds_to) : sink_(add_second
         epoch_ = s.epoch;
         total_before_ = e.time->totalElapsedTime();
         e.time->incrementNumCalls();
-        start_ = Teuchos::Time::wallTime();
+        start_ = steady_seconds();
         e.time->start();
         return;
       }
@@ -84,7 +92,7 @@ Scoped::Scoped(std::string_view name, double* add_seconds_to) : sink_(add_second
       depth_only_ = &e;
     }
   }
-  start_ = Teuchos::Time::wallTime();
+  start_ = steady_seconds();
 }
 
 double Scoped::stop() {
@@ -93,14 +101,14 @@ double Scoped::stop() {
   if (entry_) {
     Teuchos::Time& t = *entry_->time;
     t.stop();
-    const double now = Teuchos::Time::wallTime();
+    const double now = steady_seconds();
     --entry_->depth;
     // The interval Teuchos added; across a reset(), the scope's whole life (Teuchos counts the part
     // after the reset only).
     seconds_ = epoch_ == state().epoch ? t.totalElapsedTime() - total_before_ : now - start_;
     entry_ = nullptr;
   } else {
-    seconds_ = Teuchos::Time::wallTime() - start_;
+    seconds_ = steady_seconds() - start_;
     if (depth_only_) {
       --depth_only_->depth;
       depth_only_ = nullptr;
@@ -117,7 +125,7 @@ Scoped::~Scoped() {
   }
 }
 
-double Scoped::elapsed() const { return stopped_ ? seconds_ : Teuchos::Time::wallTime() - start_; }
+double Scoped::elapsed() const { return stopped_ ? seconds_ : steady_seconds() - start_; }
 
 // ---- Label -----------------------------------------------------------------------------------
 
@@ -174,7 +182,10 @@ std::vector<Stat> statistics(MPI_Comm comm) {
   Teuchos::stat_map_type data;
   std::vector<std::string> names;
   try {
-    const Teuchos::MpiComm<int> tcomm(dup);
+    // A fixed tag: the default one comes from a counter of the process, which differs between
+    // ranks that built different numbers of Teuchos communicators (their statistics would then
+    // wait for each other forever). The duplicate is private, so any tag is safe.
+    const Teuchos::MpiComm<int> tcomm(Teuchos::opaqueWrapper(dup), 1);
     Teuchos::TimeMonitor::computeGlobalTimerStatistics(data, names, Teuchos::ptrFromRef(tcomm), Teuchos::Union);
   } catch (const std::exception& e) {
     // The duplicate is left as it is: the job ends on this error.

@@ -10,7 +10,8 @@ ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, M
                                 mpi::Role role) {
   const int p = mpi::size(comm), me = mpi::rank(comm);
   auto values_of = [&](int i, int j) { return std::int64_t{layout.rows.size(i)} * layout.cols.size(j); };
-  // Per destination: (tag, row, col) triples and values, in local block order.
+  // Per destination: (tag, row, col) triples and values, in local block order. A rank's own blocks
+  // do not go through the send buffer and the Alltoallv: they are copied once, straight from v.
   std::vector<int> nidx(static_cast<std::size_t>(p), 0), nval(static_cast<std::size_t>(p), 0);
   std::vector<int> to(static_cast<std::size_t>(v.nblocks)), tags(static_cast<std::size_t>(v.nblocks));
   for (int r = 0; r < v.nrows; ++r)
@@ -23,35 +24,61 @@ ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, M
       nidx[static_cast<std::size_t>(d)] += 3;
       nval[static_cast<std::size_t>(d)] += static_cast<int>(values_of(i, j));
     }
+  const auto self = static_cast<std::size_t>(me);
+  const int own_idx = nidx[self], own_val = nval[self];
+  nidx[self] = nval[self] = 0;
   std::vector<int> ip(static_cast<std::size_t>(p), 0), vp(static_cast<std::size_t>(p), 0);
   for (int d = 1; d < p; ++d) {
     ip[d] = ip[d - 1] + nidx[d - 1];
     vp[d] = vp[d - 1] + nval[d - 1];
   }
+  // Both counts in one MPI_Alltoall: (index words, values) per rank.
+  std::vector<int> scount(2 * static_cast<std::size_t>(p)), rcount(2 * static_cast<std::size_t>(p));
+  for (std::size_t d = 0; d < static_cast<std::size_t>(p); ++d) {
+    scount[2 * d] = nidx[d];
+    scount[2 * d + 1] = nval[d];
+  }
+  if (p > 1) mpi::check(MPI_Alltoall(scount.data(), 2, MPI_INT, rcount.data(), 2, MPI_INT, comm), "MPI_Alltoall");
+  std::vector<int> ridx(static_cast<std::size_t>(p)), rval(static_cast<std::size_t>(p));
+  for (std::size_t d = 0; d < static_cast<std::size_t>(p); ++d) {
+    ridx[d] = rcount[2 * d];
+    rval[d] = rcount[2 * d + 1];
+  }
+  // My own part goes after the others' in the receive buffers (the blocks are sorted below).
+  const std::int64_t others_idx = std::accumulate(ridx.begin(), ridx.end(), std::int64_t{0});
+  const std::int64_t others_val = std::accumulate(rval.begin(), rval.end(), std::int64_t{0});
+  const std::int64_t tri = others_idx + own_idx, trv = others_val + own_val;
+  ExchangedBlocks out;
+  out.values_from_others = others_val;  // a rank's own part is not traffic
   CommBuffer<std::int64_t> sidx(static_cast<std::size_t>(ip.back() + nidx.back()));
   CommBuffer<double> sval(static_cast<std::size_t>(vp.back() + nval.back()));
+  CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
+  out.values.resize(static_cast<std::size_t>(trv));
+  std::int64_t own_i = others_idx, own_v = others_val;
   for (int r = 0; r < v.nrows; ++r)
     for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
       const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
       const auto d = static_cast<std::size_t>(to[static_cast<std::size_t>(b)]);
-      sidx[static_cast<std::size_t>(ip[d]++)] = tags[static_cast<std::size_t>(b)];
-      sidx[static_cast<std::size_t>(ip[d]++)] = i;
-      sidx[static_cast<std::size_t>(ip[d]++)] = j;
       const std::int64_t n = values_of(i, j);
-      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, sval.data() + vp[d]);
-      vp[d] += static_cast<int>(n);
+      const bool own = d == self;
+      std::int64_t* idx = own ? ridx_buf.data() + own_i : sidx.data() + ip[d];
+      double* val = own ? out.values.data() + own_v : sval.data() + vp[d];
+      idx[0] = tags[static_cast<std::size_t>(b)];
+      idx[1] = i;
+      idx[2] = j;
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, val);
+      if (own) {
+        own_i += 3;
+        own_v += n;
+      } else {
+        ip[d] += 3;
+        vp[d] += static_cast<int>(n);
+      }
     }
-  std::vector<int> ridx(static_cast<std::size_t>(p)), rval(static_cast<std::size_t>(p));
-  mpi::check(MPI_Alltoall(nidx.data(), 1, MPI_INT, ridx.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  mpi::check(MPI_Alltoall(nval.data(), 1, MPI_INT, rval.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  const std::int64_t tri = std::accumulate(ridx.begin(), ridx.end(), std::int64_t{0});
-  const std::int64_t trv = std::accumulate(rval.begin(), rval.end(), std::int64_t{0});
-  ExchangedBlocks out;
-  out.values_from_others = trv - rval[static_cast<std::size_t>(me)];  // a rank's own part is not traffic
-  CommBuffer<std::int64_t> ridx_buf(static_cast<std::size_t>(tri));
-  out.values.resize(static_cast<std::size_t>(trv));
-  traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, mpi::Payload::Index);
-  traffic.alltoallv(sval.data(), nval, out.values.data(), rval, MPI_DOUBLE, comm, role, mpi::Payload::Data);
+  if (p > 1) {
+    traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, mpi::Payload::Index);
+    traffic.alltoallv(sval.data(), nval, out.values.data(), rval, MPI_DOUBLE, comm, role, mpi::Payload::Data);
+  }
   out.blocks.reserve(static_cast<std::size_t>(tri / 3));
   std::int64_t off = 0;
   for (std::int64_t q = 0; q < tri; q += 3) {

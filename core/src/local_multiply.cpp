@@ -84,7 +84,8 @@ void for_each_thread(int n, F&& f) {
 }  // namespace
 
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
-                           std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale)
+                           std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale,
+                           std::int64_t expected_values)
     : layout_(layout), row_eps_(std::move(row_eps)) {
   const timers::Scoped timer("local multiply: begin");  // C copied into the threads' rows, kernel.begin
   if (!row_eps_.empty() && static_cast<int>(row_eps_.size()) != c.nrows)
@@ -112,7 +113,10 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     }
     base[t + 1] = base[t] + n;
   }
-  MatrixData data(static_cast<std::size_t>(base.back()));  // every value is copied below
+  MatrixData data;
+  // The backend grows C within this capacity without moving it (kernel.hpp, KernelSession::grow).
+  data.reserve(static_cast<std::size_t>(std::max(base.back(), expected_values)));
+  data.resize(static_cast<std::size_t>(base.back()));  // every value is copied below
   work_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) work_[static_cast<std::size_t>(t)] = std::make_unique<ThreadWork>();
   for_each_thread(threads, [&](int t) {
@@ -372,6 +376,12 @@ Panel LocalProduct::finish() {
   });
   MatrixData data = session_->finish();
   session_.reset();
+  // A reservation (expected_values, or the backend's growth) well beyond what C needed is given
+  // back: the panel lives on as the result. One copy, only when the guess was a quarter too high.
+  if (data.capacity() > data.size() + data.size() / 4) {
+    const timers::Scoped shrink("local multiply: shrink");
+    data.shrink_to_fit();
+  }
   if (static_cast<std::int64_t>(data.size()) != c_values_)
     throw Error("LocalProduct::finish", "the kernel returned " + std::to_string(data.size()) + " values of C, not " +
                                             std::to_string(c_values_));

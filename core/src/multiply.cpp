@@ -53,7 +53,8 @@ LocalProduct& MultiplyTask::c_accumulator() {
     const Panel empty(rows);
     const PanelView start = beta_ != 0.0 ? c_.local().view() : empty.view();
     c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_, kernel_.threads(),
-                                            thresholds_of_rows(thresholds_, rows), row_weights(a_, c_, beta_), beta_ != 0.0 ? beta_ : 1.0);
+                                            thresholds_of_rows(thresholds_, rows), row_weights(a_, c_, beta_),
+                                            beta_ != 0.0 ? beta_ : 1.0, c_.local().data_size());
   }
   return *c_acc_;
 }

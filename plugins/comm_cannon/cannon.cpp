@@ -24,6 +24,7 @@
 #include "plexus/mpi.hpp"
 #include "plexus/multiply.hpp"
 #include "plexus/plugin.hpp"
+#include "plexus/timers.hpp"
 
 namespace {
 
@@ -93,12 +94,16 @@ class Cannon final : public plexus::CommStrategy {
     }
     std::vector<ImageBuffer> a_buf, b_buf;
     std::int64_t pre_a = 0, pre_b = 0;
+    plexus::timers::Scoped pre_timer("cannon: pre-shift");
     std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
     std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
+    pre_timer.stop();
+    plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
     const std::int64_t predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
     const std::int64_t predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
     allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
+    buffer_timer.stop();
     run_ticks(plan, A, B, a_buf, b_buf, product, ticks);
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
@@ -184,6 +189,16 @@ class Cannon final : public plexus::CommStrategy {
       const int g = is_a ? plan.group_of_a_slot(s) : plan.group_of_b_slot(s);
       images.emplace_back(is_a ? M.distribution().local_rows() : plan.group_rows[static_cast<std::size_t>(g)]);
     }
+    // Each image sized once (appending would grow it by reallocation, copying and touching fresh
+    // pages every time).
+    std::vector<std::int64_t> nblocks(static_cast<std::size_t>(nslots), 0), nvalues(nblocks);
+    for (const auto& blk : got.blocks) {
+      ++nblocks[static_cast<std::size_t>(blk.tag)];
+      nvalues[static_cast<std::size_t>(blk.tag)] += values_of(blk.row, blk.col);
+    }
+    for (int s = 0; s < nslots; ++s)
+      images[static_cast<std::size_t>(s)].reserve(nblocks[static_cast<std::size_t>(s)],
+                                                  nvalues[static_cast<std::size_t>(s)]);
     for (const auto& blk : got.blocks) {
       Panel& p = images[static_cast<std::size_t>(blk.tag)];
       const std::int64_t n = values_of(blk.row, blk.col);
@@ -264,6 +279,7 @@ class Cannon final : public plexus::CommStrategy {
       if (shift && plan.PR > 1) post_shift(b_front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
       product.multiply(a_front.view(), A.layout(), b_front.view(), B.layout());
       if (!shift) break;
+      const plexus::timers::Scoped wait_timer("cannon: shift wait");
       traffic.waitall(Role::A);
       traffic.waitall(Role::B);
       rotate(a_queue, a_spare, plan.PC > 1);

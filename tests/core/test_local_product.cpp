@@ -164,3 +164,60 @@ TEST(LocalProduct, RepeatedProductsReuseTheirCountedScratchFromThePool) {
   memory::trim();
   memory::set_pool_limit(limit);
 }
+
+namespace {
+// The reference product, recording the C area each stack was given.
+class AreaRecordingKernel final : public HostKernel {
+ public:
+  std::string name() const override { return "area-recording"; }
+  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
+    areas.push_back(c);
+    reference.process(stack, n, a, b, c);
+  }
+  std::vector<const double*> areas;
+  ReferenceKernel reference;
+};
+}  // namespace
+
+TEST(LocalProduct, ExpectedValuesKeepCInPlaceAcrossTicksAndTheSlackIsGivenBack) {
+  const BlockSizes s = BlockSizes::cyclic(9, {3, 5, 8});
+  BlockLayout l{s, s};
+  // Two ticks, each creating C blocks the other does not: C grows at both.
+  Panel a1 = make_panel(l, 21, [](int i, int j) { return j == (i % 3); });
+  Panel b1 = make_panel(l, 22, [](int i, int j) { return i < 3 && j < 4; });
+  Panel a2 = make_panel(l, 23, [](int i, int j) { return j == 3 + (i % 2); });
+  Panel b2 = make_panel(l, 24, [](int i, int j) { return i >= 3 && i < 5 && j >= 4; });
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a1.view(), l), dense_of(b1.view(), l), 1.0, ref);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a2.view(), l), dense_of(b2.view(), l), 1.0, ref);
+  const Panel empty(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+
+  auto run = [&](std::int64_t expected, AreaRecordingKernel& k) {
+    LocalProduct lp(empty.view(), l, k, 1, {}, {}, 1.0, expected);
+    lp.multiply(a1.view(), l, b1.view(), l);
+    lp.multiply(a2.view(), l, b2.view(), l);
+    Panel c = lp.finish();
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-14) << "expected_values " << expected;
+    return c;
+  };
+  AreaRecordingKernel grown;
+  const Panel c = run(0, grown);
+  const std::int64_t values = c.data_size();
+  ASSERT_GT(values, 0);
+  // Without a hint the second tick's growth moves C (the first tick reserved only its own blocks).
+  ASSERT_GE(grown.areas.size(), 2u);
+  EXPECT_NE(grown.areas.front(), grown.areas.back());
+
+  for (const std::int64_t expected : {values, 10 * values}) {
+    SCOPED_TRACE("expected_values " + std::to_string(expected));
+    AreaRecordingKernel k;
+    const Panel hinted = run(expected, k);
+    EXPECT_EQ(hinted.data_size(), values);
+    // Reserved up front: every stack of both ticks saw the same area.
+    ASSERT_GE(k.areas.size(), 2u);
+    for (const double* area : k.areas) EXPECT_EQ(area, k.areas.front());
+    // A capacity far beyond C's values is given back by finish(); an exact one is kept.
+    EXPECT_LE(static_cast<std::int64_t>(hinted.data().capacity()), values + values / 4);
+  }
+}

@@ -26,7 +26,9 @@ struct ExchangedBlocks {
 
 /// Sends every block (row, col) of v to the rank of comm that dest(row, col, tag) returns, with the
 /// tag it sets, in one counted MPI_Alltoallv for the index and one for the values (role `role`),
-/// after an MPI_Alltoall of the counts. Returns the blocks this rank receives. Collective.
+/// after an MPI_Alltoall of the counts. The blocks a rank sends to itself are copied once, not
+/// through MPI (on a communicator of one rank, no MPI call is made). Returns the blocks this rank
+/// receives. Collective.
 ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
                                 const std::function<int(int row, int col, int& tag)>& dest, mpi::Traffic& traffic,
                                 mpi::Role role);

@@ -40,7 +40,9 @@ class KernelSession {
   /// Waits for outstanding work (it may run while an error unwinds, after an unstage() that
   /// was not called; no MPI here).
   virtual ~KernelSession();  // key function, defined in libplexus_core
-  /// C's value area grows to `values` doubles (never shrinks); the new values are zero.
+  /// C's value area grows to `values` doubles (never shrinks); the new values are zero. A host
+  /// backend grows within the capacity of the MatrixData begin() was given before it moves C
+  /// (LocalProduct reserves what it expects C to need).
   virtual void grow(std::int64_t values) = 0;
   /// Makes one tick's panels readable to process(): stack offsets a and b index a.data and
   /// b.data (a.data_size and b.data_size values). The host memory stays valid until unstage().

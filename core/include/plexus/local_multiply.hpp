@@ -31,9 +31,14 @@ class LocalProduct {
   /// row set. The kernel's session holds C from here to finish(). `row_eps[r]`, if not empty, is
   /// the on-the-fly filtering threshold of CSR row r (skip when |a|*|b| < row_eps[r]). `threads`
   /// threads own whole rows, balanced by `row_weight` (one weight per CSR row; empty: C's block
-  /// counts).
+  /// counts). `expected_values`: how many values the caller expects C to end with (e.g. the size
+  /// of C before the multiply, as an iteration's next product is usually about as large): C's area
+  /// is reserved for them up front, so that the ticks' growth copies nothing and touches no fresh
+  /// pages. 0: grown as the ticks need. A capacity left well beyond the final size is given back
+  /// in finish().
   LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, Kernel& kernel, int threads,
-               std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0);
+               std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0,
+               std::int64_t expected_values = 0);
   ~LocalProduct();
   LocalProduct(const LocalProduct&) = delete;
   LocalProduct& operator=(const LocalProduct&) = delete;

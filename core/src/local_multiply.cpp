@@ -281,7 +281,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const PanelView& b;
     KernelSession& session;
     int slot;
-    StackEntry* entries;  // w.stack's storage, kStackCapacity entries
+    StackEntry* entries;                // w.stack's storage, kStackCapacity entries
+    const std::function<void()>* poll;  // the caller's progress, on the team's first thread only
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
     double kernel_time = 0;
@@ -291,6 +292,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       session.process(entries, static_cast<std::int64_t>(size), slot);
       kernel_time += omp_get_wtime() - k0;
       size = 0;
+      if (poll != nullptr) (*poll)();
     }
     void skip() { ++skipped; }
     void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int, RowList&) {
@@ -305,7 +307,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
-    Stack stack{w, a, b, *session_, t, w.stack.data()};
+    // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
+    const bool caller = omp_get_thread_num() == 0 && progress_;
+    Stack stack{w, a, b, *session_, t, w.stack.data(), caller ? &progress_ : nullptr};
     for_each_product(w, stack);
     stack.flush();
     w.stats.products += stack.products;

@@ -120,18 +120,17 @@ void Traffic::rget(void* buf, std::int64_t count, MPI_Datatype type, int target,
   requests_.push_back(r);  // receive = false: already counted
 }
 
-void Traffic::waitall(Role role) {
-  // Wait only for this role's requests, so each role's wait time is its own.
+std::vector<std::size_t> Traffic::requests_of(Role role) {
   std::vector<std::size_t> mine;
   for (std::size_t i = 0; i < requests_.size(); ++i)
     if (requests_[i].role == role) mine.push_back(i);
-  if (mine.empty()) return;
   raw_.resize(mine.size());
   statuses_.resize(mine.size());
   for (std::size_t q = 0; q < mine.size(); ++q) raw_[q] = requests_[mine[q]].req;
-  const double t0 = MPI_Wtime();
-  check(MPI_Waitall(static_cast<int>(raw_.size()), raw_.data(), statuses_.data()), "MPI_Waitall");
-  add_wait(role, MPI_Wtime() - t0);
+  return mine;
+}
+
+void Traffic::completed(Role role, const std::vector<std::size_t>& mine) {
   for (std::size_t q = 0; q < mine.size(); ++q) {
     const auto& r = requests_[mine[q]];
     if (!r.receive) continue;
@@ -144,6 +143,26 @@ void Traffic::waitall(Role role) {
   for (std::size_t i = 0; i < requests_.size(); ++i)
     if (requests_[i].role != role) requests_[keep++] = requests_[i];
   requests_.resize(keep);
+}
+
+void Traffic::waitall(Role role) {
+  // Wait only for this role's requests, so each role's wait time is its own.
+  const std::vector<std::size_t> mine = requests_of(role);
+  if (mine.empty()) return;
+  const double t0 = MPI_Wtime();
+  check(MPI_Waitall(static_cast<int>(raw_.size()), raw_.data(), statuses_.data()), "MPI_Waitall");
+  add_wait(role, MPI_Wtime() - t0);
+  completed(role, mine);
+}
+
+bool Traffic::test(Role role) {
+  const std::vector<std::size_t> mine = requests_of(role);
+  if (mine.empty()) return true;
+  int done = 0;
+  check(MPI_Testall(static_cast<int>(raw_.size()), raw_.data(), &done, statuses_.data()), "MPI_Testall");
+  if (done == 0) return false;  // MPI_Testall changed no request
+  completed(role, mine);
+  return true;
 }
 
 void Traffic::alltoallv(const void* sendbuf, const std::vector<int>& sendcounts, void* recvbuf,

@@ -92,11 +92,16 @@ class Cannon final : public plexus::CommStrategy {
       report_schedule(report, preshift, ticks, 0, 0);
       return product.finish();
     }
+    // An operand whose ring is one process long (A when PC = 1, B when PR = 1) never moves: its
+    // local panel serves every tick as it is (the other operand's image picks the k-group, as
+    // the local product forms only the products whose k both panels hold), so it is neither
+    // pre-shifted nor packed.
     std::vector<ImageBuffer> a_buf, b_buf;
     std::int64_t pre_a = 0, pre_b = 0;
     plexus::timers::Scoped pre_timer("cannon: pre-shift");
-    std::vector<Panel> a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
-    std::vector<Panel> b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
+    std::vector<Panel> a_img, b_img;
+    if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
+    if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
@@ -139,7 +144,7 @@ class Cannon final : public plexus::CommStrategy {
       if (g % p.PC != pc && p.a_home(g, slot) == pc) m.bytes_a += img_a;
       if (g % p.PR != pr && p.b_home(g, slot) == pr) m.bytes_b += img_b;
     }
-    m.buffer_bytes = (p.a + 1) * img_a + (p.b + 1) * img_b;
+    m.buffer_bytes = (p.PC > 1 ? (p.a + 1) * img_a : 0) + (p.PR > 1 ? (p.b + 1) * img_b : 0);  // see run()
     m.note = "V=" + std::to_string(p.V);
     return m;
   }
@@ -232,7 +237,8 @@ class Cannon final : public plexus::CommStrategy {
   }
 
   // Every buffer gets the capacity of the largest image on any rank (one MPI_Allreduce), so a
-  // receive never overflows: a+1 buffers for A (the queue and one receive buffer), b+1 for B.
+  // receive never overflows: a+1 buffers for A (the queue and one receive buffer), b+1 for B; none
+  // for an operand without images (it does not move).
   static void allocate_buffers(std::vector<Panel>& a_img, std::vector<Panel>& b_img, MPI_Comm comm,
                                std::vector<ImageBuffer>& a_buf, std::vector<ImageBuffer>& b_buf) {
     std::int64_t cap[4] = {0, 0, 0, 0};  // A words, A values, B words, B values
@@ -246,6 +252,7 @@ class Cannon final : public plexus::CommStrategy {
     }
     plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, cap, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
     auto fill = [](std::vector<Panel>& img, std::int64_t words, std::int64_t values, std::vector<ImageBuffer>& buf) {
+      if (img.empty()) return;
       buf.resize(img.size() + 1);
       for (std::size_t s = 0; s < buf.size(); ++s) {
         buf[s].reserve(words, values);
@@ -271,19 +278,36 @@ class Cannon final : public plexus::CommStrategy {
     const MPI_Comm row = A.grid().row_comm(), col = A.grid().col_comm();
     const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
     const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
+    const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;  // else no buffers: the local panel
+    // The shifts progress while the products run (a large message moves only inside MPI calls);
+    // the waits below are then mostly for the slower neighbour, not for the transfer.
+    product.set_progress([&traffic] {
+      traffic.test(Role::A);
+      traffic.test(Role::B);
+    });
+    struct NoProgress {  // the lambda's references do not outlive this function
+      plexus::LocalProduct& p;
+      ~NoProgress() { p.set_progress({}); }
+    } no_progress{product};
     for (int t = 0; t < plan.V; ++t) {
-      ImageBuffer& a_front = a_buf[static_cast<std::size_t>(a_queue.front())];
-      ImageBuffer& b_front = b_buf[static_cast<std::size_t>(b_queue.front())];
       const bool shift = t + 1 < plan.V;
-      if (shift && plan.PC > 1) post_shift(a_front, a_buf[static_cast<std::size_t>(a_spare)], left, right, row, Role::A, traffic);
-      if (shift && plan.PR > 1) post_shift(b_front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
-      product.multiply(a_front.view(), A.layout(), b_front.view(), B.layout());
+      if (a_moves) {
+        ImageBuffer& front = a_buf[static_cast<std::size_t>(a_queue.front())];
+        if (shift) post_shift(front, a_buf[static_cast<std::size_t>(a_spare)], left, right, row, Role::A, traffic);
+      }
+      if (b_moves) {
+        ImageBuffer& front = b_buf[static_cast<std::size_t>(b_queue.front())];
+        if (shift) post_shift(front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
+      }
+      const PanelView a_view = a_moves ? a_buf[static_cast<std::size_t>(a_queue.front())].view() : A.local().view();
+      const PanelView b_view = b_moves ? b_buf[static_cast<std::size_t>(b_queue.front())].view() : B.local().view();
+      product.multiply(a_view, A.layout(), b_view, B.layout());
       if (!shift) break;
       const plexus::timers::Scoped wait_timer("cannon: shift wait");
       traffic.waitall(Role::A);
       traffic.waitall(Role::B);
-      rotate(a_queue, a_spare, plan.PC > 1);
-      rotate(b_queue, b_spare, plan.PR > 1);
+      if (a_moves) rotate(a_queue, a_spare);
+      if (b_moves) rotate(b_queue, b_spare);
     }
   }
 
@@ -297,17 +321,13 @@ class Cannon final : public plexus::CommStrategy {
     traffic.isend(send.data.data(), send.values(), MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
   }
 
-  // The front leaves: with a neighbour, the received image joins the back and the sent buffer
-  // becomes the receive buffer; alone on the ring, the front simply goes to the back.
-  static void rotate(std::vector<int>& queue, int& spare, bool exchanged) {
+  // The front leaves: the received image joins the back and the sent buffer becomes the receive
+  // buffer.
+  static void rotate(std::vector<int>& queue, int& spare) {
     const int front = queue.front();
     queue.erase(queue.begin());
-    if (exchanged) {
-      queue.push_back(spare);
-      spare = front;
-    } else {
-      queue.push_back(front);
-    }
+    queue.push_back(spare);
+    spare = front;
   }
 };
 

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 
 #include "dense_reference.hpp"
+#include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/memory.hpp"
@@ -220,4 +222,38 @@ TEST(LocalProduct, ExpectedValuesKeepCInPlaceAcrossTicksAndTheSlackIsGivenBack) 
     // A capacity far beyond C's values is given back by finish(); an exact one is kept.
     EXPECT_LE(static_cast<std::int64_t>(hinted.data().capacity()), values + values / 4);
   }
+}
+
+TEST(LocalProduct, ProgressIsPolledBetweenStacksOnTheCallersThreadAndItsErrorsEndTheTick) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2});
+  BlockLayout l{s, s};
+  // 40^3 / 2 products: several stacks of kStackCapacity entries on one thread.
+  Panel a = make_panel(l, 31, [](int i, int j) { return (i + j) % 2 == 0; });
+  Panel b = make_panel(l, 32, [](int, int) { return true; });
+  const Panel empty([] {
+    std::vector<int> r(40);
+    for (int i = 0; i < 40; ++i) r[static_cast<std::size_t>(i)] = i;
+    return r;
+  }());
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    ReferenceKernel k;
+    LocalProduct lp(empty.view(), l, k, threads, {});
+    const std::thread::id caller = std::this_thread::get_id();
+    int polls = 0, elsewhere = 0;
+    lp.set_progress([&] { ++(std::this_thread::get_id() == caller ? polls : elsewhere); });
+    lp.multiply(a.view(), l, b.view(), l);
+    EXPECT_GE(polls, 1);
+    EXPECT_EQ(elsewhere, 0);
+    lp.set_progress({});
+    const Panel c = lp.finish();
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  }
+  ReferenceKernel k;
+  LocalProduct failing(empty.view(), l, k, 2, {});
+  failing.set_progress([] { throw Error("test", "the transfer failed"); });
+  EXPECT_THROW(failing.multiply(a.view(), l, b.view(), l), Error);
 }

@@ -215,3 +215,28 @@ TEST(Traffic, LocalBytesAreThoseWhosePeerIsThisRank) {
   EXPECT_EQ(c.local_bytes_received, 8 * g1 + (alone ? 8 * g2 : 0));
   EXPECT_EQ(c.local_bytes_sent, 0);
 }
+
+TEST(Traffic, TestProgressesTransfersAndCountsThemAsWaitallWould) {
+  const int p = mpi::size(MPI_COMM_WORLD), me = mpi::rank(MPI_COMM_WORLD);
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  // Large enough for every MPI library's rendezvous protocol: its data moves only inside MPI calls.
+  const std::int64_t n = std::int64_t{1} << 20;
+  std::vector<double> out(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n), -1.0);
+  for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = me * 1e7 + static_cast<double>(i);
+  mpi::Traffic t;
+  EXPECT_TRUE(t.test(mpi::Role::A));  // nothing pending
+  t.irecv(in.data(), n, MPI_DOUBLE, prev, 3, MPI_COMM_WORLD, mpi::Role::B);
+  t.isend(out.data(), n, MPI_DOUBLE, next, 3, MPI_COMM_WORLD, mpi::Role::B);
+  std::int64_t polls = 1;
+  while (!t.test(mpi::Role::B)) ++polls;  // every rank polls until its own requests are complete
+  EXPECT_GE(polls, 1);
+  EXPECT_EQ(t.pending(), 0u);
+  t.waitall(mpi::Role::B);  // nothing left to wait for
+  const auto& b = t.counts(mpi::Role::B);
+  EXPECT_EQ(b.bytes_sent, 8 * n);
+  EXPECT_EQ(b.bytes_received, 8 * n);
+  EXPECT_EQ(b.local_bytes_received, p == 1 ? 8 * n : 0);
+  EXPECT_EQ(b.wait_seconds, 0.0);  // completed by test(), never waited for
+  EXPECT_EQ(in[0], prev * 1e7);
+  EXPECT_EQ(in[static_cast<std::size_t>(n - 1)], prev * 1e7 + static_cast<double>(n - 1));
+}

@@ -4,6 +4,7 @@
 // small products built by core with on-the-fly filtering, processed by a local backend (Kernel)
 // that holds C's values from the constructor to finish().
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,11 @@ class LocalProduct {
   /// a_layout.cols (must equal b_layout.rows). Norms are computed here when filtering is on.
   void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout);
   int threads() const { return static_cast<int>(work_.size()); }
+  /// `poll` is called between the stacks a tick hands to the kernel, on the thread that called
+  /// multiply() (the first thread of the OpenMP team), so that transfers the caller has in flight
+  /// progress while the products run (e.g. mpi::Traffic::test). Empty: no calls. It may throw;
+  /// the tick then fails with its error.
+  void set_progress(std::function<void()> poll) { progress_ = std::move(poll); }
   /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
   Panel finish();
   const LocalMultiplyStats& stats() const { return stats_; }
@@ -59,6 +65,7 @@ class LocalProduct {
   std::vector<int> row_ids_;
   std::vector<double> row_eps_;
   std::vector<std::unique_ptr<ThreadWork>> work_;
+  std::function<void()> progress_;
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
   std::int64_t c_values_ = 0;               // size of C's value area
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1

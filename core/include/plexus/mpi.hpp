@@ -67,6 +67,11 @@ class Traffic {
             Payload payload = Payload::Data);
   /// Waits for every pending request of `role`; the wait time goes to `role`.
   void waitall(Role role);
+  /// Lets MPI progress the pending requests of `role` without waiting (one MPI_Testall): returns
+  /// true, and counts them as waitall() would, once all of them are complete. A strategy calls it
+  /// while it computes, so that large transfers (Open MPI's rendezvous protocol moves data only
+  /// inside MPI calls) advance meanwhile (LocalProduct::set_progress).
+  bool test(Role role);
   /// Number of posted, not yet completed requests.
   std::size_t pending() const { return requests_.size(); }
 
@@ -89,6 +94,8 @@ class Traffic {
   void reset();
 
  private:
+  std::vector<std::size_t> requests_of(Role role);                  // their positions; raw_ holds their handles
+  void completed(Role role, const std::vector<std::size_t>& mine);  // counted, then forgotten
   std::vector<Request> requests_;
   std::vector<MPI_Request> raw_;
   std::vector<MPI_Status> statuses_;

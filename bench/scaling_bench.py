@@ -19,12 +19,21 @@ over ticks_max: per multiply the slowest rank's time less its kernel and wait ti
 the multiplies). --kernel-runs LIST adds one `plexus run --json` job of the first strategy after each
 compare job of those classes, as a cross-check from another job (default: none).
 
+--baseline DIR compares two builds in one run ("before and after"): every compare job also runs
+with DIR/bin/plexus, with the same command line but for the program, right before or after it
+(which build goes first alternates from round to round). Each class, strategy and rank count then
+gets the baseline's median time and the speed-up baseline / this build (> 1: faster now), also of
+the kernel time and of the time beyond kernel + wait per tick; targets still come from --build
+alone. All the strategies run through both builds: in a compare job they run interleaved, so
+the command must be the same (dbcsr, the same library on both sides, shows roughly the noise).
+
 Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
 load above 0.5 before the run is warned about): figures from a busy machine mean nothing.
 
   python3 bench/scaling_bench.py                       # full sizes, 1,2,4 ranks, 3 rounds
   python3 bench/scaling_bench.py --quick --ranks 1,2 --rounds 1 --strategies cannon \\
           --json /tmp/s.json --force --check          # seconds: what the CTest test runs
+  python3 bench/scaling_bench.py --baseline ../old/build --classes se   # A/B: old build against this
 
 See bench/README.md, "scaling_bench.py".
 """
@@ -93,6 +102,13 @@ def ratio(a, b):
     return a / b
 
 
+def speedup(before, after):
+    """before / after where both are positive (the time beyond kernel + wait can be <= 0: no ratio)."""
+    if before is None or after is None or not (before > 0 and after > 0):
+        return None
+    return before / after
+
+
 def int_list(text, what):
     try:
         vals = [int(x) for x in text.split(",") if x.strip() != ""]
@@ -122,6 +138,10 @@ def parse_args(argv):
           "2 a usage error.")
     p.add_argument("--build", default=os.path.join(REPO, "build"), metavar="DIR",
                    help="build directory holding bin/plexus (default: %(default)s)")
+    p.add_argument("--baseline", default=None, metavar="DIR",
+                   help="a second build directory (DIR/bin/plexus, e.g. of an older commit): every compare job "
+                        "also runs with it, same command line, the two interleaved; the report adds the "
+                        "speed-up of --build over it (baseline time / this time; default: none)")
     p.add_argument("--ranks", default="1,2,4", metavar="N,N,...", help="rank counts, comma-separated (default: %(default)s)")
     p.add_argument("--classes", default="h2o,se,dense", metavar="LIST", help="classes, comma-separated, of: %s (default: %%(default)s)"
                    % ", ".join(CLASSES))
@@ -207,20 +227,36 @@ def class_sets(name, scale, repetitions, warm_up):
     return blocks, sets
 
 
-def available_strategies(plexus, env):
+def plugin_listing(plexus, env):
+    """`plexus plugins --json -`: the components, the search path and the build's metadata."""
     p = subprocess.run([plexus, "plugins", "--json", "-"], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
         fail("`%s plugins --json -` failed (exit %d)" % (plexus, p.returncode), 1)
     try:
-        doc = json.loads(p.stdout)
+        return json.loads(p.stdout)
     except ValueError as e:
         fail("`%s plugins --json -` did not print JSON: %s" % (plexus, e), 1)
+
+
+def available_strategies(listing):
+    """The comm components: name -> (available, why not), and name -> the plugin file."""
     out = {}
-    for comp in doc.get("components", []):
+    files = {}
+    for comp in listing.get("components", []):
         if comp.get("kind") == "comm":
             out[comp.get("name")] = (bool(comp.get("available")), comp.get("unavailable_reason"))
-    return out
+            files[comp.get("name")] = comp.get("file")
+    return out, files
+
+
+def program_version(plexus, env):
+    """`plexus --version` (version, git commit, build configuration), or None where it fails."""
+    try:
+        p = subprocess.run([plexus, "--version"], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
 
 
 def loadavg():
@@ -248,6 +284,21 @@ def row_summary(row):
     return out
 
 
+def rows_of(runs, cname, n, s):
+    """The trimmed compare rows of strategy s in the jobs of class cname on n ranks, in round order."""
+    return [row for r in runs if r["class"] == cname and r["ranks"] == n for row in r["rows"] if row["strategy"] == s]
+
+
+def beyond_per_tick(got):
+    """Median over the rounds of compare's beyond_kernel_wait_seconds_median / ticks_max (None without them)."""
+    return median([g["beyond_kernel_wait_seconds_median"] / g["ticks_max"] for g in got
+                   if g.get("ticks_max") and g.get("beyond_kernel_wait_seconds_median") is not None])
+
+
+def kernel_median(got):
+    return median([g.get("kernel_seconds_max") for g in got if g.get("kernel_seconds_max") is not None])
+
+
 def analyse(opts, strategies, runs, kernel_runs):
     """Per class, strategy and rank count: medians over rounds; speedups, ratios and targets."""
     primary = strategies[0]
@@ -259,8 +310,7 @@ def analyse(opts, strategies, runs, kernel_runs):
         for s in strategies:
             per[s] = {}
             for n in opts.ranks:
-                rr = [r for r in runs if r["class"] == cname and r["ranks"] == n]
-                got = [row for r in rr for row in r["rows"] if row["strategy"] == s]
+                got = rows_of(runs, cname, n, s)
                 t = [g["seconds_median"] for g in got]
                 waits = [g["wait_seconds_max"] for g in got]
                 figs = got[-1]["strategy_figures"] if got else {}
@@ -274,10 +324,7 @@ def analyse(opts, strategies, runs, kernel_runs):
                 beyond = None
                 if ticks and tmed is not None and wmed is not None:
                     beyond = (tmed - wmed) / ticks
-                exact = [g["beyond_kernel_wait_seconds_median"] / g["ticks_max"] for g in got
-                         if g.get("ticks_max") and g.get("beyond_kernel_wait_seconds_median") is not None]
-                beyond_per_tick = median(exact)
-                kmed = median([g.get("kernel_seconds_max") for g in got if g.get("kernel_seconds_max") is not None])
+                kmed = kernel_median(got)
                 # The `run` jobs (--kernel-runs): median time, kernel and wait of the same job.
                 kr = [k["summary"] for k in kernel_runs if k["class"] == cname and k["ranks"] == n
                       and k["strategy"] == s]
@@ -300,7 +347,7 @@ def analyse(opts, strategies, runs, kernel_runs):
                     "beyond_wait_per_tick_seconds_upper_bound": beyond,
                     "kernel_seconds_max_median": kmed,
                     "kernel_share": None if s.split(":")[0] == "dbcsr" else ratio(kmed, tmed),
-                    "beyond_kernel_wait_per_tick_seconds": beyond_per_tick,
+                    "beyond_kernel_wait_per_tick_seconds": beyond_per_tick(got),
                     "run_job": None if not kr else {
                         "seconds_median": k_t, "kernel_seconds_max_median": k_k, "wait_seconds_max_median": k_w,
                         "kernel_share": ratio(k_k, k_t), "wait_share": ratio(k_w, k_t),
@@ -335,6 +382,42 @@ def analyse(opts, strategies, runs, kernel_runs):
                           "block_sizes": CLASSES[cname]["block_sizes"], "occupancy": CLASSES[cname]["occupancy"],
                           "set_options": sets, "strategies": per, "speedups": speed, "plexus_vs_dbcsr": vs}
     return classes, rows, targets(opts, primary, yard, classes)
+
+
+def compare_builds(opts, strategies, runs, base_runs):
+    """--baseline: per class, strategy and rank count, the baseline's medians over the rounds beside
+    this build's, and the speed-ups baseline / this build (> 1: this build is faster)."""
+    out = []
+    for cname in opts.classes:
+        for s in strategies:
+            for n in opts.ranks:
+                new = rows_of(runs, cname, n, s)
+                old = rows_of(base_runs, cname, n, s)
+                t_new = median([g["seconds_median"] for g in new])
+                t_old = median([g["seconds_median"] for g in old])
+                k_new, k_old = kernel_median(new), kernel_median(old)
+                b_new, b_old = beyond_per_tick(new), beyond_per_tick(old)
+                # the two jobs of one round ran back to back: their ratio, round by round
+                per_round = []
+                for r in range(1, opts.rounds + 1):
+                    a = rows_of([x for x in base_runs if x["round"] == r], cname, n, s)
+                    b = rows_of([x for x in runs if x["round"] == r], cname, n, s)
+                    per_round.append(speedup(a[0]["seconds_median"], b[0]["seconds_median"]) if a and b else None)
+                out.append({
+                    "class": cname, "strategy": s, "ranks": n,
+                    "baseline_seconds_median": t_old,
+                    "seconds_median": t_new,
+                    "speedup": speedup(t_old, t_new),
+                    "speedup_per_round": per_round,
+                    "baseline_seconds_per_round": [g["seconds_median"] for g in old],
+                    "baseline_kernel_seconds_max_median": k_old,
+                    "kernel_seconds_max_median": k_new,
+                    "kernel_speedup": speedup(k_old, k_new),
+                    "baseline_beyond_kernel_wait_per_tick_seconds": b_old,
+                    "beyond_kernel_wait_per_tick_seconds": b_new,
+                    "beyond_kernel_wait_per_tick_speedup": speedup(b_old, b_new),
+                })
+    return out
 
 
 def target(tid, cname, what, value, threshold, ok, note=None, unit=""):
@@ -414,7 +497,36 @@ def fmt_r(x, pct=False):
     return ("%.0f%%" % (100 * x)) if pct else "%.2f" % x
 
 
-def text_report(opts, strategies, classes, tgts, meta):
+def first_line(text):
+    return text.splitlines()[0] if text else "version unknown"
+
+
+def baseline_report(opts, strategies, base):
+    """The A/B table: per class, strategy and rank count, both builds' times and the speed-ups."""
+    L = ["", "this build against the baseline: speed-up = baseline s / this build s (> 1: faster now)",
+         "  this build: %s (%s)" % (base["build_dir"], first_line(base["build_version"])),
+         "  baseline:   %s (%s)" % (base["dir"], first_line(base["version"]))]
+    if base["same_build"]:
+        L.append("  (the same program: an A/A run, the speed-ups show the noise)")
+    head = "%-6s %-12s%6s%12s%12s%9s%13s%8s%13s" % ("class", "strategy", "ranks", "baseline s", "this s",
+                                                   "speed-up", "per round", "kernel", "beyond/tick")
+    L.append(head)
+    L.append("-" * len(head))
+    for row in base["rows"]:
+        pr = [x for x in row["speedup_per_round"] if x is not None]
+        rng = "-" if not pr else ("%.2f" % pr[0] if len(pr) == 1 else "%.2f..%.2f" % (min(pr), max(pr)))
+        L.append("%-6s %-12s%6d%12s%12s%9s%13s%8s%13s" % (
+            row["class"], row["strategy"][:12], row["ranks"], fmt_t(row["baseline_seconds_median"]),
+            fmt_t(row["seconds_median"]), fmt_r(row["speedup"]), rng, fmt_r(row["kernel_speedup"]),
+            fmt_r(row["beyond_kernel_wait_per_tick_speedup"])))
+    L.append("(seconds per multiply, median over the rounds; per round: the two jobs run back to back; kernel,")
+    L.append(" beyond/tick: the same speed-up of the kernel time and of the time beyond kernel + wait per tick)")
+    if any(s.split(":")[0] == "dbcsr" for s in strategies):
+        L.append("(dbcsr is the same library in both builds: its speed-ups show roughly the noise)")
+    return L
+
+
+def text_report(opts, strategies, classes, tgts, meta, base=None):
     L = []
     rk = opts.ranks
     head = "%-6s %-16s" % ("class", "strategy") + "".join("%10s" % ("t%d (s)" % n) for n in rk)
@@ -450,6 +562,8 @@ def text_report(opts, strategies, classes, tgts, meta):
         for s, byn in c["plexus_vs_dbcsr"].items():
             L.append("%-6s %-16s" % ("", ("%s/dbcsr" % s)[:16])
                      + "".join("%10s" % fmt_r(byn[str(n)]["time_ratio"]) for n in rk) + "   (time ratio)")
+    if base is not None:
+        L += baseline_report(opts, strategies, base)
     L.append("")
     L.append("times: seconds per multiply, median over %d round(s) of each job's median of %d multiplies"
              % (opts.rounds, opts.repetitions))
@@ -594,6 +708,76 @@ def check_json(path, opts, strategies):
             problems.append("target %s/%s: status %r" % (t.get("class"), t.get("id"), t.get("status")))
     if not doc["targets"]:
         problems.append("no targets")
+    problems += check_baseline(doc.get("baseline"), opts, strategies)
+    return problems
+
+
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_baseline(base, opts, strategies):
+    """--check of the `baseline` object: null without --baseline; with it, its jobs (as the runs) and
+    one row per class, strategy and rank count whose times and speed-ups are positive numbers."""
+    if opts.baseline is None:
+        return [] if base is None else ["baseline: present, but no --baseline was given"]
+    if not isinstance(base, dict):
+        return ["baseline: %r, expected an object (--baseline was given)" % (base,)]
+    problems = []
+    for k in ("dir", "program", "same_build", "version", "plexus", "plugin_files", "build_version",
+              "plexus_metadata", "rows", "runs"):
+        if k not in base:
+            problems.append("baseline: missing '%s'" % k)
+    if base.get("dir") != os.path.abspath(opts.baseline):
+        problems.append("baseline.dir = %r, expected %r" % (base.get("dir"), os.path.abspath(opts.baseline)))
+    if not ((base.get("plexus_metadata") or {}).get("plexus") or {}).get("git"):
+        problems.append("baseline.plexus_metadata.plexus.git is empty")
+    runs = base.get("runs") or []
+    njobs = opts.rounds * len(opts.classes) * len(opts.ranks)
+    if len(runs) != njobs:
+        problems.append("baseline.runs: %d, expected %d" % (len(runs), njobs))
+    for r in runs:
+        where = "baseline run %s/%s/%s" % (r.get("round"), r.get("class"), r.get("ranks"))
+        if r.get("exit_status") != 0:
+            problems.append("%s: exit status %s" % (where, r.get("exit_status")))
+        if r.get("ran_first") != (r.get("round", 0) % 2 == 0):
+            problems.append("%s: ran_first = %r in round %r" % (where, r.get("ran_first"), r.get("round")))
+        if len(r.get("rows", [])) != len(strategies):
+            problems.append("%s: %d rows" % (where, len(r.get("rows", []))))
+        for row in r.get("rows", []):
+            if len(row.get("repetition_seconds") or []) != opts.repetitions:
+                problems.append("%s %s: %d repetition times, expected %d" % (
+                    where, row.get("strategy"), len(row.get("repetition_seconds") or []), opts.repetitions))
+            rd = row.get("relative_difference")
+            if rd is None or not rd <= r.get("tolerance", 1e-10):
+                problems.append("%s %s: results differ (%r)" % (where, row.get("strategy"), rd))
+    rows = base.get("rows") or []
+    want = [(c, s, n) for c in opts.classes for s in strategies for n in opts.ranks]
+    got = [(row.get("class"), row.get("strategy"), row.get("ranks")) for row in rows]
+    if got != want:
+        problems.append("baseline.rows: %d rows %s, expected %d (class x strategy x ranks)"
+                        % (len(rows), got[:4], len(want)))
+    for i, row in enumerate(rows):
+        where = "baseline.rows.%d (%s, %s, %s ranks)" % (i, row.get("class"), row.get("strategy"), row.get("ranks"))
+        for k in ("baseline_seconds_median", "seconds_median", "speedup"):
+            if not (is_number(row.get(k)) and row[k] > 0):
+                problems.append("%s: %s = %r, expected a positive number" % (where, k, row.get(k)))
+        if is_number(row.get("speedup")) and is_number(row.get("baseline_seconds_median")) and \
+                is_number(row.get("seconds_median")) and row["seconds_median"] > 0 and \
+                abs(row["speedup"] - row["baseline_seconds_median"] / row["seconds_median"]) > 1e-9 * row["speedup"]:
+            problems.append("%s: speedup %r is not baseline / this build" % (where, row["speedup"]))
+        pr = row.get("speedup_per_round")
+        if not isinstance(pr, list) or len(pr) != opts.rounds or not all(is_number(x) and x > 0 for x in pr):
+            problems.append("%s: speedup_per_round = %r, expected %d positive numbers" % (where, pr, opts.rounds))
+        if len(row.get("baseline_seconds_per_round") or []) != opts.rounds:
+            problems.append("%s: baseline_seconds_per_round has %d entries, expected %d"
+                            % (where, len(row.get("baseline_seconds_per_round") or []), opts.rounds))
+        # null where a side lacks the figure (dbcsr has no kernel time or ticks; older rows lack them)
+        for k in ("kernel_speedup", "beyond_kernel_wait_per_tick_speedup"):
+            if k not in row:
+                problems.append("%s: missing '%s'" % (where, k))
+            elif row[k] is not None and not (is_number(row[k]) and row[k] > 0):
+                problems.append("%s: %s = %r, expected a positive number or null" % (where, k, row[k]))
     return problems
 
 
@@ -605,6 +789,15 @@ def main(argv):
     plexus = os.path.join(build, "bin", "plexus")
     if not (os.path.isfile(plexus) and os.access(plexus, os.X_OK)):
         fail("no plexus program at '%s' (cmake --build %s --target plexus)" % (plexus, opts.build))
+    base_dir = base_plexus = None
+    if opts.baseline is not None:
+        base_dir = os.path.abspath(opts.baseline)
+        if not os.path.isdir(base_dir):
+            fail("--baseline: build directory '%s' does not exist" % base_dir)
+        base_plexus = os.path.join(base_dir, "bin", "plexus")
+        if not (os.path.isfile(base_plexus) and os.access(base_plexus, os.X_OK)):
+            fail("--baseline: no plexus program at '%s' (cmake --build %s --target plexus)"
+                 % (base_plexus, opts.baseline))
     launcher = shlex.split(opts.mpiexec)
     mpiexec = shutil.which(launcher[0]) if launcher else None
     if mpiexec is None:
@@ -616,7 +809,8 @@ def main(argv):
         env.setdefault(k, v)
     env["OMP_NUM_THREADS"] = "1"
 
-    comms = available_strategies(plexus, env)
+    listing = plugin_listing(plexus, env)
+    comms, plugin_files = available_strategies(listing)
     if opts.strategies is None:
         strategies = ["cannon"]
         if comms.get("dbcsr", (False, None))[0]:
@@ -629,6 +823,42 @@ def main(argv):
                 fail("unknown strategy '%s' (this plexus has: %s)" % (name, ", ".join(sorted(comms))))
             if not comms[name][0]:
                 fail("strategy '%s' cannot run here: %s" % (name, comms[name][1]))
+    base = None
+    if base_plexus is not None:
+        # The baseline runs the same command: it must have every strategy, available.
+        base_listing = plugin_listing(base_plexus, env)
+        base_comms, base_files = available_strategies(base_listing)
+        for s in strategies:
+            name = s.split(":")[0]
+            if not base_comms.get(name, (False, None))[0]:
+                fail("strategy '%s' cannot run with the baseline %s: %s (give --strategies without it)"
+                     % (name, base_plexus, base_comms[name][1] if name in base_comms else
+                        "it has no such strategy (it has: %s)" % ", ".join(sorted(base_comms))))
+        names = sorted(set(s.split(":")[0] for s in strategies))
+        same = os.path.realpath(base_plexus) == os.path.realpath(plexus)
+        if not same and any(plugin_files.get(k) == base_files.get(k) for k in names):
+            log("WARNING: both builds load the same plugin file for %s (PLEXUS_PLUGIN_PATH=%r): the "
+                "comparison is not of two builds" % (", ".join(k for k in names if plugin_files.get(k)
+                                                               == base_files.get(k)),
+                                                    env.get("PLEXUS_PLUGIN_PATH")))
+        base = {
+            "dir": base_dir,
+            "program": base_plexus,
+            "same_build": same,
+            "version": program_version(base_plexus, env),
+            "plexus": (base_listing.get("metadata") or {}).get("plexus"),
+            "plugin_files": {k: base_files.get(k) for k in names},
+            "build_dir": build,
+            "build_version": program_version(plexus, env),
+            "build_plexus": (listing.get("metadata") or {}).get("plexus"),
+            "build_plugin_files": {k: plugin_files.get(k) for k in names},
+            "order": "each compare job runs with both builds back to back, the same command but for the "
+                     "program; this build first in odd rounds, the baseline first in even ones",
+            "statistic": "speed-up = baseline's seconds_median / this build's (medians over the rounds); "
+                         "> 1: this build is faster",
+        }
+        log("baseline: %s (%s)%s" % (base_plexus, first_line(base["version"]),
+                                      ": the same program as --build, an A/A run" if same else ""))
 
     created_default = opts.json is None
     out_path = opts.json or default_json_path()
@@ -648,24 +878,32 @@ def main(argv):
             ranks = opts.ranks[k:] + opts.ranks[:k]
             for n in ranks:
                 k2 = r % len(strategies)
-                jobs.append(("compare", r, cname, n, strategies[k2:] + strategies[:k2]))
+                order = strategies[k2:] + strategies[:k2]
+                # --baseline: the same job with the baseline's program, right before or after
+                builds = ["build"] if base is None else (["build", "baseline"] if r % 2 == 0
+                                                         else ["baseline", "build"])
+                for b in builds:
+                    jobs.append(("compare", r, cname, n, order, b))
                 if cname in opts.kernel_runs:
-                    jobs.append(("run", r, cname, n, [strategies[0]]))
+                    jobs.append(("run", r, cname, n, [strategies[0]], "build"))
 
-    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s; strategies %s; %d multiplies per job and "
+    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s%s; strategies %s; %d multiplies per job and "
         "strategy" % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks),
+                      " x 2 builds (this and the baseline)" if base is not None else "",
                       " (+ a `run` job for the kernel time: %s)" % ",".join(opts.kernel_runs) if opts.kernel_runs
                       else "", ",".join(strategies), opts.repetitions))
     runs = []
+    base_runs = []
     kernel_runs = []
     plexus_meta = None
+    base_meta = None
     t_start = time.time()
     tmpdir = tempfile.mkdtemp(prefix="plexus-scaling-")
     try:
-        for i, (kind, r, cname, n, order) in enumerate(jobs):
+        for i, (kind, r, cname, n, order, which) in enumerate(jobs):
             _, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
             tmp = os.path.join(tmpdir, "job%d.json" % i)
-            cmd = launcher + ["-n", str(n), "--bind-to", "none", plexus]
+            cmd = launcher + ["-n", str(n), "--bind-to", "none", base_plexus if which == "baseline" else plexus]
             if kind == "compare":
                 cmd += ["compare", "--strategies", ",".join(order)]
             else:
@@ -677,14 +915,15 @@ def main(argv):
             cmd += ["--json", tmp, "--log-level", "warn", "--no-params-file", "--no-progress"]
             done = time.time() - t_start
             est = "" if i == 0 else ", about %.0f s left" % (done / i * (len(jobs) - i))
-            log("job %d/%d: round %d, %s, %d rank(s), %s %s (elapsed %.0f s%s)"
-                % (i + 1, len(jobs), r + 1, cname, n, kind, ",".join(order), done, est))
+            tag = " [baseline]" if which == "baseline" else ""
+            log("job %d/%d: round %d, %s, %d rank(s), %s %s%s (elapsed %.0f s%s)"
+                % (i + 1, len(jobs), r + 1, cname, n, kind, ",".join(order), tag, done, est))
             p, wall = run_job(cmd, env)
             if p.returncode != 0 or not os.path.isfile(tmp):
                 sys.stderr.write("---- command: %s\n---- exit status %d; output:\n%s%s\n"
                                  % (" ".join(shlex.quote(c) for c in cmd), p.returncode, p.stdout, p.stderr))
-                fail("job %d/%d (%s, %d ranks, %s) failed%s; stopping" % (
-                    i + 1, len(jobs), cname, n, kind,
+                fail("job %d/%d (%s, %d ranks, %s%s) failed%s; stopping" % (
+                    i + 1, len(jobs), cname, n, kind, tag,
                     " (compare exits 1 when the strategies' results differ)"
                     if p.returncode == 1 and kind == "compare" else ""), 1)
             with open(tmp) as f:
@@ -701,23 +940,34 @@ def main(argv):
             tol = doc.get("tolerance", 1e-10)
             rows = [row_summary(row) for row in doc.get("rows", [])]
             if len(rows) != len(order):
-                fail("job %d/%d (%s, %d ranks): %d rows in its JSON, expected %d"
-                     % (i + 1, len(jobs), cname, n, len(rows), len(order)), 1)
+                fail("job %d/%d (%s, %d ranks%s): %d rows in its JSON, expected %d"
+                     % (i + 1, len(jobs), cname, n, tag, len(rows), len(order)), 1)
             for row in rows:
                 rd = row["relative_difference"]
                 if rd is None or not rd <= tol:
-                    fail("job %d/%d (%s, %d ranks): %s's result differs from %s's by %r (tolerance %g)"
-                         % (i + 1, len(jobs), cname, n, row["strategy"], order[0], rd, tol), 1)
+                    fail("job %d/%d (%s, %d ranks%s): %s's result differs from %s's by %r (tolerance %g)"
+                         % (i + 1, len(jobs), cname, n, tag, row["strategy"], order[0], rd, tol), 1)
+            entry = {"round": r + 1, "class": cname, "ranks": n, "order": order, "exit_status": p.returncode,
+                     "wall_seconds": wall, "tolerance": tol, "command": cmd, "rows": rows}
+            if which == "baseline":
+                entry["ran_first"] = r % 2 == 1
+                base_runs.append(entry)
+                if base_meta is None:
+                    base_meta = doc.get("metadata")
+                continue
             if plexus_meta is None:
                 plexus_meta = doc.get("metadata")
-            runs.append({"round": r + 1, "class": cname, "ranks": n, "order": order, "exit_status": p.returncode,
-                         "wall_seconds": wall, "tolerance": tol, "command": cmd, "rows": rows})
+            runs.append(entry)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     load_after = loadavg()
     log("all %d jobs done in %.0f s" % (len(jobs), time.time() - t_start))
 
     classes, rows, tgts = analyse(opts, strategies, runs, kernel_runs)
+    if base is not None:
+        base["plexus_metadata"] = base_meta
+        base["rows"] = compare_builds(opts, strategies, runs, base_runs)
+        base["runs"] = base_runs
     meta = {
         "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": socket.gethostname(),
@@ -741,7 +991,7 @@ def main(argv):
         "options": {"build": build, "ranks": opts.ranks, "classes": opts.classes, "strategies": strategies,
                     "rounds": opts.rounds, "repetitions": opts.repetitions, "warm_up": opts.warm_up,
                     "scale": opts.scale, "quick": opts.quick, "mpiexec": launcher,
-                    "kernel_runs": opts.kernel_runs},
+                    "kernel_runs": opts.kernel_runs, "baseline": base_dir},
         "classes": classes,
         "rows": rows,
         "targets": tgts,
@@ -750,8 +1000,10 @@ def main(argv):
         },
         "runs": runs,
         "kernel_runs": kernel_runs,
+        # --baseline: the other build, its compare jobs and the speed-ups (null without it)
+        "baseline": base,
     }
-    print(text_report(opts, strategies, classes, tgts, meta))
+    print(text_report(opts, strategies, classes, tgts, meta, base))
     write_json(out_path, doc, opts.force)
     print("wrote %s" % out_path)
     if opts.check:

@@ -19,7 +19,7 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes. 13: LocalProduct's
-/// expected_values; 12:
+/// expected_values and set_progress, Traffic::test; 12:
 /// ComponentDescriptor::unavailable, KernelSession::norms; 11: RoleCounts::local_bytes_*,
 /// MultiplyTask::beta(); 10: SolverResult::series; 9: Grid::pool(); 8: SolverResult::history,
 /// MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids

@@ -146,6 +146,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
   });
   c_values_ = base.back();
+  host_ = kernel.memory_space() == MemorySpace::Host;
   session_ = kernel.begin(std::move(data), threads);
 }
 
@@ -232,6 +233,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
   };
 
+  const int nthreads = static_cast<int>(work_.size());
+  // One thread on a host backend: one pass, placing each new C block at the end of C's area as
+  // its first product is stacked and growing C before each stack goes to the kernel (the host
+  // session allows several growths a tick; the new blocks are zeroed just before their products,
+  // while they are still in cache). Several threads, or a device backend: the symbolic pass
+  // places every thread's new blocks first, C grows once, then the numeric pass.
+  const bool one_pass = nthreads == 1 && host_;
   // The passes below run in OpenMP regions: each thread measures its own share with omp_get_wtime
   // (the report takes the slowest thread's), and the main thread times each whole pass as a phase
   // (timers.hpp: no phase timer inside a parallel region).
@@ -248,29 +256,30 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       w.fresh_values += std::int64_t{m} * n;
     }
   };
-  const int nthreads = static_cast<int>(work_.size());
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
-  timers::Scoped place_timer("local multiply: place");
-  for_each_thread(nthreads, [&](int t) {
-    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-    const double t0 = omp_get_wtime();
-    w.fresh.clear();
-    w.fresh_values = 0;
-    Place place{w};
-    for_each_product(w, place);
-    seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
-  });
-  place_timer.stop();
-  // One growth of C's area for all threads' new blocks (zeroed by the backend).
-  std::int64_t end = c_values_;
-  for (auto& w : work_) {
-    w->base = end;
-    end += w->fresh_values;
-  }
-  if (end > c_values_) {
-    timers::Scoped timer("local multiply: grow");
-    session_->grow(end);
-    c_values_ = end;
+  if (!one_pass) {
+    timers::Scoped place_timer("local multiply: place");
+    for_each_thread(nthreads, [&](int t) {
+      ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+      const double t0 = omp_get_wtime();
+      w.fresh.clear();
+      w.fresh_values = 0;
+      Place place{w};
+      for_each_product(w, place);
+      seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
+    });
+    place_timer.stop();
+    // One growth of C's area for all threads' new blocks (zeroed by the backend).
+    std::int64_t end = c_values_;
+    for (auto& w : work_) {
+      w->base = end;
+      end += w->fresh_values;
+    }
+    if (end > c_values_) {
+      timers::Scoped timer("local multiply: grow");
+      session_->grow(end);
+      c_values_ = end;
+    }
   }
 
   // Pass 2 (numeric): each thread builds stacks of products and hands each full stack to the
@@ -283,11 +292,17 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     int slot;
     StackEntry* entries;                // w.stack's storage, kStackCapacity entries
     const std::function<void()>* poll;  // the caller's progress, on the team's first thread only
+    std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
+    std::int64_t* c_grown;              // one pass: the size of C's area the session holds
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
     double kernel_time = 0;
     void flush() {
       if (size == 0) return;
+      if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks, zeroed
+        session.grow(*c_end);
+        *c_grown = *c_end;
+      }
       const double k0 = omp_get_wtime();
       session.process(entries, static_cast<std::int64_t>(size), slot);
       kernel_time += omp_get_wtime() - k0;
@@ -295,7 +310,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (poll != nullptr) (*poll)();
     }
     void skip() { ++skipped; }
-    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int, RowList&) {
+    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int, RowList& list) {
+      if (c_end != nullptr && w.c_off[j] < 0) {  // one pass: a new block, placed at the end
+        w.c_off[j] = *c_end;
+        list.emplace_back(static_cast<std::int64_t>(j), *c_end);
+        *c_end += std::int64_t{m} * n;
+      }
       entries[size++] = StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], w.c_off[j]};
       mnk += std::int64_t{m} * n * k;
       ++products;
@@ -309,9 +329,19 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
     // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
     const bool caller = omp_get_thread_num() == 0 && progress_;
-    Stack stack{w, a, b, *session_, t, w.stack.data(), caller ? &progress_ : nullptr};
+    std::int64_t c_end = c_values_, c_grown = c_values_;
+    Stack stack{w,
+                a,
+                b,
+                *session_,
+                t,
+                w.stack.data(),
+                caller ? &progress_ : nullptr,
+                one_pass ? &c_end : nullptr,
+                one_pass ? &c_grown : nullptr};
     for_each_product(w, stack);
     stack.flush();
+    if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     w.stats.products += stack.products;
     w.stats.skipped += stack.skipped;
     w.stats.flops += 2.0 * static_cast<double>(stack.mnk);

@@ -82,34 +82,82 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
     for (int e = 0; e < 25; ++e) a.data()[static_cast<std::size_t>(a.offset(q) + e)] *= 1e-9;
   const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
   std::vector<double> eps(6, 1e-6);
-  ReferenceKernel k;
-  LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, k, 2, eps);
-  lp.multiply(a.view(), l, b.view(), l);
-  const std::int64_t skipped = lp.stats().skipped;
-  Panel c = lp.finish();
-  // Independent: block-by-block sums of the products that pass |a||b| >= eps.
-  std::int64_t expect_skipped = 0;
-  const std::int64_t n = s.total();
-  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-  for (int i = 0; i < 6; ++i)
-    for (int kk = 0; kk < 6; ++kk)
-      for (int j = 0; j < 6; ++j) {
-        const std::int64_t ab = a.find(i, kk), bb = b.find(kk, j);
-        if (an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] < 1e-6) {
-          ++expect_skipped;
-          continue;
+  for (int threads : {1, 2}) {  // one pass, and the symbolic and numeric passes
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    ReferenceKernel k;
+    LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, k, threads, eps);
+    lp.multiply(a.view(), l, b.view(), l);
+    const std::int64_t skipped = lp.stats().skipped;
+    Panel c = lp.finish();
+    // Independent: block-by-block sums of the products that pass |a||b| >= eps.
+    std::int64_t expect_skipped = 0;
+    const std::int64_t n = s.total();
+    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+    for (int i = 0; i < 6; ++i)
+      for (int kk = 0; kk < 6; ++kk)
+        for (int j = 0; j < 6; ++j) {
+          const std::int64_t ab = a.find(i, kk), bb = b.find(kk, j);
+          if (an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] < 1e-6) {
+            ++expect_skipped;
+            continue;
+          }
+          const int m = s.size(i), kn = s.size(kk), nn = s.size(j);
+          for (int c2 = 0; c2 < nn; ++c2)
+            for (int l2 = 0; l2 < kn; ++l2)
+              for (int r = 0; r < m; ++r)
+                ref[static_cast<std::size_t>((s.offset(j) + c2) * n + s.offset(i) + r)] +=
+                    a.data()[static_cast<std::size_t>(a.offset(ab) + r + l2 * m)] *
+                    b.data()[static_cast<std::size_t>(b.offset(bb) + l2 + c2 * kn)];
         }
-        const int m = s.size(i), kn = s.size(kk), nn = s.size(j);
-        for (int c2 = 0; c2 < nn; ++c2)
-          for (int l2 = 0; l2 < kn; ++l2)
-            for (int r = 0; r < m; ++r)
-              ref[static_cast<std::size_t>((s.offset(j) + c2) * n + s.offset(i) + r)] +=
-                  a.data()[static_cast<std::size_t>(a.offset(ab) + r + l2 * m)] *
-                  b.data()[static_cast<std::size_t>(b.offset(bb) + l2 + c2 * kn)];
-      }
-  EXPECT_GT(expect_skipped, 0);
-  EXPECT_EQ(skipped, expect_skipped);
-  EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+    EXPECT_GT(expect_skipped, 0);
+    EXPECT_EQ(skipped, expect_skipped);
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  }
+}
+
+// One thread on a host backend takes one pass a tick, placing new C blocks as their first
+// product is stacked and growing C stack by stack; more threads place first and grow once. Both
+// add every block's products in the same order, so their C is the same to the last bit.
+TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
+  BlockLayout l{s, s};
+  // Three ticks of many stacks each (over kStackCapacity products), every tick creating blocks.
+  std::vector<Panel> a, b;
+  for (int t = 0; t < 3; ++t) {
+    a.push_back(make_panel(l, 41 + t, [t](int i, int j) { return j % 3 == t && (i + j) % 2 == 0; }));
+    b.push_back(make_panel(l, 51 + t, [t](int i, int j) { return i % 3 == t && (i * 7 + j * t) % 5 != 0; }));
+    // Every fourth A block scaled down: its products fall below the threshold.
+    Panel& p = a.back();
+    for (std::int64_t q = 0; q < p.nblocks(); q += 4)
+      for (std::int64_t e = p.offset(q); e < (q + 1 < p.nblocks() ? p.offset(q + 1) : p.data_size()); ++e)
+        p.data()[static_cast<std::size_t>(e)] *= 1e-4;
+  }
+  std::vector<int> rows(40);
+  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel c0 = make_panel(l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
+  std::vector<double> eps(40, 0.05);  // filtering on: some products are skipped
+  auto run = [&](int threads) {
+    ReferenceKernel k;
+    LocalProduct lp(c0.view(), l, k, threads, eps, {}, 0.5);
+    for (int t = 0; t < 3; ++t)
+      lp.multiply(a[static_cast<std::size_t>(t)].view(), l, b[static_cast<std::size_t>(t)].view(), l);
+    EXPECT_GT(lp.stats().products, 3 * 4096);
+    EXPECT_GT(lp.stats().skipped, 0);
+    return lp.finish();
+  };
+  const Panel one = run(1), two = run(2);
+  const PanelView x = one.view(), y = two.view();
+  ASSERT_EQ(x.nrows, y.nrows);
+  ASSERT_EQ(x.nblocks, y.nblocks);
+  ASSERT_GT(x.nblocks, c0.nblocks());
+  for (int r = 0; r < x.nrows; ++r) {
+    ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
+    for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
+      ASSERT_EQ(x.cols[q], y.cols[q]);
+      const std::int64_t n = std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
+      for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
+    }
+  }
 }
 
 // Issue 9 (RSS growing over long runs): the accumulator's scratch (stack buffers, index arrays

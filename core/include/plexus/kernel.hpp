@@ -6,7 +6,9 @@
 //   session = kernel.begin(C)            C's starting values (host) become the backend's
 //   per tick:  session.stage(A, B)       the tick's panels (host) are made readable to it
 //              session.norms(...)        with filtering: the panels' block norms (optional)
-//              session.grow(n)           C's area grows by the blocks this tick creates (zeroed)
+//              session.grow(n)           C's area grows by the blocks this tick creates (zeroed;
+//                                        a host backend's session may be grown several times a
+//                                        tick, between its process() calls)
 //              session.process(stack)    C[c] += A[a] * B[b], from several threads at once
 //              session.unstage()         the host panels are not read any more
 //   C = session.finish()                 C's values back in host memory

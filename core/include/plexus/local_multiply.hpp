@@ -66,6 +66,7 @@ class LocalProduct {
   std::vector<double> row_eps_;
   std::vector<std::unique_ptr<ThreadWork>> work_;
   std::function<void()> progress_;
+  bool host_ = true;                        // the kernel works on host memory: with one thread, one pass per tick
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
   std::int64_t c_values_ = 0;               // size of C's value area
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dense_reference.hpp"
 #include "plexus/error.hpp"
@@ -304,4 +308,77 @@ TEST(LocalProduct, ProgressIsPolledBetweenStacksOnTheCallersThreadAndItsErrorsEn
   LocalProduct failing(empty.view(), l, k, 2, {});
   failing.set_progress([] { throw Error("test", "the transfer failed"); });
   EXPECT_THROW(failing.multiply(a.view(), l, b.view(), l), Error);
+}
+
+namespace {
+// The reference product, recording every stack entry in the order the kernel got it (threads
+// call process() concurrently: each stack is appended whole, under a lock).
+class EntryRecordingKernel final : public HostKernel {
+ public:
+  std::string name() const override { return "entry-recording"; }
+  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      entries.insert(entries.end(), stack, stack + n);
+    }
+    reference.process(stack, n, a, b, c);
+  }
+  std::mutex mutex;
+  std::vector<StackEntry> entries;
+  ReferenceKernel reference;
+};
+}  // namespace
+
+// Each C block gets its products in A's block order within the row (ascending k here), whatever
+// the number of threads: the rounding of a block's sum does not depend on how the work is split.
+TEST(LocalProduct, EachCBlockGetsItsProductsInAscendingK) {
+  const BlockSizes s = BlockSizes::cyclic(13, {2, 3});
+  const int nb = s.count();
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 71, [](int i, int k) { return (i * 3 + k) % 4 != 0; });
+  Panel b = make_panel(l, 72, [](int k, int j) { return (k + 2 * j) % 3 != 1; });
+  std::vector<int> rows(static_cast<std::size_t>(nb));
+  for (int i = 0; i < nb; ++i) rows[static_cast<std::size_t>(i)] = i;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    EntryRecordingKernel k;
+    LocalProduct lp(Panel(rows).view(), l, k, threads, {});
+    lp.multiply(a.view(), l, b.view(), l);
+    const Panel c = lp.finish();
+    const std::int64_t n = s.total();
+    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+    test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+    // Offsets back to block coordinates.
+    std::map<std::int64_t, std::pair<int, int>> a_at, c_at;
+    std::map<std::int64_t, int> b_row_at;
+    const PanelView av = a.view(), bv = b.view(), cv = c.view();
+    for (int r = 0; r < av.nrows; ++r)
+      for (std::int64_t q = av.row_ptr[r]; q < av.row_ptr[r + 1]; ++q)
+        a_at[av.offsets[q]] = {static_cast<int>(av.row_ids[r]), static_cast<int>(av.cols[q])};
+    for (int r = 0; r < bv.nrows; ++r)
+      for (std::int64_t q = bv.row_ptr[r]; q < bv.row_ptr[r + 1]; ++q)
+        b_row_at[bv.offsets[q]] = static_cast<int>(bv.row_ids[r]);
+    for (int r = 0; r < cv.nrows; ++r)
+      for (std::int64_t q = cv.row_ptr[r]; q < cv.row_ptr[r + 1]; ++q)
+        c_at[cv.offsets[q]] = {static_cast<int>(cv.row_ids[r]), static_cast<int>(cv.cols[q])};
+    ASSERT_EQ(k.entries.size(), static_cast<std::size_t>(lp.stats().products));
+    std::map<std::int64_t, int> last_k;  // per C block: the k of its previous product
+    for (const StackEntry& e : k.entries) {
+      const auto [i, kk] = a_at.at(e.a);
+      ASSERT_EQ(b_row_at.at(e.b), kk);
+      ASSERT_EQ(c_at.at(e.c).first, i);
+      auto [it, fresh] = last_k.emplace(e.c, kk);
+      if (!fresh) {
+        EXPECT_LT(it->second, kk) << "C block (" << i << ", " << c_at.at(e.c).second << ")";
+        it->second = kk;
+      }
+    }
+    // Every product of the dense pattern was made once.
+    std::int64_t expect = 0;
+    for (int i = 0; i < nb; ++i)
+      for (int kk = 0; kk < nb; ++kk)
+        for (int j = 0; j < nb; ++j) expect += (i * 3 + kk) % 4 != 0 && (kk + 2 * j) % 3 != 1;
+    EXPECT_EQ(lp.stats().products, expect);
+  }
 }

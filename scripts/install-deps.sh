@@ -2,7 +2,7 @@
 # Installs the Debian packages plexus builds against, when any is missing.
 # Idempotent and quiet when everything is already there. Uses sudo when not root.
 #   scripts/install-deps.sh           the build's packages (what CI installs)
-#   scripts/install-deps.sh --plots   those and python3-matplotlib, for bench/cg_bands_plot.py
+#   scripts/install-deps.sh --plots   those and python3-matplotlib, for bench/cg_bands_plot.py and paper_figures.py
 # PLEXUS_INSTALL_DEPS=0 skips it (scripts/build.sh, test.sh and demo.sh call it): for builds
 # whose dependencies come from elsewhere (environment modules, Spack, a prefix of your own, given
 # to CMake by CMAKE_PREFIX_PATH; docs/building.md), or without root.
@@ -35,7 +35,7 @@ PACKAGES=(
 
 for arg in "$@"; do
   case "$arg" in
-    --plots) PACKAGES+=(python3-matplotlib) ;;  # the benchmark plots (bench/cg_bands_plot.py)
+    --plots) PACKAGES+=(python3-matplotlib) ;;  # the benchmark plots (bench/cg_bands_plot.py, bench/paper_figures.py plot)
     *) echo "install-deps: unknown option '$arg' (known: --plots)" >&2; exit 2 ;;
   esac
 done

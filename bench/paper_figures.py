@@ -293,6 +293,28 @@ def plot(args):
     fig.tight_layout()
     written.append(save(fig, out, "pasc17-time.png"))
 
+    # Figure 1's speedups: each strategy's time over cannon's, per class and network (> 1: faster).
+    others = [x for x in strategies if x != "cannon"]
+    if "cannon" in strategies and others:
+        fig, axes = plt.subplots(1, len(classes), figsize=(4.2 * len(classes), 3.6), squeeze=False)
+        for ax, c in zip(axes[0], classes):
+            width = 0.8 / len(others)
+            for i, st in enumerate(others):
+                ys = [runs[(c, n)]["cannon"]["seconds_median"] / runs[(c, n)][st]["seconds_median"]
+                      if st in runs.get((c, n), {}) else float("nan") for n in networks]
+                ax.bar([x + i * width for x in range(len(networks))], ys, width, label=st,
+                       color="C%d" % (strategies.index(st)))
+            ax.axhline(1.0, color="grey", lw=0.8)
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(networks))])
+            ax.set_xticklabels(["TCP, unshaped" if n == "none" else ("shared memory" if n == "shm" else n)
+                                for n in networks])
+            ax.set_title(CLASSES[c]["title"], fontsize=9)
+            ax.set_ylabel("speed-up over cannon (time ratio)")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle("PASC'17 Figure 1, here: speed-up over cannon (%s)" % stamp, fontsize=9)
+        fig.tight_layout()
+        written.append(save(fig, out, "pasc17-speedup.png"))
+
     # PASC'17 Table 2 and Equation 7: volume L=4 over L=1, measured against the model, here and
     # (right) across grid sides, with the paper's measurements at 400 to 2704 nodes.
     side = int(round(math.sqrt(m["ranks"])))

@@ -22,6 +22,12 @@ whose loopback is shaped by a token-bucket filter (tc tbf), with Open MPI using 
 loopback only, so that every byte between ranks crosses the shaped link (the shared-link model:
 all ranks share one link of the given rate).
 
+With --nodes N, each of N simulated nodes is a namespace of its own with one link (a veth pair)
+to a bridge, shaped in both directions; Open MPI starts every rank inside its node's namespace
+(consecutive ranks share a node: rank r of P is on node r*N/P). Ranks on one node talk over
+that node's loopback, unshaped, as through a node's memory; ranks on different nodes cross both
+nodes' links. COMMAND itself (mpiexec) runs where the harness runs. Open MPI only.
+
 Options:
   --rate RATE       the link's rate, as tc writes it: 100mbit, 1gbit, 10gbit, 500kbit, ...
                     or 'none' (TCP over loopback, unshaped: the baseline). Default 1gbit
@@ -30,14 +36,20 @@ Options:
   --queue-ms MS     the longest a packet may wait in the filter's queue before it is dropped
                     (tc tbf latency; not an added delay). Default 100
   --mtu BYTES       the loopback's MTU (sets the packet size on the link). Default 1500
+  --nodes N         N simulated nodes, each with its own shaped link (1..64; see above).
+                    Default: one shared link
   --stats FILE      write the filter's counters after the command as JSON: bytes and packets
-                    that crossed the link, drops, overlimits, and the settings
+                    that crossed the link, drops, overlimits, and the settings; with --nodes,
+                    the sums over the nodes' outgoing links plus each node's bytes out and in
   --quiet           no lines of its own on standard error (errors still are)
   -h, --help        this text
 
 Environment given to COMMAND (any of them already set is kept):
   OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo
   OMPI_MCA_osc=ucx UCX_TLS=tcp,self UCX_NET_DEVICES=lo
+  with --nodes: eth0 instead of lo (each node's link), and OMPI_MCA_orte_fork_agent (starts a
+  rank in its node: bench/on_node.sh), PMIX_MCA_ptl_tcp_remote_connections=1 and
+  PMIX_MCA_ptl_tcp_if_include (the ranks reach mpiexec's PMIx server over the bridge)
   (Open MPI 4.1's default one-sided component on one machine is 'sm', whose windows are shared
   memory; 'pt2pt' refuses MPI_THREAD_MULTIPLE, which plexus asks for; 'rdma' needs an RDMA BTL.)
 
@@ -57,6 +69,7 @@ queue_ms=100
 mtu=1500
 stats=""
 quiet=0
+nodes=""
 
 die() {
   echo "shaped_network: $*" >&2
@@ -77,6 +90,7 @@ while [ $# -gt 0 ]; do
     --queue-ms) [ $# -ge 2 ] || die "--queue-ms needs a value"; queue_ms="$2"; shift 2 ;;
     --mtu) [ $# -ge 2 ] || die "--mtu needs a value"; mtu="$2"; shift 2 ;;
     --stats) [ $# -ge 2 ] || die "--stats needs a file name"; stats="$2"; shift 2 ;;
+    --nodes) [ $# -ge 2 ] || die "--nodes needs a number"; nodes="$2"; shift 2 ;;
     --quiet) quiet=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -88,6 +102,8 @@ done
 # Every option checked before anything is set up.
 [[ "$queue_ms" =~ ^[0-9]+$ && "$queue_ms" -ge 1 ]] || die "--queue-ms '$queue_ms' is not a whole number of milliseconds >= 1"
 [[ "$mtu" =~ ^[0-9]+$ && "$mtu" -ge 576 && "$mtu" -le 65536 ]] || die "--mtu '$mtu' is not a number of bytes in [576, 65536]"
+[ -z "$nodes" ] || [[ "$nodes" =~ ^[0-9]+$ && "$nodes" -ge 1 && "$nodes" -le 64 ]] ||
+  die "--nodes '$nodes' is not a number of nodes in [1, 64]"
 
 # tc's size and rate units, in bytes and bytes per second (tc: b/k/kb = 1024, m/mb; bit, kbit, mbit, gbit
 # are 1000-based, and kbps/mbps/gbps are bytes).
@@ -143,6 +159,121 @@ fi
 [ "$(id -u)" -eq 0 ] || cannot "it needs root (network namespaces and tc); run it with sudo"
 command -v ip >/dev/null 2>&1 || cannot "'ip' (iproute2) is not installed; scripts/install-deps.sh installs it"
 command -v tc >/dev/null 2>&1 || cannot "'tc' (iproute2) is not installed; scripts/install-deps.sh installs it"
+
+# The filter's counters of one qdisc line: "Sent B bytes P pkt (dropped D, overlimits O requeues R)".
+read_counters() {  # namespace device -> "bytes packets dropped overlimits", or nothing
+  local line
+  line=$(ip netns exec "$1" tc -s qdisc show dev "$2" | grep -m1 'Sent ' || true)
+  if [[ "$line" =~ Sent\ ([0-9]+)\ bytes\ ([0-9]+)\ pkt\ \(dropped\ ([0-9]+),\ overlimits\ ([0-9]+) ]]; then
+    echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}"
+  fi
+}
+# A shaped (tbf) or only counted (pfifo) queue on a device of a namespace.
+add_queue() {
+  if [ "$shaped" = 1 ]; then
+    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst "$burst_bytes" latency "${queue_ms}ms"
+  else
+    ip netns exec "$1" tc qdisc add dev "$2" root pfifo
+  fi
+}
+
+if [ -n "$nodes" ]; then
+  # Per node: namespaces plexus-nodeK-PID with eth0 (10.231.0.K+1/24), veth to a bridge in
+  # plexus-switch-PID, and a veth from here to the bridge (10.231.0.254), over which the ranks
+  # reach mpiexec's PMIx server (PMIx connects by TCP; a rank's own loopback is its node's).
+  prefix="plexus-node"
+  sw="plexus-switch-$$"
+  up="pxup$$"
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  [ -x "$here/on_node.sh" ] || cannot "$here/on_node.sh (which starts a rank in its node) is missing"
+  if ip -4 -o addr show | grep -q ' 10\.231\.0\.'; then
+    cannot "the address range 10.231.0.0/24 the simulated nodes use is already in use here"
+  fi
+  cleanup_nodes() {
+    local k
+    for ((k = 0; k < nodes; ++k)); do ip netns del "$prefix$k-$$" 2>/dev/null || true; done
+    ip netns del "$sw" 2>/dev/null || true
+    ip link del "$up" 2>/dev/null || true
+  }
+  trap cleanup_nodes EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  ip netns add "$sw" 2>/dev/null || cannot "'ip netns add' failed (no network namespaces in this kernel or container?)"
+  ip netns exec "$sw" true 2>/dev/null || cannot "'ip netns exec' cannot enter the namespace it made (no mount privileges?)"
+  ip netns exec "$sw" ip link add br0 type bridge 2>/dev/null || cannot "cannot make a bridge (no bridge support in this kernel?)"
+  ip netns exec "$sw" ip link set br0 up
+  for ((k = 0; k < nodes; ++k)); do
+    node="$prefix$k-$$"
+    ip netns add "$node"
+    ip link add "pxa$k.$$" type veth peer name "pxb$k.$$" 2>/dev/null || cannot "cannot make a veth pair (no veth support?)"
+    ip link set "pxa$k.$$" netns "$node"
+    ip link set "pxb$k.$$" netns "$sw"
+    ip netns exec "$node" ip link set "pxa$k.$$" name eth0
+    ip netns exec "$node" ip link set eth0 mtu "$mtu"
+    ip netns exec "$node" ip addr add "10.231.0.$((k + 1))/24" dev eth0
+    ip netns exec "$node" ip link set eth0 up
+    ip netns exec "$node" ip link set lo up
+    ip netns exec "$sw" ip link set "pxb$k.$$" mtu "$mtu"
+    ip netns exec "$sw" ip link set "pxb$k.$$" master br0
+    ip netns exec "$sw" ip link set "pxb$k.$$" up
+    # Both directions of the node's link: out of the node (its eth0) and into it (the bridge's port).
+    add_queue "$node" eth0 || cannot "tc cannot put a queue on a node's link (sch_tbf missing?)"
+    add_queue "$sw" "pxb$k.$$" || cannot "tc cannot put a queue on the bridge's port"
+  done
+  ip link add "$up" type veth peer name "pxu.$$" 2>/dev/null || cannot "cannot make a veth pair (no veth support?)"
+  ip link set "pxu.$$" netns "$sw"
+  ip netns exec "$sw" ip link set "pxu.$$" master br0
+  ip netns exec "$sw" ip link set "pxu.$$" up
+  ip addr add 10.231.0.254/24 dev "$up"
+  ip link set "$up" up
+  if [ "$shaped" = 1 ]; then
+    say "$nodes nodes, each link shaped to $rate both ways (bucket $burst_bytes bytes, queue ${queue_ms} ms), MTU $mtu"
+  else
+    say "$nodes nodes, links unshaped (counted only), MTU $mtu"
+  fi
+
+  export PLEXUS_NET_NODES="$nodes" PLEXUS_NET_NODE_PREFIX="$prefix" PLEXUS_NET_NODE_SUFFIX="-$$"
+  export OMPI_MCA_orte_fork_agent="$here/on_node.sh"
+  export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=10.231.0.0/24
+  export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
+  export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self}"
+  export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-eth0}"
+  export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
+  export UCX_TLS="${UCX_TLS:-tcp,self}"
+  export UCX_NET_DEVICES="${UCX_NET_DEVICES:-eth0}"
+
+  set +e
+  "$@"
+  status=$?
+  set -e
+
+  total_bytes=0 total_packets=0 total_dropped=0 total_over=0 outs="" ins=""
+  for ((k = 0; k < nodes; ++k)); do
+    read -r ob op od oo <<<"$(read_counters "$prefix$k-$$" eth0)"
+    read -r ib _ id _ <<<"$(read_counters "$sw" "pxb$k.$$")"
+    if [ -z "${ob:-}" ] || [ -z "${ib:-}" ]; then
+      echo "shaped_network: could not read the counters of node $k's link" >&2
+      [ "$status" -ne 0 ] || status=1
+      exit "$status"
+    fi
+    total_bytes=$((total_bytes + ob)) total_packets=$((total_packets + op))
+    total_dropped=$((total_dropped + od + id)) total_over=$((total_over + oo))
+    outs="$outs${outs:+, }$ob" ins="$ins${ins:+, }$ib"
+  done
+  say "the nodes' links carried $total_bytes bytes out in $total_packets packets (dropped $total_dropped); per node out [$outs], in [$ins]"
+  if [ -n "$stats" ]; then
+    if [ "$shaped" = 1 ]; then
+      rate_json="\"$rate\", \"rate_bytes_per_second\": $rbytes, \"burst_bytes\": $burst_bytes"
+    else
+      rate_json="null, \"rate_bytes_per_second\": null, \"burst_bytes\": null"
+    fi
+    printf '{"bytes": %s, "packets": %s, "dropped": %s, "overlimits": %s, "rate": %s, "queue_ms": %s, "mtu": %s, "nodes": %s, "node_bytes_out": [%s], "node_bytes_in": [%s], "command_status": %s}\n' \
+      "$total_bytes" "$total_packets" "$total_dropped" "$total_over" "$rate_json" "$queue_ms" "$mtu" "$nodes" \
+      "$outs" "$ins" "$status" >"$stats.tmp.$$"
+    mv "$stats.tmp.$$" "$stats"
+  fi
+  exit "$status"
+fi
 
 ns="plexus-net-$$"
 cleanup() {

@@ -22,3 +22,20 @@ if ip netns list | grep -qw "$ns"; then
 fi
 grep -q '"command_status": 3' "$work/link.json" || { echo "cleanup_check: the stats file does not record status 3"; exit 1; }
 echo "cleanup_check: the command ran in $ns, its status 3 came back, and $ns is gone"
+
+# With --nodes: the node and switch namespaces and the link to the bridge are gone afterwards,
+# also when the command fails.
+"$harness" --nodes 2 --rate 100mbit --stats "$work/nodes.json" -- sh -c "exit 4"
+status=$?
+[ "$status" -eq 4 ] || { echo "cleanup_check: with --nodes the harness returned $status, not the command's 4"; exit 1; }
+if ip netns list | grep -q "plexus-node.*-\|plexus-switch-"; then
+  echo "cleanup_check: namespaces left after --nodes: $(ip netns list | grep 'plexus-')"
+  exit 1
+fi
+if ip -br link | grep -q '^pxup'; then
+  echo "cleanup_check: the link to the bridge is still there after --nodes"
+  exit 1
+fi
+grep -q '"nodes": 2' "$work/nodes.json" && grep -q '"command_status": 4' "$work/nodes.json" ||
+  { echo "cleanup_check: the --nodes stats file does not record 2 nodes and status 4"; exit 1; }
+echo "cleanup_check: with --nodes 2 the status 4 came back and every namespace and link is gone"

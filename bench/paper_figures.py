@@ -131,7 +131,10 @@ def run(args):
     networks = ["shm"]
     why_not = "--no-network" if args.no_network else network_available()
     if why_not is None:
-        networks = ["none"] + [r for r in args.rates.split(",") if r]
+        rates = [r for r in args.rates.split(",") if r]
+        networks = ["none"]
+        for r in rates:
+            networks += [r] + (["%s-per-node" % r] if args.nodes > 0 else [])
     else:
         log("the emulated network cannot run here (%s): shared memory only" % why_not)
     env = mpi_env()
@@ -158,8 +161,12 @@ def run(args):
             entry = {"class": c, "title": CLASSES[c]["title"], "network": net, "file": name}
             if net != "shm":
                 stats = "pasc17-%s-%s-link.json" % (c, net)
-                cmd = [os.path.join(ROOT, "bench", "shaped_network.sh"), "--rate", net, "--quiet", "--stats",
-                       os.path.join(out, stats), "--"] + cmd
+                harness = [os.path.join(ROOT, "bench", "shaped_network.sh"), "--rate", net.split("-")[0], "--quiet",
+                           "--stats", os.path.join(out, stats)]
+                if net.endswith("-per-node"):
+                    harness += ["--nodes", str(args.nodes)]
+                    entry["nodes"] = args.nodes
+                cmd = harness + ["--"] + cmd
                 entry["link_file"] = stats
             run_logged(cmd, env, "PASC'17 %s over %s" % (c, net))
             manifest["pasc17"].append(entry)
@@ -250,6 +257,16 @@ def eq7(row1, row4, side):
     return 0.5 + 3.0 * sc / (side * ab), sc / (ab / 2.0)
 
 
+def net_label(n):
+    if n == "none":
+        return "TCP,\nunshaped"
+    if n == "shm":
+        return "shared\nmemory"
+    if n.endswith("-per-node"):
+        return "%s\nper node" % n.split("-")[0]
+    return "%s\nshared" % n
+
+
 def plot(args):
     try:
         import matplotlib
@@ -277,15 +294,14 @@ def plot(args):
     strategies = [s for s in STRATEGIES if any(s in r for r in runs.values())]
 
     # Figure 1 of PASC'17: time per multiply, every strategy, class and network.
-    fig, axes = plt.subplots(1, len(classes), figsize=(4.2 * len(classes), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(classes), figsize=(5.0 * len(classes), 3.8), squeeze=False)
     for ax, c in zip(axes[0], classes):
         width = 0.8 / len(strategies)
         for i, s in enumerate(strategies):
             ys = [runs[(c, n)][s]["seconds_median"] if s in runs.get((c, n), {}) else float("nan") for n in networks]
             ax.bar([x + i * width for x in range(len(networks))], ys, width, label=s)
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(networks))])
-        ax.set_xticklabels(["TCP, unshaped" if n == "none" else ("shared memory" if n == "shm" else n)
-                            for n in networks])
+        ax.set_xticklabels([net_label(n) for n in networks], fontsize=7)
         ax.set_title(CLASSES[c]["title"], fontsize=9)
         ax.set_ylabel("seconds per multiply (median)")
     axes[0][0].legend(fontsize=7)
@@ -296,7 +312,7 @@ def plot(args):
     # Figure 1's speedups: each strategy's time over cannon's, per class and network (> 1: faster).
     others = [x for x in strategies if x != "cannon"]
     if "cannon" in strategies and others:
-        fig, axes = plt.subplots(1, len(classes), figsize=(4.2 * len(classes), 3.6), squeeze=False)
+        fig, axes = plt.subplots(1, len(classes), figsize=(5.0 * len(classes), 3.6), squeeze=False)
         for ax, c in zip(axes[0], classes):
             width = 0.8 / len(others)
             for i, st in enumerate(others):
@@ -306,8 +322,7 @@ def plot(args):
                        color="C%d" % (strategies.index(st)))
             ax.axhline(1.0, color="grey", lw=0.8)
             ax.set_xticks([x + 0.4 - width / 2 for x in range(len(networks))])
-            ax.set_xticklabels(["TCP, unshaped" if n == "none" else ("shared memory" if n == "shm" else n)
-                                for n in networks])
+            ax.set_xticklabels([net_label(n) for n in networks], fontsize=7)
             ax.set_title(CLASSES[c]["title"], fontsize=9)
             ax.set_ylabel("speed-up over cannon (time ratio)")
         axes[0][0].legend(fontsize=7)
@@ -466,6 +481,9 @@ def main(argv):
                    help="shaped rates for the emulated network, comma-separated (default 1gbit,200mbit); "
                         "TCP unshaped ('none') always runs with them")
     r.add_argument("--no-network", action="store_true", help="shared memory only: no emulated network runs")
+    r.add_argument("--nodes", type=int, default=4,
+                   help="also run each rate per node, on this many simulated nodes with a link each "
+                        "(shaped_network.sh --nodes; default 4; 0: shared link only)")
     r.add_argument("--classes", default="h2o,se,dense", help="PASC'17 classes, of h2o, se, dense (default all)")
     r.add_argument("--quick", action="store_true", help="tiny sizes, one round: checks the path, measures nothing")
     r.add_argument("--force", action="store_true", help="replace the runs of an earlier manifest in --out")
@@ -485,6 +503,8 @@ def main(argv):
         if args.cmd == "run":
             if args.ranks < 1:
                 raise UsageError("--ranks must be at least 1")
+            if not 0 <= args.nodes <= min(args.ranks, 64):
+                raise UsageError("--nodes must be in [0, min(ranks, 64)], not %d" % args.nodes)
             MPIEXEC[0] = args.mpiexec
             return run(args)
         if args.cmd == "plot":

@@ -186,18 +186,41 @@ if [ -n "$nodes" ]; then
   up="pxup$$"
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   [ -x "$here/on_node.sh" ] || cannot "$here/on_node.sh (which starts a rank in its node) is missing"
-  if ip -4 -o addr show | grep -q ' 10\.231\.0\.'; then
+  command -v flock >/dev/null 2>&1 || cannot "'flock' (util-linux) is not installed"
+  # One --nodes run at a time on a machine (they share 10.231.0.0/24 and the route to it): a
+  # second one waits here for the first to end.
+  lock="${PLEXUS_NET_LOCK:-/run/lock/plexus-shaped-network-nodes.lock}"
+  exec 9>"$lock" || cannot "cannot open the lock file $lock"
+  if ! flock -n 9; then
+    say "another --nodes run holds $lock: waiting for it"
+    flock 9
+  fi
+  # What a run killed without its cleanup (SIGKILL, a CTest timeout) left behind: its PID is dead.
+  for left in $(ip netns list | awk '{print $1}' | grep -E '^plexus-(switch|node[0-9]+)-[0-9]+$' || true); do
+    kill -0 "${left##*-}" 2>/dev/null || { ip netns del "$left" 2>/dev/null || true; }
+  done
+  for left in $(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^(pxup[0-9]+|pxa[0-9]+\.[0-9]+)$' || true); do
+    owner=${left#pxup}
+    owner=${owner#*.}
+    kill -0 "$owner" 2>/dev/null || { ip link del "$left" 2>/dev/null || true; }
+  done
+  if ip -4 -o addr show | grep -q ' 10\.231\.0\.' || ip -4 route show 10.231.0.0/24 | grep -q .; then
     cannot "the address range 10.231.0.0/24 the simulated nodes use is already in use here"
   fi
   cleanup_nodes() {
     local k
-    for ((k = 0; k < nodes; ++k)); do ip netns del "$prefix$k-$$" 2>/dev/null || true; done
+    for ((k = 0; k < nodes; ++k)); do
+      ip netns del "$prefix$k-$$" 2>/dev/null || true
+      ip link del "pxa$k.$$" 2>/dev/null || true  # a pair not yet moved into its namespace
+    done
     ip netns del "$sw" 2>/dev/null || true
     ip link del "$up" 2>/dev/null || true
   }
   trap cleanup_nodes EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  # Any step of the set-up that fails ends the run here (exit 77, cleaned up), not with ip's status.
+  trap 'cannot "setting up the simulated nodes failed (line $LINENO)"' ERR
   ip netns add "$sw" 2>/dev/null || cannot "'ip netns add' failed (no network namespaces in this kernel or container?)"
   ip netns exec "$sw" true 2>/dev/null || cannot "'ip netns exec' cannot enter the namespace it made (no mount privileges?)"
   ip netns exec "$sw" ip link add br0 type bridge 2>/dev/null || cannot "cannot make a bridge (no bridge support in this kernel?)"
@@ -226,6 +249,7 @@ if [ -n "$nodes" ]; then
   ip netns exec "$sw" ip link set "pxu.$$" up
   ip addr add 10.231.0.254/24 dev "$up"
   ip link set "$up" up
+  trap - ERR
   if [ "$shaped" = 1 ]; then
     say "$nodes nodes, each link shaped to $rate both ways (bucket $burst_bytes bytes, queue ${queue_ms} ms), MTU $mtu"
   else
@@ -242,9 +266,17 @@ if [ -n "$nodes" ]; then
   export UCX_TLS="${UCX_TLS:-tcp,self}"
   export UCX_NET_DEVICES="${UCX_NET_DEVICES:-eth0}"
 
+  # In the background, so that INT and TERM are handled at once (bash defers a trap while a
+  # foreground command runs): the command gets the signal, then the cleanup runs.
   set +e
-  "$@"
+  "$@" <&0 9>&- &  # stdin kept; the lock stays with this script, not with what the command leaves running
+  child=$!
+  trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
+  trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+  wait "$child"
   status=$?
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   set -e
 
   total_bytes=0 total_packets=0 total_dropped=0 total_over=0 outs="" ins=""
@@ -306,8 +338,14 @@ export UCX_TLS="${UCX_TLS:-tcp,self}"
 export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
 
 set +e
-ip netns exec "$ns" "$@"
+ip netns exec "$ns" "$@" <&0 &  # in the background: INT and TERM are handled at once (see --nodes)
+child=$!
+trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+wait "$child"
 status=$?
+trap 'exit 130' INT
+trap 'exit 143' TERM
 set -e
 
 # The filter's counters: "Sent B bytes P pkt (dropped D, overlimits O requeues R)".

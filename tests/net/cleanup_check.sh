@@ -27,6 +27,7 @@ echo "cleanup_check: the command ran in $ns, its status 3 came back, and $ns is 
 # also when the command fails.
 "$harness" --nodes 2 --rate 100mbit --stats "$work/nodes.json" -- sh -c "exit 4"
 status=$?
+[ "$status" -ne 77 ] || exit 77
 [ "$status" -eq 4 ] || { echo "cleanup_check: with --nodes the harness returned $status, not the command's 4"; exit 1; }
 if ip netns list | grep -q "plexus-node.*-\|plexus-switch-"; then
   echo "cleanup_check: namespaces left after --nodes: $(ip netns list | grep 'plexus-')"
@@ -39,3 +40,20 @@ fi
 grep -q '"nodes": 2' "$work/nodes.json" && grep -q '"command_status": 4' "$work/nodes.json" ||
   { echo "cleanup_check: the --nodes stats file does not record 2 nodes and status 4"; exit 1; }
 echo "cleanup_check: with --nodes 2 the status 4 came back and every namespace and link is gone"
+
+# TERM while the command runs: the command gets it, the harness exits 143 and leaves nothing.
+"$harness" --quiet --nodes 2 --rate 100mbit -- sleep 60 &
+pid=$!
+for _ in $(seq 100); do  # until the nodes exist (at most 10 s)
+  ip netns list | grep -q "plexus-switch-$pid" && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+[ "$status" -eq 143 ] || { echo "cleanup_check: after TERM the harness returned $status, not 143"; exit 1; }
+if ip netns list | grep -q -- "-$pid\b" || ip -br link | grep -q "^pxup$pid"; then
+  echo "cleanup_check: namespaces or links of run $pid left after TERM"
+  exit 1
+fi
+echo "cleanup_check: TERM ended the --nodes run with 143 and every namespace and link is gone"

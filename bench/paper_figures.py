@@ -11,9 +11,10 @@ manifest.json that names them with the command, machine and date:
 * PASC'17 (Lazzaro et al., DBCSR's 2.5D multiply): on P ranks (default 16, a 4x4 grid), the
   H2O-like, S-E-like and dense classes through `plexus compare` with cannon, rma25d Layers=1,
   rma25d Layers=4 and dbcsr (when its plugin is built): time per multiply, volume per rank against
-  the model, peak memory; each at every rate of --rates over the emulated network
-  (bench/shaped_network.sh) and over TCP unshaped ('none'). Without root or iproute2 the network
-  runs are skipped with a message and the classes run over shared memory only ('shm').
+  the model, peak memory; over TCP unshaped ('none') and at every rate of --rates over the
+  emulated network (bench/shaped_network.sh), each as one shared link and per node (--nodes
+  simulated nodes with a link each). Without root or iproute2 (or with --no-network) the network
+  runs are left out with a message and the classes run over shared memory only ('shm').
 * PASC'21 (Hähner et al., DCA++'s ring): plexus-g4-bench on P ranks, replicated against
   distributed with sub-ring sizes S = 1, 2, 4, ... P: time per measurement and G4 memory per rank.
 
@@ -31,6 +32,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -96,13 +98,16 @@ def mpi_env():
 
 
 def network_available():
-    """None when bench/shaped_network.sh can run here, else why not."""
+    """None when bench/shaped_network.sh can run here, else why not (its own checks)."""
     if os.geteuid() != 0:
         return "not root"
     for t in ("ip", "tc"):
-        if shutil.which(t) is None and not os.access("/usr/sbin/" + t, os.X_OK):
-            return "no '%s' (iproute2)" % t
+        if shutil.which(t) is None:
+            return "no '%s' (iproute2) on the PATH" % t
     return None
+
+
+RATE = re.compile(r"^[0-9]+(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$")
 
 
 def run_logged(cmd, env, what):
@@ -110,6 +115,9 @@ def run_logged(cmd, env, what):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
+        if p.returncode == 77:
+            raise RuntimeError("%s: the emulated network could not be set up here (bench/shaped_network.sh "
+                               "exit 77, its reason above); --no-network runs without it" % what)
         raise RuntimeError("%s failed with exit code %d" % (what, p.returncode))
     return p
 
@@ -119,11 +127,19 @@ def run(args):
     for c in classes:
         if c not in CLASSES:
             raise UsageError("unknown class '%s' (known: %s)" % (c, ", ".join(CLASSES)))
+    rates = [r for r in args.rates.split(",") if r]
+    for r in rates:
+        if not RATE.match(r):
+            raise UsageError("--rates: '%s' is not a rate as tc writes it (e.g. 1gbit, 200mbit)" % r)
     plexus = tool(args.build, "plexus")
     g4bench = tool(args.build, "plexus-g4-bench")
+    mpiexec(args.ranks)  # the launcher exists
     out = os.path.abspath(args.out)
-    if os.path.exists(os.path.join(out, "manifest.json")) and not args.force:
-        raise UsageError("%s already holds a manifest.json (give --force to replace its runs)" % out)
+    manifest_path = os.path.join(out, "manifest.json")
+    if os.path.exists(manifest_path):
+        if not args.force:
+            raise UsageError("%s already holds a manifest.json (give --force to replace its runs)" % out)
+        os.remove(manifest_path)  # a run that fails now leaves no manifest naming mixed files
     os.makedirs(out, exist_ok=True)
     strategies = [s for s in STRATEGIES if s != "dbcsr" or have_strategy(plexus, "dbcsr")]
     if "dbcsr" not in strategies:
@@ -131,7 +147,6 @@ def run(args):
     networks = ["shm"]
     why_not = "--no-network" if args.no_network else network_available()
     if why_not is None:
-        rates = [r for r in args.rates.split(",") if r]
         networks = ["none"]
         for r in rates:
             networks += [r] + (["%s-per-node" % r] if args.nodes > 0 else [])
@@ -228,8 +243,8 @@ def check(args):
     sizes = sorted(r["sub_ring_size"] for r in g4["rows"] if r["mode"] == "distributed")
     if sizes != sorted(m["dca_ring"]["subrings"]):
         problems.append("DCA++ ring: sub-ring sizes %s, expected %s" % (sizes, m["dca_ring"]["subrings"]))
-    norms = {round(r["g4_l2_norm"], 6) for r in g4["rows"]}
-    if len(norms) != 1:
+    norms = [r["g4_l2_norm"] for r in g4["rows"]]
+    if not norms or max(norms) - min(norms) > 1e-10 * max(abs(x) for x in norms):
         problems.append("DCA++ ring: the configurations disagree on |G4| (%s)" % sorted(norms))
     for p in problems:
         print("paper_figures check: " + p, file=sys.stderr)
@@ -286,6 +301,8 @@ def plot(args):
     runs = {}  # (class, network) -> rows by strategy
     for e in m["pasc17"]:
         runs[(e["class"], e["network"])] = rows_by_strategy(load(os.path.join(d, e["file"])))
+    if not runs:
+        raise RuntimeError("%s/manifest.json lists no PASC'17 runs" % d)
     classes = [c for c in CLASSES if any(k[0] == c for k in runs)]
     networks = []
     for e in m["pasc17"]:
@@ -317,7 +334,8 @@ def plot(args):
             width = 0.8 / len(others)
             for i, st in enumerate(others):
                 ys = [runs[(c, n)]["cannon"]["seconds_median"] / runs[(c, n)][st]["seconds_median"]
-                      if st in runs.get((c, n), {}) else float("nan") for n in networks]
+                      if st in runs.get((c, n), {}) and runs[(c, n)][st]["seconds_median"] > 0 else float("nan")
+                      for n in networks]
                 ax.bar([x + i * width for x in range(len(networks))], ys, width, label=st,
                        color="C%d" % (strategies.index(st)))
             ax.axhline(1.0, color="grey", lw=0.8)
@@ -338,7 +356,7 @@ def plot(args):
     for c in classes:
         r = runs[(c, net0)]
         r1, r4 = r.get("rma25d:Layers=1"), r.get("rma25d:Layers=4")
-        if r1 and r4:
+        if r1 and r4 and r1["volume_per_rank_max"] > 0:
             measured.append(r4["volume_per_rank_max"] / r1["volume_per_rank_max"])
             ratio, cab = eq7(r1, r4, side)
         else:
@@ -503,7 +521,7 @@ def main(argv):
         if args.cmd == "run":
             if args.ranks < 1:
                 raise UsageError("--ranks must be at least 1")
-            if not 0 <= args.nodes <= min(args.ranks, 64):
+            if not args.no_network and not 0 <= args.nodes <= min(args.ranks, 64):
                 raise UsageError("--nodes must be in [0, min(ranks, 64)], not %d" % args.nodes)
             MPIEXEC[0] = args.mpiexec
             return run(args)

@@ -176,6 +176,45 @@ add_queue() {
     ip netns exec "$1" tc qdisc add dev "$2" root pfifo
   fi
 }
+# Open MPI's and UCX's transports over the given device (each variable already set is kept).
+export_mpi_env() {
+  export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
+  export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self}"
+  export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-$1}"
+  export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
+  export UCX_TLS="${UCX_TLS:-tcp,self}"
+  export UCX_NET_DEVICES="${UCX_NET_DEVICES:-$1}"
+}
+# Runs the command and sets `status`. In the background, so that INT and TERM are handled at
+# once (bash defers a trap while a foreground command runs): the command gets the signal, then
+# the cleanup runs. Its stdin is kept; the --nodes lock (fd 9) stays with this script, not with
+# what the command leaves running.
+run_command() {
+  set +e
+  "$@" <&0 9>&- &
+  child=$!
+  trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
+  trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+  wait "$child"
+  status=$?
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  set -e
+}
+# Writes the --stats JSON (when asked for): bytes packets dropped overlimits, then any further
+# "key": value pairs (already formatted, starting with ", "), then the settings and the status.
+write_stats() {
+  [ -n "$stats" ] || return 0
+  local rate_json
+  if [ "$shaped" = 1 ]; then
+    rate_json="\"$rate\", \"rate_bytes_per_second\": $rbytes, \"burst_bytes\": $burst_bytes"
+  else
+    rate_json="null, \"rate_bytes_per_second\": null, \"burst_bytes\": null"
+  fi
+  printf '{"bytes": %s, "packets": %s, "dropped": %s, "overlimits": %s, "rate": %s, "queue_ms": %s, "mtu": %s%s, "command_status": %s}\n' \
+    "$1" "$2" "$3" "$4" "$rate_json" "$queue_ms" "$mtu" "${5:-}" "$status" >"$stats.tmp.$$"
+  mv "$stats.tmp.$$" "$stats"
+}
 
 if [ -n "$nodes" ]; then
   # Per node: namespaces plexus-nodeK-PID with eth0 (10.231.0.K+1/24), veth to a bridge in
@@ -259,25 +298,8 @@ if [ -n "$nodes" ]; then
   export PLEXUS_NET_NODES="$nodes" PLEXUS_NET_NODE_PREFIX="$prefix" PLEXUS_NET_NODE_SUFFIX="-$$"
   export OMPI_MCA_orte_fork_agent="$here/on_node.sh"
   export PMIX_MCA_ptl_tcp_remote_connections=1 PMIX_MCA_ptl_tcp_if_include=10.231.0.0/24
-  export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
-  export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self}"
-  export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-eth0}"
-  export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
-  export UCX_TLS="${UCX_TLS:-tcp,self}"
-  export UCX_NET_DEVICES="${UCX_NET_DEVICES:-eth0}"
-
-  # In the background, so that INT and TERM are handled at once (bash defers a trap while a
-  # foreground command runs): the command gets the signal, then the cleanup runs.
-  set +e
-  "$@" <&0 9>&- &  # stdin kept; the lock stays with this script, not with what the command leaves running
-  child=$!
-  trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
-  trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
-  wait "$child"
-  status=$?
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  set -e
+  export_mpi_env eth0
+  run_command "$@"
 
   total_bytes=0 total_packets=0 total_dropped=0 total_over=0 outs="" ins=""
   for ((k = 0; k < nodes; ++k)); do
@@ -293,17 +315,8 @@ if [ -n "$nodes" ]; then
     outs="$outs${outs:+, }$ob" ins="$ins${ins:+, }$ib"
   done
   say "the nodes' links carried $total_bytes bytes out in $total_packets packets (dropped $total_dropped); per node out [$outs], in [$ins]"
-  if [ -n "$stats" ]; then
-    if [ "$shaped" = 1 ]; then
-      rate_json="\"$rate\", \"rate_bytes_per_second\": $rbytes, \"burst_bytes\": $burst_bytes"
-    else
-      rate_json="null, \"rate_bytes_per_second\": null, \"burst_bytes\": null"
-    fi
-    printf '{"bytes": %s, "packets": %s, "dropped": %s, "overlimits": %s, "rate": %s, "queue_ms": %s, "mtu": %s, "nodes": %s, "node_bytes_out": [%s], "node_bytes_in": [%s], "command_status": %s}\n' \
-      "$total_bytes" "$total_packets" "$total_dropped" "$total_over" "$rate_json" "$queue_ms" "$mtu" "$nodes" \
-      "$outs" "$ins" "$status" >"$stats.tmp.$$"
-    mv "$stats.tmp.$$" "$stats"
-  fi
+  write_stats "$total_bytes" "$total_packets" "$total_dropped" "$total_over" \
+    ", \"nodes\": $nodes, \"node_bytes_out\": [$outs], \"node_bytes_in\": [$ins]"
   exit "$status"
 fi
 
@@ -330,41 +343,16 @@ else
   say "namespace $ns: loopback unshaped (counted only), MTU $mtu"
 fi
 
-export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
-export OMPI_MCA_btl="${OMPI_MCA_btl:-tcp,self}"
-export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
-export OMPI_MCA_osc="${OMPI_MCA_osc:-ucx}"
-export UCX_TLS="${UCX_TLS:-tcp,self}"
-export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
+export_mpi_env lo
+run_command ip netns exec "$ns" "$@"
 
-set +e
-ip netns exec "$ns" "$@" <&0 &  # in the background: INT and TERM are handled at once (see --nodes)
-child=$!
-trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
-wait "$child"
-status=$?
-trap 'exit 130' INT
-trap 'exit 143' TERM
-set -e
-
-# The filter's counters: "Sent B bytes P pkt (dropped D, overlimits O requeues R)".
-line=$(ip netns exec "$ns" tc -s qdisc show dev lo | grep -m1 'Sent ' || true)
-if [[ "$line" =~ Sent\ ([0-9]+)\ bytes\ ([0-9]+)\ pkt\ \(dropped\ ([0-9]+),\ overlimits\ ([0-9]+) ]]; then
-  bytes=${BASH_REMATCH[1]} packets=${BASH_REMATCH[2]} dropped=${BASH_REMATCH[3]} overlimits=${BASH_REMATCH[4]}
+counters=$(read_counters "$ns" lo)
+if [ -n "$counters" ]; then
+  read -r bytes packets dropped overlimits <<<"$counters"
   say "the link carried $bytes bytes in $packets packets (dropped $dropped, overlimits $overlimits)"
-  if [ -n "$stats" ]; then
-    if [ "$shaped" = 1 ]; then
-      rate_json="\"$rate\", \"rate_bytes_per_second\": $rbytes, \"burst_bytes\": $burst_bytes"
-    else
-      rate_json="null, \"rate_bytes_per_second\": null, \"burst_bytes\": null"
-    fi
-    printf '{"bytes": %s, "packets": %s, "dropped": %s, "overlimits": %s, "rate": %s, "queue_ms": %s, "mtu": %s, "command_status": %s}\n' \
-      "$bytes" "$packets" "$dropped" "$overlimits" "$rate_json" "$queue_ms" "$mtu" "$status" >"$stats.tmp.$$"
-    mv "$stats.tmp.$$" "$stats"
-  fi
+  write_stats "$bytes" "$packets" "$dropped" "$overlimits"
 else
-  echo "shaped_network: could not read the filter's counters (tc -s qdisc printed: ${line:-nothing})" >&2
+  echo "shaped_network: could not read the filter's counters (tc -s qdisc printed: $(ip netns exec "$ns" tc -s qdisc show dev lo 2>&1 | grep -m1 'Sent ' || echo nothing))" >&2
   [ "$status" -ne 0 ] || status=1
 fi
 exit "$status"

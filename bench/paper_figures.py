@@ -310,43 +310,38 @@ def plot(args):
             networks.append(e["network"])
     strategies = [s for s in STRATEGIES if any(s in r for r in runs.values())]
 
-    # Figure 1 of PASC'17: time per multiply, every strategy, class and network.
-    fig, axes = plt.subplots(1, len(classes), figsize=(5.0 * len(classes), 3.8), squeeze=False)
-    for ax, c in zip(axes[0], classes):
-        width = 0.8 / len(strategies)
-        for i, s in enumerate(strategies):
-            ys = [runs[(c, n)][s]["seconds_median"] if s in runs.get((c, n), {}) else float("nan") for n in networks]
-            ax.bar([x + i * width for x in range(len(networks))], ys, width, label=s)
-        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(networks))])
-        ax.set_xticklabels([net_label(n) for n in networks], fontsize=7)
-        ax.set_title(CLASSES[c]["title"], fontsize=9)
-        ax.set_ylabel("seconds per multiply (median)")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle("PASC'17 Figure 1, here: time per multiply (%s)" % stamp, fontsize=9)
-    fig.tight_layout()
-    written.append(save(fig, out, "pasc17-time.png"))
-
-    # Figure 1's speedups: each strategy's time over cannon's, per class and network (> 1: faster).
-    others = [x for x in strategies if x != "cannon"]
-    if "cannon" in strategies and others:
-        fig, axes = plt.subplots(1, len(classes), figsize=(5.0 * len(classes), 3.6), squeeze=False)
+    def per_class_bars(series, value, ylabel, title, name, height, hline=False):
+        """One panel per class, a group of bars per network, one bar per strategy of `series`
+        (coloured by its place among all strategies): value(class, network, strategy) or nan."""
+        fig, axes = plt.subplots(1, len(classes), figsize=(5.0 * len(classes), height), squeeze=False)
+        width = 0.8 / len(series)
         for ax, c in zip(axes[0], classes):
-            width = 0.8 / len(others)
-            for i, st in enumerate(others):
-                ys = [runs[(c, n)]["cannon"]["seconds_median"] / runs[(c, n)][st]["seconds_median"]
-                      if st in runs.get((c, n), {}) and runs[(c, n)][st]["seconds_median"] > 0 else float("nan")
-                      for n in networks]
+            for i, st in enumerate(series):
+                ys = [value(c, n, st) if st in runs.get((c, n), {}) else float("nan") for n in networks]
                 ax.bar([x + i * width for x in range(len(networks))], ys, width, label=st,
-                       color="C%d" % (strategies.index(st)))
-            ax.axhline(1.0, color="grey", lw=0.8)
+                       color="C%d" % strategies.index(st))
+            if hline:
+                ax.axhline(1.0, color="grey", lw=0.8)
             ax.set_xticks([x + 0.4 - width / 2 for x in range(len(networks))])
             ax.set_xticklabels([net_label(n) for n in networks], fontsize=7)
             ax.set_title(CLASSES[c]["title"], fontsize=9)
-            ax.set_ylabel("speed-up over cannon (time ratio)")
+            ax.set_ylabel(ylabel)
         axes[0][0].legend(fontsize=7)
-        fig.suptitle("PASC'17 Figure 1, here: speed-up over cannon (%s)" % stamp, fontsize=9)
+        fig.suptitle("%s (%s)" % (title, stamp), fontsize=9)
         fig.tight_layout()
-        written.append(save(fig, out, "pasc17-speedup.png"))
+        written.append(save(fig, out, name))
+
+    # Figure 1 of PASC'17: time per multiply, every strategy, class and network.
+    per_class_bars(strategies, lambda c, n, st: runs[(c, n)][st]["seconds_median"], "seconds per multiply (median)",
+                   "PASC'17 Figure 1, here: time per multiply", "pasc17-time.png", 3.8)
+    # Figure 1's speedups: each strategy's time over cannon's, per class and network (> 1: faster).
+    others = [x for x in strategies if x != "cannon"]
+    if "cannon" in strategies and others:
+        def speedup(c, n, st):
+            t = runs[(c, n)][st]["seconds_median"]
+            return runs[(c, n)]["cannon"]["seconds_median"] / t if t > 0 else float("nan")
+        per_class_bars(others, speedup, "speed-up over cannon (time ratio)",
+                       "PASC'17 Figure 1, here: speed-up over cannon", "pasc17-speedup.png", 3.6, hline=True)
 
     # PASC'17 Table 2 and Equation 7: volume L=4 over L=1, measured against the model, here and
     # (right) across grid sides, with the paper's measurements at 400 to 2704 nodes.

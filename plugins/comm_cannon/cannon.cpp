@@ -281,14 +281,10 @@ class Cannon final : public plexus::CommStrategy {
     const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;  // else no buffers: the local panel
     // The shifts progress while the products run (a large message moves only inside MPI calls);
     // the waits below are then mostly for the slower neighbour, not for the transfer.
-    product.set_progress([&traffic] {
+    const plexus::ProgressScope progress({&product}, [&traffic] {
       traffic.test(Role::A);
       traffic.test(Role::B);
     });
-    struct NoProgress {  // the lambda's references do not outlive this function
-      plexus::LocalProduct& p;
-      ~NoProgress() { p.set_progress({}); }
-    } no_progress{product};
     for (int t = 0; t < plan.V; ++t) {
       const bool shift = t + 1 < plan.V;
       if (a_moves) {

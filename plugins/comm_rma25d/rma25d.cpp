@@ -490,17 +490,10 @@ class Rma25d final : public plexus::CommStrategy {
     const int i_me = geo.pr - geo.r0, j_me = geo.pc - geo.c0;
     // The fetches in flight progress while the products run (without a hardware RDMA path, an
     // MPI_Rget moves only inside MPI calls, the target's included).
-    for (plexus::LocalProduct* p : products)
-      p->set_progress([&traffic] {
-        traffic.test(Role::A);
-        traffic.test(Role::B);
-      });
-    struct NoProgress {  // the closures' references do not outlive this function
-      const std::vector<plexus::LocalProduct*>& products;
-      ~NoProgress() {
-        for (plexus::LocalProduct* p : products) p->set_progress({});
-      }
-    } no_progress{products};
+    const plexus::ProgressScope progress(products, [&traffic] {
+      traffic.test(Role::A);
+      traffic.test(Role::B);
+    });
     auto ordered = [](int n, int last, bool move_last) {
       std::vector<int> order;
       for (int x = 0; x < n; ++x)

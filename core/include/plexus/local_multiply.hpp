@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "plexus/kernel.hpp"
@@ -72,6 +73,25 @@ class LocalProduct {
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   memory::vector<int, memory::Category::Other> c_row_of_;  // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;
+};
+
+/// Sets `poll` as the progress call (LocalProduct::set_progress) of every product for the life of
+/// this object and clears it afterwards, also when an error unwinds: a poll that refers to a
+/// strategy's locals (its mpi::Traffic) never outlives them.
+class ProgressScope {
+ public:
+  ProgressScope(std::vector<LocalProduct*> products, const std::function<void()>& poll)
+      : products_(std::move(products)) {
+    for (LocalProduct* p : products_) p->set_progress(poll);
+  }
+  ~ProgressScope() {
+    for (LocalProduct* p : products_) p->set_progress({});
+  }
+  ProgressScope(const ProgressScope&) = delete;
+  ProgressScope& operator=(const ProgressScope&) = delete;
+
+ private:
+  std::vector<LocalProduct*> products_;
 };
 
 /// Partition of rows over threads: contiguous ranges, each with about the same total weight.

@@ -115,7 +115,8 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   }
   MatrixData data;
   // The backend grows C within this capacity without moving it (kernel.hpp, KernelSession::grow).
-  data.reserve(static_cast<std::size_t>(std::max(base.back(), expected_values)));
+  reserved_values_ = std::max(base.back(), expected_values);
+  data.reserve(static_cast<std::size_t>(reserved_values_));
   data.resize(static_cast<std::size_t>(base.back()));  // every value is copied below
   work_.resize(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) work_[static_cast<std::size_t>(t)] = std::make_unique<ThreadWork>();
@@ -239,7 +240,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // session allows several growths a tick; the new blocks are zeroed just before their products,
   // while they are still in cache). Several threads, or a device backend: the symbolic pass
   // places every thread's new blocks first, C grows once, then the numeric pass.
-  const bool one_pass = nthreads == 1 && host_;
+  // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
+  // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
+  // symbolic pass grows it once to its exact size.
+  const bool one_pass = nthreads == 1 && host_ && c_values_ < reserved_values_;
   // The passes below run in OpenMP regions: each thread measures its own share with omp_get_wtime
   // (the report takes the slowest thread's), and the main thread times each whole pass as a phase
   // (timers.hpp: no phase timer inside a parallel region).

@@ -122,10 +122,38 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
 // One thread on a host backend takes one pass a tick, placing new C blocks as their first
 // product is stacked and growing C stack by stack; more threads place first and grow once. Both
 // add every block's products in the same order, so their C is the same to the last bit.
+namespace {
+// The reference kernel's host session, counting the growths of C.
+class GrowCountingKernel final : public Kernel {
+ public:
+  std::string name() const override { return "grow-counting"; }
+  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override {
+    struct Session final : KernelSession {
+      std::unique_ptr<KernelSession> inner;
+      int* grows;
+      void grow(std::int64_t values) override {
+        ++*grows;
+        inner->grow(values);
+      }
+      void stage(const PanelView& a, const PanelView& b) override { inner->stage(a, b); }
+      void process(const StackEntry* stack, std::int64_t n, int slot) override { inner->process(stack, n, slot); }
+      void unstage() override { inner->unstage(); }
+      MatrixData finish() override { return inner->finish(); }
+    };
+    auto s = std::make_unique<Session>();
+    s->inner = reference.begin(std::move(c), slots);
+    s->grows = &grows;
+    return s;
+  }
+  int grows = 0;
+  ReferenceKernel reference;
+};
+}  // namespace
+
 TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
   const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
   BlockLayout l{s, s};
-  // Three ticks of many stacks each (over kStackCapacity products), every tick creating blocks.
+  // Three ticks of many stacks each (over kStackCapacity products).
   std::vector<Panel> a, b;
   for (int t = 0; t < 3; ++t) {
     a.push_back(make_panel(l, 41 + t, [t](int i, int j) { return j % 3 == t && (i + j) % 2 == 0; }));
@@ -140,26 +168,38 @@ TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
   for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
   const Panel c0 = make_panel(l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
   std::vector<double> eps(40, 0.05);  // filtering on: some products are skipped
-  auto run = [&](int threads) {
-    ReferenceKernel k;
-    LocalProduct lp(c0.view(), l, k, threads, eps, {}, 0.5);
+  // One pass needs one thread and room reserved in C (expected_values); C then grows stack by
+  // stack. Otherwise the symbolic pass grows it once per tick.
+  auto run = [&](int threads, std::int64_t expected, int& grows) {
+    GrowCountingKernel k;
+    LocalProduct lp(c0.view(), l, k, threads, eps, {}, 0.5, expected);
     for (int t = 0; t < 3; ++t)
       lp.multiply(a[static_cast<std::size_t>(t)].view(), l, b[static_cast<std::size_t>(t)].view(), l);
     EXPECT_GT(lp.stats().products, 3 * 4096);
     EXPECT_GT(lp.stats().skipped, 0);
+    grows = k.grows;
     return lp.finish();
   };
-  const Panel one = run(1), two = run(2);
-  const PanelView x = one.view(), y = two.view();
-  ASSERT_EQ(x.nrows, y.nrows);
-  ASSERT_EQ(x.nblocks, y.nblocks);
-  ASSERT_GT(x.nblocks, c0.nblocks());
-  for (int r = 0; r < x.nrows; ++r) {
-    ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
-    for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
-      ASSERT_EQ(x.cols[q], y.cols[q]);
-      const std::int64_t n = std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
-      for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
+  int grows_one = 0, grows_two = 0, grows_unreserved = 0;
+  const Panel one = run(1, 100000, grows_one), two = run(2, 0, grows_two), unreserved = run(1, 0, grows_unreserved);
+  // The symbolic pass grows C at most once a tick; one pass grows it before each stack that has
+  // new blocks, so more often here (tick 1 creates C's blocks over more than one stack).
+  EXPECT_LE(grows_two, 3);
+  EXPECT_EQ(grows_unreserved, grows_two);
+  EXPECT_GT(grows_one, grows_two);
+  for (const Panel* other : {&two, &unreserved}) {
+    const PanelView x = one.view(), y = other->view();
+    ASSERT_EQ(x.nrows, y.nrows);
+    ASSERT_EQ(x.nblocks, y.nblocks);
+    ASSERT_GT(x.nblocks, c0.nblocks());
+    for (int r = 0; r < x.nrows; ++r) {
+      ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
+      for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
+        ASSERT_EQ(x.cols[q], y.cols[q]);
+        const std::int64_t n =
+            std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
+        for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
+      }
     }
   }
 }
@@ -274,6 +314,30 @@ TEST(LocalProduct, ExpectedValuesKeepCInPlaceAcrossTicksAndTheSlackIsGivenBack) 
     // A capacity far beyond C's values is given back by finish(); an exact one is kept.
     EXPECT_LE(static_cast<std::int64_t>(hinted.data().capacity()), values + values / 4);
   }
+}
+
+// Without room reserved (a fresh C, no expected_values), one thread's tick does not grow C stack
+// by stack: each growth beyond the capacity would move and copy C again. The symbolic pass sizes
+// it once, so every stack of the tick sees the same area.
+TEST(LocalProduct, WithoutReservedRoomATickGrowsCOnceNotStackByStack) {
+  const BlockSizes s = BlockSizes::cyclic(40, {1, 2});
+  BlockLayout l{s, s};
+  // 40^3 products, new C blocks in every stack of kStackCapacity entries.
+  Panel a = make_panel(l, 51, [](int, int) { return true; });
+  Panel b = make_panel(l, 52, [](int, int) { return true; });
+  std::vector<int> rows(40);
+  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+  AreaRecordingKernel k;
+  LocalProduct lp(empty.view(), l, k, 1, {});
+  lp.multiply(a.view(), l, b.view(), l);
+  const Panel c = lp.finish();
+  EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  ASSERT_GE(k.areas.size(), 10u);
+  for (const double* area : k.areas) EXPECT_EQ(area, k.areas.front());
 }
 
 TEST(LocalProduct, ProgressIsPolledBetweenStacksOnTheCallersThreadAndItsErrorsEndTheTick) {

@@ -70,6 +70,7 @@ class LocalProduct {
   bool host_ = true;                        // the kernel works on host memory: with one thread, one pass per tick
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
   std::int64_t c_values_ = 0;               // size of C's value area
+  std::int64_t reserved_values_ = 0;        // C's area reserved up front (its start, or expected_values)
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   memory::vector<int, memory::Category::Other> c_row_of_;  // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;

@@ -122,6 +122,50 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
 // One thread on a host backend takes one pass a tick, placing new C blocks as their first
 // product is stacked and growing C stack by stack; more threads place first and grow once. Both
 // add every block's products in the same order, so their C is the same to the last bit.
+// finish() returns C's blocks sorted by (row, column) whichever way it orders them: by two
+// counting passes when the blocks are many for the columns, by a sort per row otherwise. The
+// ticks create each row's blocks out of order (later ticks bring lower columns).
+TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
+  const BlockSizes s = BlockSizes::cyclic(24, {2, 3});
+  BlockLayout l{s, s};
+  std::vector<int> rows(24);
+  for (int i = 0; i < 24; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  for (const bool dense : {true, false}) {
+    SCOPED_TRACE(dense ? "many blocks (counting passes)" : "few blocks (a sort per row)");
+    std::vector<Panel> a, b;
+    for (int t = 0; t < 3; ++t) {
+      // Tick t brings k = t only, and B's row t holds the columns from the top down by tick.
+      a.push_back(make_panel(l, 81 + t, [t, dense](int i, int k) { return k == t && (dense || i % 12 == 0); }));
+      b.push_back(make_panel(l, 91 + t, [t, dense](int k, int j) {
+        return k == t && j >= 16 - 8 * t && j < 24 - 8 * t && (dense || j % 3 == 0);
+      }));
+    }
+    const std::int64_t n = s.total();
+    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+    for (int t = 0; t < 3; ++t)
+      test::dense_gemm(n, n, n, 1.0, dense_of(a[static_cast<std::size_t>(t)].view(), l),
+                       dense_of(b[static_cast<std::size_t>(t)].view(), l), 1.0, ref);
+    for (int threads : {1, 2}) {
+      ReferenceKernel k;
+      LocalProduct lp(empty.view(), l, k, threads, {});
+      for (int t = 0; t < 3; ++t)
+        lp.multiply(a[static_cast<std::size_t>(t)].view(), l, b[static_cast<std::size_t>(t)].view(), l);
+      const Panel c = lp.finish();
+      const PanelView v = c.view();
+      // The counting passes run when a thread holds at least as many blocks as there are columns.
+      if (dense) {
+        EXPECT_GE(v.nblocks, 24 * 24 / 2);  // every thread holds more blocks than the 24 columns
+      } else {
+        EXPECT_LT(v.nblocks, 24);
+      }
+      for (int r = 0; r < v.nrows; ++r)
+        for (std::int64_t q = v.row_ptr[r] + 1; q < v.row_ptr[r + 1]; ++q) ASSERT_LT(v.cols[q - 1], v.cols[q]);
+      EXPECT_LE(test::relative_error(dense_of(v, l), ref), 1e-14);
+    }
+  }
+}
+
 namespace {
 // The reference kernel's host session, counting the growths of C.
 class GrowCountingKernel final : public Kernel {

@@ -25,7 +25,6 @@
 // they are re-created only when a panel outgrows its buffer on some rank, which is decided by an
 // MPI_Iallreduce overlapped with the set-up. Passive target: MPI_Win_lock_all once.
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -41,8 +40,10 @@
 #include "plexus/multiply_support.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/progress.hpp"
+#include "rma25d_schedule.hpp"
+#include "rma25d_windows.hpp"
 
-namespace {
+namespace plexus_rma25d {
 
 using plexus::CommBuffer;
 using plexus::DistMatrix;
@@ -54,280 +55,6 @@ using plexus::mpi::Role;
 using plexus::mpi::Traffic;
 
 constexpr int kTagCIndex = 7201, kTagCData = 7202;
-
-/// Layer counts the paper allows on a PR x PC grid (1 always).
-std::vector<int> valid_layers(int PR, int PC) {
-  std::vector<int> v{1};
-  if (PR == PC) {
-    for (int s = 2; s <= PR; ++s)
-      if (PR % s == 0) v.push_back(s * s);
-  } else {
-    const int mn = std::min(PR, PC), mx = std::max(PR, PC);
-    if (mx % mn == 0 && mx <= mn * mn) v.push_back(mx / mn);
-  }
-  return v;
-}
-
-std::string list_of(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
-  return s;
-}
-
-// Who computes what, as plain data: the same object schedules a run and predicts one.
-struct Geometry {
-  int PR = 1, PC = 1, pr = 0, pc = 0;
-  int L = 1, sr = 1, sc = 1;  // group of sr x sc processes, L = sr * sc
-  int V = 1, G = 1, T = 1;    // virtual grid, k-groups, ticks
-  int r0 = 0, c0 = 0, ell = 0, shift = 0;
-  std::vector<int> kgroup;  // block column of A -> k-group; group g lies in A's process column g mod PC
-  int group_of_tick(int t) const { return ell + L * ((t + shift) % T); }
-  int rank(int r, int c) const { return r * PC + c; }
-  bool b_double_buffered() const { return sr == 1 || sc == 1; }
-  int b_sets() const { return b_double_buffered() ? 2 : 1; }
-  int a_buffers() const { return 2; }
-};
-
-Geometry make_geometry(int PR, int PC, int pr, int pc, int L, const std::vector<int>& a_col_dist) {
-  Geometry g;
-  g.PR = PR;
-  g.PC = PC;
-  g.pr = pr;
-  g.pc = pc;
-  g.L = L;
-  if (L > 1) {
-    if (PR == PC) {
-      g.sr = g.sc = static_cast<int>(std::lround(std::sqrt(static_cast<double>(L))));
-    } else if (PC > PR) {
-      g.sc = L;
-    } else {
-      g.sr = L;
-    }
-  }
-  g.V = std::lcm(PR, PC);
-  g.G = std::lcm(g.V, L);
-  g.T = g.G / L;
-  g.r0 = pr - pr % g.sr;
-  g.c0 = pc - pc % g.sc;
-  g.ell = (pr % g.sr) * g.sc + (pc % g.sc);
-  g.shift = (pr + pc) % g.T;  // members of different groups start on different owners
-  const int per_col = g.G / PC;
-  std::vector<int> seen(static_cast<std::size_t>(PC), 0);
-  g.kgroup.resize(a_col_dist.size());
-  for (std::size_t k = 0; k < a_col_dist.size(); ++k) {
-    const int c = a_col_dist[k];
-    g.kgroup[k] = c + PC * (seen[static_cast<std::size_t>(c)]++ % per_col);
-  }
-  return g;
-}
-
-// Where one piece of a panel lies in its owner's window: index words and values.
-struct Piece {
-  std::int64_t idx_off = 0, idx_words = 0, data_off = 0, data_vals = 0;
-  bool empty() const { return data_vals == 0; }
-};
-constexpr int kPieceWords = 4;
-
-// Every rank's directory: its A and B pieces per k-group (G entries each).
-struct Directory {
-  int G = 0;
-  std::vector<std::int64_t> words;  // rank-major: [rank][A: G*4][B: G*4]
-  Piece at(int rank, bool a, int g) const {
-    const std::int64_t* w = words.data() + (static_cast<std::int64_t>(rank) * 2 * G + (a ? 0 : G) + g) * kPieceWords;
-    return Piece{w[0], w[1], w[2], w[3]};
-  }
-};
-
-// The pieces one fetch gathers: A(r, g) from one owner, B(g, c) from every owner in column c.
-struct Fetch {
-  int owner;
-  Piece piece;
-};
-
-std::vector<Fetch> a_fetches(const Geometry& geo, const Directory& dir, int r, int g) {
-  const int owner = geo.rank(r, g % geo.PC);
-  const Piece p = dir.at(owner, true, g);
-  if (p.empty()) return {};
-  return {Fetch{owner, p}};
-}
-
-std::vector<Fetch> b_fetches(const Geometry& geo, const Directory& dir, int g, int c) {
-  std::vector<Fetch> out;
-  for (int r = 0; r < geo.PR; ++r) {
-    const int owner = geo.rank(r, c);
-    const Piece p = dir.at(owner, false, g);
-    if (!p.empty()) out.push_back(Fetch{owner, p});
-  }
-  return out;
-}
-
-std::int64_t words_of(const std::vector<Fetch>& f) {
-  std::int64_t s = 0;
-  for (const auto& x : f) s += x.piece.idx_words;
-  return s;
-}
-std::int64_t values_of(const std::vector<Fetch>& f) {
-  std::int64_t s = 0;
-  for (const auto& x : f) s += x.piece.data_vals;
-  return s;
-}
-
-// A fetch buffer and the views of the pieces it holds.
-struct FetchBuffer {
-  CommBuffer<std::int64_t> index;
-  CommBuffer<double> data;
-  std::vector<std::vector<PanelView>> panels;  // per panel held, its pieces
-  std::vector<std::pair<std::int64_t, std::int64_t>> placed;  // (word offset, value offset) of each piece
-};
-
-// Memory MPI allocates for a window (MPI_Win_allocate), counted as a communication buffer.
-template <class T>
-struct WindowBuffer {
-  T* ptr = nullptr;
-  std::int64_t count = 0;
-  MPI_Win win = MPI_WIN_NULL;
-  std::size_t size() const { return static_cast<std::size_t>(count); }
-  T* data() const { return ptr; }
-  void create(MPI_Comm comm, std::int64_t n) {
-    free();
-    n = std::max<std::int64_t>(n, 1);
-    plexus::mpi::check(MPI_Win_allocate(static_cast<MPI_Aint>(n * static_cast<std::int64_t>(sizeof(T))),
-                                        sizeof(T), MPI_INFO_NULL, comm, &ptr, &win),
-                       "MPI_Win_allocate");
-    count = n;
-    plexus::memory::on_allocate(plexus::memory::Category::CommBuffer, static_cast<std::size_t>(n) * sizeof(T));
-    plexus::mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win), "MPI_Win_lock_all");
-  }
-  void free() {
-    if (win == MPI_WIN_NULL) return;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    // MPI_Win_free is collective: never while the stack unwinds (the other ranks may be inside a
-    // multiply and never join it); the window is then left to the end of the process.
-    if (!finalized && !plexus::progress::unwinding()) {
-      MPI_Win_unlock_all(win);
-      MPI_Win_free(&win);
-    }
-    plexus::memory::on_release(plexus::memory::Category::CommBuffer, static_cast<std::size_t>(count) * sizeof(T));
-    win = MPI_WIN_NULL;
-    ptr = nullptr;
-    count = 0;
-  }
-};
-
-// A matrix's local panel, grouped by k-group into pieces, exposed through two windows (index
-// words and values), created once and reused while the pieces fit.
-struct Exposed {
-  WindowBuffer<std::int64_t> index;
-  WindowBuffer<double> data;
-  MPI_Win win_index() const { return index.win; }
-  MPI_Win win_data() const { return data.win; }
-  void free_windows() {
-    index.free();
-    data.free();
-  }
-  void create(MPI_Comm comm, std::int64_t words, std::int64_t values) {
-    free_windows();
-    index.create(comm, words);
-    data.create(comm, values);
-  }
-};
-
-// The pieces of a local panel by k-group (rows with blocks only), before they go to the window.
-struct Staged {
-  std::vector<Panel> pieces;  // per k-group
-  std::int64_t words = 0, values = 0;
-};
-
-Staged stage(const DistMatrix& M, const Geometry& geo, bool is_a) {
-  const PanelView v = M.local().view();
-  const auto& layout = M.layout();
-  // Blocks bucketed by k-group, keeping (row, col) order.
-  std::vector<std::vector<std::int64_t>> bucket(static_cast<std::size_t>(geo.G));
-  std::vector<std::vector<int>> bucket_row(static_cast<std::size_t>(geo.G));
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      const int k = static_cast<int>(is_a ? v.cols[b] : v.row_ids[r]);
-      const auto g = static_cast<std::size_t>(geo.kgroup[static_cast<std::size_t>(k)]);
-      bucket[g].push_back(b);
-      bucket_row[g].push_back(r);
-    }
-  Staged s;
-  s.pieces.resize(static_cast<std::size_t>(geo.G));
-  for (std::size_t g = 0; g < bucket.size(); ++g) {
-    std::vector<int> rows;
-    for (int r : bucket_row[g])
-      if (rows.empty() || rows.back() != static_cast<int>(v.row_ids[r])) rows.push_back(static_cast<int>(v.row_ids[r]));
-    Panel p(rows);
-    int pr = -1, last = -1;
-    for (std::size_t q = 0; q < bucket[g].size(); ++q) {
-      const std::int64_t b = bucket[g][q];
-      const int row = static_cast<int>(v.row_ids[bucket_row[g][q]]);
-      if (row != last) {
-        ++pr;
-        last = row;
-      }
-      const int col = static_cast<int>(v.cols[b]);
-      const int n = layout.rows.size(row) * layout.cols.size(col);
-      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, p.append_block(pr, col, n));
-    }
-    if (p.nblocks() > 0) {
-      s.words += PanelView::packed_words(p.nrows(), p.nblocks());
-      s.values += p.data_size();
-    }
-    s.pieces[g] = std::move(p);
-  }
-  return s;
-}
-
-// Copies the staged pieces into the window buffers; returns this rank's directory entries.
-std::vector<std::int64_t> expose(Staged& s, Exposed& e) {
-  std::vector<std::int64_t> dir(s.pieces.size() * kPieceWords, 0);
-  std::int64_t wo = 0, vo = 0;
-  for (std::size_t g = 0; g < s.pieces.size(); ++g) {
-    Panel& p = s.pieces[g];
-    if (p.nblocks() == 0) continue;
-    const std::int64_t words = PanelView::packed_words(p.nrows(), p.nblocks());
-    p.pack_to(e.index.data() + wo);
-    std::copy(p.data().begin(), p.data().end(), e.data.data() + vo);
-    std::int64_t* d = dir.data() + g * kPieceWords;
-    d[0] = wo;
-    d[1] = words;
-    d[2] = vo;
-    d[3] = p.data_size();
-    wo += words;
-    vo += p.data_size();
-  }
-  s.pieces.clear();
-  return dir;
-}
-
-// Posts the Rgets of `fetches` into `buf` as panel `slot` (pieces appended after what is there).
-void post_fetch(const std::vector<Fetch>& fetches, const Exposed& e, Role role, FetchBuffer& buf, std::int64_t& wpos,
-                std::int64_t& vpos, Traffic& traffic) {
-  for (const auto& f : fetches) {
-    traffic.rget(buf.index.data() + wpos, f.piece.idx_words, MPI_INT64_T, f.owner, f.piece.idx_off, e.win_index(), role,
-                 Payload::Index);
-    traffic.rget(buf.data.data() + vpos, f.piece.data_vals, MPI_DOUBLE, f.owner, f.piece.data_off, e.win_data(), role,
-                 Payload::Data);
-    buf.placed.emplace_back(wpos, vpos);
-    wpos += f.piece.idx_words;
-    vpos += f.piece.data_vals;
-  }
-}
-
-// After the Rgets completed: the views of the pieces, grouped per panel (counts per panel).
-void make_views(FetchBuffer& buf, const std::vector<int>& pieces_per_panel) {
-  buf.panels.assign(pieces_per_panel.size(), {});
-  std::size_t q = 0;
-  for (std::size_t p = 0; p < pieces_per_panel.size(); ++p)
-    for (int n = 0; n < pieces_per_panel[p]; ++n, ++q) {
-      const auto [wo, vo] = buf.placed[q];
-      const std::int64_t* w = buf.index.data() + wo;
-      buf.panels[p].push_back(PanelView::from_packed(w, PanelView::packed_words(w[0], w[1]), buf.data.data() + vo));
-    }
-  buf.placed.clear();
-}
 
 class Rma25d final : public plexus::CommStrategy {
  public:
@@ -772,6 +499,6 @@ const plexus::PluginDescriptor& describe() {
   return d;
 }
 
-}  // namespace
+}  // namespace plexus_rma25d
 
-PLEXUS_PLUGIN(describe)
+PLEXUS_PLUGIN(plexus_rma25d::describe)

@@ -26,6 +26,7 @@
 // MPI_Iallreduce overlapped with the set-up. Passive target: MPI_Win_lock_all once.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -47,7 +48,6 @@ namespace plexus_rma25d {
 
 using plexus::CommBuffer;
 using plexus::DistMatrix;
-using plexus::Error;
 using plexus::Panel;
 using plexus::PanelView;
 using plexus::mpi::Payload;

@@ -97,7 +97,8 @@ Staged stage(const DistMatrix& M, const Geometry& geo, bool is_a);
 // Copies the staged pieces into the window buffers; returns this rank's directory entries.
 std::vector<std::int64_t> expose(Staged& s, Exposed& e);
 
-// Posts the Rgets of `fetches` into `buf` as panel `slot` (pieces appended after what is there).
+// Posts the Rgets of `fetches` into `buf`, the pieces appended after what it holds (wpos and vpos:
+// the word and value offsets where the next piece goes, advanced past each).
 void post_fetch(const std::vector<Fetch>& fetches, const Exposed& e, Role role, FetchBuffer& buf, std::int64_t& wpos,
                 std::int64_t& vpos, Traffic& traffic);
 

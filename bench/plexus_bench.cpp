@@ -134,12 +134,23 @@ struct ProblemClass {
   int quick_bandwidth = -1;
 };
 
+// Issue 16's targets: h2o and se at 0.85 of libxsmm's in-cache rate, dense at 0.9 of DGEMM.
+constexpr double kTargetXsmm = 0.85, kTargetDgemm = 0.9;
+
+// " (target 0.85)", or nothing for no target.
+std::string target_text(double target) {
+  if (target <= 0) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (target %.2g)", target);
+  return buf;
+}
+
 std::vector<ProblemClass> classes() {
   return {
-      {"h2o", "H2O-DFT-LS-like: blocks 23, occupancy 10%, symmetric", 23, 0.10, true, 450, 24, 0.75, 0},
+      {"h2o", "H2O-DFT-LS-like: blocks 23, occupancy 10%, symmetric", 23, 0.10, true, 450, 24, kTargetXsmm, 0},
       {"se", "S-E-like: blocks 6, banded |i-j| <= 66 with half the band present (occupancy about 1%)", 6, 0.5, false,
-       6600, 200, 0.75, 0, 66, 4},
-      {"dense", "dense: blocks 32, full", 32, 1.0, false, 80, 6, 0, 0.85},
+       6600, 200, kTargetXsmm, 0, 66, 4},
+      {"dense", "dense: blocks 32, full", 32, 1.0, false, 80, 6, 0, kTargetDgemm},
   };
 }
 
@@ -366,7 +377,8 @@ int run(const Options& opt) {
                       {"dgemm_gflops", number(dgemm)},
                       {"dgemm_warmup", 1},
                       {"dgemm_seconds_per_repetition", dgemm_seconds}};
-  js["targets"] = {{"h2o_se_fraction_of_libxsmm", 0.75}, {"dense_fraction_of_dgemm", 0.85}, {"speedup_2_threads", 1.8}};
+  js["targets"] = {
+      {"h2o_se_fraction_of_libxsmm", kTargetXsmm}, {"dense_fraction_of_dgemm", kTargetDgemm}, {"speedup_2_threads", 1.8}};
   js["classes"] = json::array();
 
   std::vector<std::string> run_classes;
@@ -427,7 +439,7 @@ int run(const Options& opt) {
         a.occupancy(), c1->occupancy(), static_cast<long long>(r1.products), r1.flops / 1e9, pc.block, xsmm1, xsmm2,
         r1.seconds, g1, r1.kernel_seconds, kernel_g1, r1.stack_seconds,
         r1.seconds - r1.kernel_seconds - r1.stack_seconds, r2.seconds, g2, speedup, frac_xsmm,
-        pc.target_xsmm > 0 ? " (target 0.75)" : "", frac_dgemm, pc.target_dgemm > 0 ? " (target 0.85)" : "",
+        target_text(pc.target_xsmm).c_str(), frac_dgemm, target_text(pc.target_dgemm).c_str(),
         passed ? "passed" : "FAILED", err_block, err_threads);
 
     if (!opt.quick && r1.seconds < 0.5)

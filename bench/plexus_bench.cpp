@@ -377,8 +377,9 @@ int run(const Options& opt) {
                       {"dgemm_gflops", number(dgemm)},
                       {"dgemm_warmup", 1},
                       {"dgemm_seconds_per_repetition", dgemm_seconds}};
-  js["targets"] = {
-      {"h2o_se_fraction_of_libxsmm", kTargetXsmm}, {"dense_fraction_of_dgemm", kTargetDgemm}, {"speedup_2_threads", 1.8}};
+  js["targets"] = {{"h2o_se_fraction_of_libxsmm", kTargetXsmm},
+                   {"dense_fraction_of_dgemm", kTargetDgemm},
+                   {"speedup_2_threads", 1.8}};
   js["classes"] = json::array();
 
   std::vector<std::string> run_classes;

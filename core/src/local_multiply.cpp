@@ -436,7 +436,8 @@ Panel LocalProduct::finish() {
         offsets[to] = off_of[q];
       }
       // row_ptr[r] has moved to the end of row r, the start of row r + 1: shift it back.
-      for (int r = w.row_end - 1; r > w.row_begin; --r) row_ptr[static_cast<std::size_t>(r)] = row_ptr[static_cast<std::size_t>(r) - 1];
+      for (int r = w.row_end - 1; r > w.row_begin; --r)
+        row_ptr[static_cast<std::size_t>(r)] = row_ptr[static_cast<std::size_t>(r) - 1];
       if (w.row_end > w.row_begin) row_ptr[static_cast<std::size_t>(w.row_begin)] = first;
     } else {
       for (int r = w.row_begin; r < w.row_end; ++r) {

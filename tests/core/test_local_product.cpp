@@ -119,9 +119,6 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
   }
 }
 
-// One thread on a host backend takes one pass a tick, placing new C blocks as their first
-// product is stacked and growing C stack by stack; more threads place first and grow once. Both
-// add every block's products in the same order, so their C is the same to the last bit.
 // finish() returns C's blocks sorted by (row, column) whichever way it orders them: by two
 // counting passes when the blocks are many for the columns, by a sort per row otherwise. The
 // ticks create each row's blocks out of order (later ticks bring lower columns).
@@ -194,6 +191,10 @@ class GrowCountingKernel final : public Kernel {
 };
 }  // namespace
 
+// One thread on a host backend, with room reserved for C, takes one pass a tick, placing new C
+// blocks as their first product is stacked and growing C stack by stack; more threads, or no room
+// reserved, place first and grow once. Both add every block's products in the same order, so
+// their C is the same to the last bit.
 TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
   const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
   BlockLayout l{s, s};

@@ -421,24 +421,22 @@ Panel LocalProduct::finish() {
       for (const auto& list : w.rows)
         for (const auto& entry : list) ++at[static_cast<std::size_t>(entry.first) + 1];
       for (std::size_t j = 0; j < ncols; ++j) at[j + 1] += at[j];
-      Scratch<int> row_of(static_cast<std::size_t>(nb));
+      Scratch<int> row_of(static_cast<std::size_t>(nb));  // the owned row's index, from row_begin
       Scratch<std::int64_t> off_of(static_cast<std::size_t>(nb)), col_of(static_cast<std::size_t>(nb));
-      for (int r = w.row_begin; r < w.row_end; ++r)
-        for (const auto& [col, off] : w.rows[static_cast<std::size_t>(r - w.row_begin)]) {
+      for (std::size_t r = 0; r < w.rows.size(); ++r)
+        for (const auto& [col, off] : w.rows[r]) {
           const auto q = static_cast<std::size_t>(at[static_cast<std::size_t>(col)]++);
-          row_of[q] = r;
+          row_of[q] = static_cast<int>(r);
           col_of[q] = col;
           off_of[q] = off;
         }
+      // Each owned row's next free place in cols and offsets, starting where its row_ptr points.
+      Scratch<std::int64_t> next(row_ptr.begin() + w.row_begin, row_ptr.begin() + w.row_end);
       for (std::size_t q = 0; q < static_cast<std::size_t>(nb); ++q) {
-        const auto to = static_cast<std::size_t>(row_ptr[static_cast<std::size_t>(row_of[q])]++);
+        const auto to = static_cast<std::size_t>(next[static_cast<std::size_t>(row_of[q])]++);
         cols[to] = col_of[q];
         offsets[to] = off_of[q];
       }
-      // row_ptr[r] has moved to the end of row r, the start of row r + 1: shift it back.
-      for (int r = w.row_end - 1; r > w.row_begin; --r)
-        row_ptr[static_cast<std::size_t>(r)] = row_ptr[static_cast<std::size_t>(r) - 1];
-      if (w.row_end > w.row_begin) row_ptr[static_cast<std::size_t>(w.row_begin)] = first;
     } else {
       for (int r = w.row_begin; r < w.row_end; ++r) {
         auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];

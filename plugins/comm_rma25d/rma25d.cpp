@@ -44,15 +44,7 @@
 #include "rma25d_schedule.hpp"
 #include "rma25d_windows.hpp"
 
-namespace plexus_rma25d {
-
-using plexus::CommBuffer;
-using plexus::DistMatrix;
-using plexus::Panel;
-using plexus::PanelView;
-using plexus::mpi::Payload;
-using plexus::mpi::Role;
-using plexus::mpi::Traffic;
+namespace plexus_rma25d {  // plexus's names used here are declared in rma25d_windows.hpp
 
 constexpr int kTagCIndex = 7201, kTagCData = 7202;
 

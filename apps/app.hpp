@@ -110,6 +110,9 @@ struct Summary {
   double wait_max = 0;         ///< wait seconds per multiply, max over ranks
   double kernel_seconds = 0;   ///< kernel seconds per multiply, max over ranks
   double ticks_max = 0;        ///< the algorithm's ticks per multiply, max over multiplies and ranks
+  /// Local products' ticks with products, and those replayed from plans (Kernel/PlanMiB): summed
+  /// over the multiplies and the ranks.
+  double product_ticks = 0, replayed_ticks = 0;
   /// What a multiply spends beyond its kernel and its waits: per multiply the largest over ranks
   /// of (seconds - kernel - wait) on that rank, then the median over the multiplies (index work,
   /// packing, copies, allocation, MPI calls that do not wait).

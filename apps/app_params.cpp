@@ -101,6 +101,12 @@ ParameterListPtr top_level_valid() {
   declare_choice(kernel, "Type", preferred(kernels, "cpu"), kernels,
                  "the local kernel; its parameters are in the sublist of the same name");
   for (const auto& n : kernels) kernel.sublist(n, false, "parameters of the kernel '" + n + "'");
+  declare_int(kernel, "PlanMiB", static_cast<int>(ProductPlans::kDefaultBytes >> 20),
+              "memory per rank for the plans of local products (their stacks and C's index): a multiply whose "
+              "block patterns and panels repeat an earlier one's (a solver's iterations, repetitions) replays its "
+              "stacks instead of building them, with the same result to the last bit. Not with on-the-fly "
+              "filtering (FilterEps > 0). 0: no plans",
+              0, 1 << 20);
   ParameterList& output = v->sublist("Output", false, "what the program prints");
   declare_choice(output, "LogLevel", "info", {"error", "warn", "info", "debug"},
                  "rank 0 logs at this level; other ranks log warnings and errors, everything at debug");

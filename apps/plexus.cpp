@@ -434,6 +434,7 @@ Components make_components(ParameterList& params) {
   c.kernel = reg.make_kernel(s.kernel, params.sublist("Kernel").sublist(s.kernel), "plexus/Kernel/" + s.kernel);
   c.solver = reg.make_solver(s.solver, params.sublist(s.solver), "plexus/" + s.solver);
   c.context = std::make_unique<Context>(MPI_COMM_WORLD, c.strategy, c.kernel);
+  c.context->product_plans().set_max_bytes(std::int64_t{params.sublist("Kernel").get<int>("PlanMiB")} << 20);
   if (!s.collectives.empty()) {
     ParameterList own = own_parameters(params.sublist("Communication").sublist(s.collectives),
                                        ComponentKind::Collectives, s.collectives);
@@ -662,6 +663,9 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
     l.info("  beyond kernel + wait  {} s per multiply, {} s per tick ({} ticks; median of the slowest rank's)",
            fmt::format("{:.4g}", s.beyond_kernel_wait_median),
            fmt::format("{:.3g}", s.beyond_kernel_wait_median / s.ticks_max), fmt::format("{:.0f}", s.ticks_max));
+  if (s.product_ticks > 0)
+    l.info("  stacks replayed       {} of {} local product ticks (all ranks; plans: Kernel/PlanMiB)",
+           fmt::format("{:.0f}", s.replayed_ticks), fmt::format("{:.0f}", s.product_ticks));
   l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
   l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
   if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
@@ -999,6 +1003,8 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["wait_seconds_max"] = json_number(s.wait_max);
     j["kernel_seconds_max"] = json_number(s.kernel_seconds);
     j["ticks_max"] = json_number(s.ticks_max);
+    j["product_ticks"] = json_number(s.product_ticks);
+    j["replayed_ticks"] = json_number(s.replayed_ticks);
     j["beyond_kernel_wait_seconds_median"] = json_number(s.beyond_kernel_wait_median);
     j["peak_buffer_bytes_max"] = json_number(s.peak_buffer_max);
     j["peak_memory_bytes_max"] = json_number(s.peak_memory_max);

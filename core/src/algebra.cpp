@@ -59,7 +59,8 @@ MultiplyReport multiply(Context& ctx, Trans ta, Trans tb, double alpha, const Di
 
 MultiplyReport multiply(Context& ctx, Trans ta, Trans tb, double alpha, const DistMatrix& A, const DistMatrix& B,
                         double beta, DistMatrix& C, const MultiplyOptions& options) {
-  MultiplyReport r = multiply(ctx.multiply_algorithm(), ctx.kernel(), ta, tb, alpha, A, B, beta, C, options);
+  MultiplyReport r =
+      multiply(ctx.multiply_algorithm(), ctx.kernel(), ta, tb, alpha, A, B, beta, C, options, &ctx.product_plans());
   ctx.record(OperationReport::of(r));
   return r;
 }
@@ -70,8 +71,10 @@ bool square_and_cube(Context& ctx, const DistMatrix& D, DistMatrix& D2, DistMatr
   bool fused = ctx.multiply_algorithm().square_and_cube(ctx.kernel(), D, D2, D3, options, reports);
   if (!fused) {
     reports.resize(first);  // an algorithm that declined left nothing to count
-    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D, 0.0, D2, options));
-    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D2, 0.0, D3, options));
+    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D, 0.0, D2, options,
+                               &ctx.product_plans()));
+    reports.push_back(multiply(ctx.multiply_algorithm(), ctx.kernel(), Trans::N, Trans::N, 1.0, D, D2, 0.0, D3,
+                               options, &ctx.product_plans()));
   }
   for (std::size_t i = first; i < reports.size(); ++i) ctx.record(OperationReport::of(reports[i]));
   return fused;

@@ -10,6 +10,7 @@
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
+#include "product_plan.hpp"
 
 namespace plexus {
 
@@ -19,6 +20,8 @@ LocalMultiplyStats& LocalMultiplyStats::operator+=(const LocalMultiplyStats& o) 
   skipped += o.skipped;
   stack_seconds += o.stack_seconds;
   kernel_seconds += o.kernel_seconds;
+  ticks += o.ticks;
+  replayed_ticks += o.replayed_ticks;
   return *this;
 }
 
@@ -62,6 +65,7 @@ struct LocalProduct::ThreadWork {
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
   LocalMultiplyStats stats;
+  plan::ThreadTick record;  // the thread's share of the tick, when the product records a plan
 };
 
 namespace {
@@ -85,7 +89,7 @@ void for_each_thread(int n, F&& f) {
 
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
                            std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale,
-                           std::int64_t expected_values)
+                           std::int64_t expected_values, ProductPlans* plans)
     : layout_(layout), row_eps_(std::move(row_eps)) {
   const timers::Scoped timer("local multiply: begin");  // C copied into the threads' rows, kernel.begin
   if (!row_eps_.empty() && static_cast<int>(row_eps_.size()) != c.nrows)
@@ -102,6 +106,21 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   if (static_cast<int>(weight.size()) != c.nrows) throw Error("LocalProduct", "row_weight needs one weight per C row");
   threads = std::max(1, threads);
   first_row_ = balance_rows(weight, threads);
+  host_ = kernel.memory_space() == MemorySpace::Host;
+  // The plans this product could replay (the first tick chooses), and the one it records. Not
+  // with filtering: the stacks then depend on the values.
+  if (plans != nullptr && row_eps_.empty() && plans->max_bytes() > 0) {
+    plans_ = plans;
+    record_ = std::make_unique<plan::ProductPlan>();
+    plan::PlanKey& key = record_->key;
+    key.layout = layout;
+    key.host = host_;
+    key.first_row = first_row_;
+    key.row_ids.assign(c.row_ids, c.row_ids + c.nrows);
+    key.start_row_ptr.assign(c.row_ptr, c.row_ptr + c.nrows + 1);
+    key.start_cols.assign(c.cols, c.cols + c.nblocks);
+    candidates_ = plans->candidates(key);
+  }
   // C's starting blocks: thread t's rows get the values from its base on, copied by thread t.
   std::vector<std::int64_t> base(static_cast<std::size_t>(threads) + 1, 0);
   for (int t = 0; t < threads; ++t) {
@@ -123,13 +142,14 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   // The blocks a row is expected to end with, if C ends as large as expected and its blocks are
   // spread evenly over the rows: each row's list is reserved for them (a quarter more), so that
   // the lists do not grow block by block (se-like: about 5 reallocations a row, every multiply).
-  std::size_t row_blocks = 0;
+  // A product that may replay a plan needs no lists until it leaves the plan (reserve_rows).
   if (expected_values > 0 && c.nrows > 0 && layout.rows.count() > 0 && layout.cols.count() > 0) {
     const double block = static_cast<double>(layout.rows.total()) / layout.rows.count() *
                          (static_cast<double>(layout.cols.total()) / layout.cols.count());
     const double per_row = static_cast<double>(expected_values) / block / c.nrows;
-    row_blocks = static_cast<std::size_t>(std::min(1.25 * per_row + 1, static_cast<double>(layout.cols.count())));
+    row_blocks_ = static_cast<std::size_t>(std::min(1.25 * per_row + 1, static_cast<double>(layout.cols.count())));
   }
+  const std::size_t row_blocks = candidates_.empty() ? row_blocks_ : 0;
   for_each_thread(threads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     w.row_begin = first_row_[t];
@@ -157,8 +177,12 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
   });
   c_values_ = base.back();
-  host_ = kernel.memory_space() == MemorySpace::Host;
   session_ = kernel.begin(std::move(data), threads);
+}
+
+void LocalProduct::reserve_rows() {
+  for (auto& w : work_)
+    for (auto& list : w->rows) list.reserve(std::max(row_blocks_, list.size()));
 }
 
 LocalProduct::~LocalProduct() = default;
@@ -198,6 +222,32 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       }
     }
   } unstage_guard{session_.get()};
+  // The backend finishes the tick's work (a device backend waits for its streams here), and the
+  // slowest thread's times (the critical path) and the summed counts are reported.
+  auto end_tick = [&](bool replayed) {
+    double unstage_seconds = 0;
+    {
+      timers::Scoped timer("local multiply: unstage", &unstage_seconds);
+      unstage_guard.session = nullptr;
+      session_->unstage();
+    }
+    LocalMultiplyStats s;
+    s.kernel_seconds = stage_seconds + unstage_seconds;
+    s.ticks = 1;
+    s.replayed_ticks = replayed ? 1 : 0;
+    double slowest_kernel = 0;
+    for (auto& w : work_) {
+      s.flops += w->stats.flops;
+      s.products += w->stats.products;
+      s.skipped += w->stats.skipped;
+      s.stack_seconds = std::max(s.stack_seconds, w->stats.stack_seconds);
+      slowest_kernel = std::max(slowest_kernel, w->stats.kernel_seconds);
+      w->stats = {};
+    }
+    s.kernel_seconds += slowest_kernel;
+    stats_ += s;
+  };
+  if (replay(a, a_layout, b)) return end_tick(true);
   const bool filtering = !row_eps_.empty();
   std::vector<double> a_norms, b_norms;
   if (filtering) {
@@ -271,6 +321,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
   };
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
+  std::int64_t grow_before = 0;  // for the plan: C's growth before the stacks
   if (!one_pass) {
     timers::Scoped place_timer("local multiply: place");
     for_each_thread(nthreads, [&](int t) {
@@ -293,6 +344,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       timers::Scoped timer("local multiply: grow");
       session_->grow(end);
       c_values_ = end;
+      grow_before = end;
     }
   }
 
@@ -308,14 +360,21 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const std::function<void()>* poll;  // the caller's progress, on the team's first thread only
     std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
     std::int64_t* c_grown;              // one pass: the size of C's area the session holds
+    plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
     double kernel_time = 0;
     void flush() {
       if (size == 0) return;
+      std::int64_t grow_to = 0;
       if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks, zeroed
         session.grow(*c_end);
-        *c_grown = *c_end;
+        *c_grown = grow_to = *c_end;
+      }
+      if (record != nullptr) {
+        record->stacks.push_back({static_cast<std::int64_t>(record->entries.size()), static_cast<std::int64_t>(size),
+                                  grow_to});
+        record->entries.insert(record->entries.end(), entries, entries + size);
       }
       const double k0 = omp_get_wtime();
       session.process(entries, static_cast<std::int64_t>(size), slot);
@@ -324,9 +383,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (poll != nullptr) (*poll)();
     }
     void skip() { ++skipped; }
-    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int, RowList& list) {
+    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int r, RowList& list) {
       if (c_end != nullptr && w.c_off[j] < 0) {  // one pass: a new block, placed at the end
         w.c_off[j] = *c_end;
+        if (record != nullptr) w.fresh.emplace_back(r, list.size());
         list.emplace_back(static_cast<std::int64_t>(j), *c_end);
         *c_end += std::int64_t{m} * n;
       }
@@ -340,7 +400,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
-    for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
+    if (one_pass)
+      w.fresh.clear();
+    else
+      for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
     // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
     const bool caller = omp_get_thread_num() == 0 && progress_;
     std::int64_t c_end = c_values_, c_grown = c_values_;
@@ -352,10 +415,20 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 w.stack.data(),
                 caller ? &progress_ : nullptr,
                 one_pass ? &c_end : nullptr,
-                one_pass ? &c_grown : nullptr};
+                one_pass ? &c_grown : nullptr,
+                record_ ? &w.record : nullptr};
     for_each_product(w, stack);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
+    if (record_) {
+      for (const auto& [r, pos] : w.fresh) {
+        const auto& [col, off] = w.rows[static_cast<std::size_t>(r)][pos];
+        w.record.added.push_back({r, col, off});
+      }
+      w.record.products = stack.products;
+      w.record.skipped = stack.skipped;
+      w.record.mnk = stack.mnk;
+    }
     w.stats.products += stack.products;
     w.stats.skipped += stack.skipped;
     w.stats.flops += 2.0 * static_cast<double>(stack.mnk);
@@ -364,34 +437,158 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     w.stats.stack_seconds += total - stack.kernel_time;
   });
   stacks_timer.stop();
-  // The backend finishes the tick's work (a device backend waits for its streams here).
-  double unstage_seconds = 0;
-  {
-    timers::Scoped timer("local multiply: unstage", &unstage_seconds);
-    unstage_guard.session = nullptr;
-    session_->unstage();
+  if (record_) record_tick(a, a_layout, b, grow_before);
+  end_tick(false);
+}
+
+// A tick given exactly what the next tick of a plan was given: its stacks go to the backend as
+// recorded, with C grown where it was. The candidates are the plans that every tick so far
+// matched (ticks matched alike made alike records, so any of them serves). False: none matches
+// (from here on, the product builds its stacks, and records them when it records a plan).
+bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b) {
+  const auto tick = static_cast<std::size_t>(stats_.ticks);
+  if (candidates_.empty() || replayed_ != tick) return false;
+  std::vector<std::shared_ptr<const plan::ProductPlan>> still;
+  const plan::TickRecord* matched = nullptr;
+  for (auto& p : candidates_) {
+    if (p->ticks.size() <= tick) continue;
+    const plan::TickRecord* rec = p->ticks[tick].get();
+    if (rec == matched || rec->same_input(a, a_layout.cols, b)) {  // a shared record needs no second look
+      matched = rec;
+      still.push_back(std::move(p));
+    }
   }
-  // Report the slowest thread's times (the critical path) and summed counts.
-  LocalMultiplyStats s;
-  s.kernel_seconds = stage_seconds + unstage_seconds;
-  double slowest_kernel = 0;
-  for (auto& w : work_) {
-    s.flops += w->stats.flops;
-    s.products += w->stats.products;
-    s.skipped += w->stats.skipped;
-    s.stack_seconds = std::max(s.stack_seconds, w->stats.stack_seconds);
-    slowest_kernel = std::max(slowest_kernel, w->stats.kernel_seconds);
-    w->stats = {};
+  candidates_ = std::move(still);
+  if (candidates_.empty()) {
+    if (replay_)
+      leave_plan();
+    else
+      reserve_rows();  // no plan from the first tick on
+    return false;
   }
-  s.kernel_seconds += slowest_kernel;
-  stats_ += s;
+  replay_ = candidates_.front();
+  const plan::TickRecord& rec = *replay_->ticks[replayed_];
+  if (rec.threads.size() != work_.size()) throw Error("LocalProduct", "a plan for another thread count");
+  if (rec.grow_before > c_values_) {
+    timers::Scoped timer("local multiply: grow");
+    session_->grow(rec.grow_before);
+    c_values_ = rec.grow_before;
+  }
+  timers::Scoped timer("local multiply: replay");
+  for_each_thread(static_cast<int>(work_.size()), [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    const plan::ThreadTick& share = rec.threads[static_cast<std::size_t>(t)];
+    const double t0 = omp_get_wtime();
+    const bool caller = omp_get_thread_num() == 0 && progress_;
+    std::int64_t grown = c_values_;
+    double kernel_time = 0;
+    for (const plan::StackRecord& stack : share.stacks) {
+      if (stack.grow_to > grown) {  // one thread only (a plan of the one pass)
+        session_->grow(stack.grow_to);
+        grown = stack.grow_to;
+      }
+      const double k0 = omp_get_wtime();
+      session_->process(share.entries.data() + stack.first, stack.count, t);
+      kernel_time += omp_get_wtime() - k0;
+      if (caller) progress_();
+    }
+    w.stats.products += share.products;
+    w.stats.skipped += share.skipped;
+    w.stats.flops += 2.0 * static_cast<double>(share.mnk);
+    w.stats.kernel_seconds += kernel_time;
+    w.stats.stack_seconds += omp_get_wtime() - t0 - kernel_time;
+  });
+  c_values_ = rec.c_end;
+  ++replayed_;
+  return true;
+}
+
+void LocalProduct::leave_plan() {
+  if (!replay_) return;
+  reserve_rows();
+  for (std::size_t tick = 0; tick < replayed_; ++tick) {
+    const plan::TickRecord& rec = *replay_->ticks[tick];
+    for (std::size_t t = 0; t < work_.size(); ++t)
+      for (const plan::AddedBlock& blk : rec.threads[t].added)
+        work_[t]->rows[static_cast<std::size_t>(blk.row)].emplace_back(blk.col, blk.offset);
+  }
+  if (record_) {  // the new plan shares the ticks replayed so far
+    record_->ticks.assign(replay_->ticks.begin(), replay_->ticks.begin() + static_cast<std::ptrdiff_t>(replayed_));
+    for (const auto& tick : record_->ticks) record_bytes_ += tick->bytes();
+  }
+  replay_.reset();
+}
+
+void LocalProduct::record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                               std::int64_t grow_before) {
+  auto tick = std::make_shared<plan::TickRecord>();
+  tick->a = plan::IndexCopy(a);
+  tick->b = plan::IndexCopy(b);
+  tick->k = a_layout.cols;
+  tick->grow_before = grow_before;
+  tick->c_end = c_values_;
+  tick->threads.resize(work_.size());
+  for (std::size_t t = 0; t < work_.size(); ++t) tick->threads[t] = std::exchange(work_[t]->record, {});
+  record_bytes_ += tick->bytes();
+  record_->ticks.push_back(std::move(tick));
+  // A plan beyond what the plans may hold is not kept: recording stops here.
+  if (record_bytes_ > plans_->max_bytes()) record_.reset();
 }
 
 Panel LocalProduct::finish() {
   if (!session_) throw Error("LocalProduct::finish", "called twice");
   const timers::Scoped timer("local multiply: finish");  // C's panel merged, kernel's finish (a device waits)
-  // The threads' rows become one blocked CSR over the shared value area, which is adopted as it
-  // is: each thread sorts its rows and writes its part of the index.
+  // Every tick of a plan replayed: C's index is the plan's. Otherwise the rows are merged.
+  bool planned = false;
+  for (const auto& p : candidates_)
+    if (replayed_ > 0 && p->ticks.size() == replayed_) {
+      replay_ = p;
+      planned = true;
+      break;
+    }
+  if (!planned) leave_plan();
+  candidates_.clear();
+  IndexArray row_ids(row_ids_.begin(), row_ids_.end()), row_ptr, cols, offsets;
+  if (planned) {
+    row_ptr.assign(replay_->row_ptr.begin(), replay_->row_ptr.end());
+    cols.assign(replay_->cols.begin(), replay_->cols.end());
+    offsets.assign(replay_->offsets.begin(), replay_->offsets.end());
+    for (auto& w : work_) {  // as merge_rows does
+      w->rows.clear();
+      Scratch<StackEntry>().swap(w->stack);
+      Scratch<std::int64_t>().swap(w->c_off);
+    }
+  } else {
+    merge_rows(row_ptr, cols, offsets);
+  }
+  MatrixData data = session_->finish();
+  session_.reset();
+  // A reservation (expected_values, or the backend's growth) well beyond what C needed is given
+  // back: the panel lives on as the result. One copy, only when the guess was a quarter too high.
+  if (data.capacity() > data.size() + data.size() / 4) {
+    const timers::Scoped shrink("local multiply: shrink");
+    data.shrink_to_fit();
+  }
+  if (static_cast<std::int64_t>(data.size()) != c_values_)
+    throw Error("LocalProduct::finish", "the kernel returned " + std::to_string(data.size()) + " values of C, not " +
+                                            std::to_string(c_values_));
+  if (planned) {
+    plans_->touch(replay_);
+  } else if (record_ && !record_->ticks.empty()) {
+    record_->row_ptr.assign(row_ptr.begin(), row_ptr.end());
+    record_->cols.assign(cols.begin(), cols.end());
+    record_->offsets.assign(offsets.begin(), offsets.end());
+    record_->c_values = c_values_;
+    plans_->keep(std::move(record_));
+  }
+  replay_.reset();
+  record_.reset();
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
+// The threads' rows become one blocked CSR over the shared value area, which is adopted as it
+// is: each thread sorts its rows and writes its part of the index.
+void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray& offsets) {
   const int nthreads = static_cast<int>(work_.size());
   std::vector<std::int64_t> blk_base(static_cast<std::size_t>(nthreads) + 1, 0);
   for (int t = 0; t < nthreads; ++t) {
@@ -400,8 +597,9 @@ Panel LocalProduct::finish() {
     blk_base[t + 1] = blk_base[t] + nb;
   }
   const auto nrows = row_ids_.size();
-  IndexArray row_ids(row_ids_.begin(), row_ids_.end()), row_ptr(nrows + 1, 0);
-  IndexArray cols(static_cast<std::size_t>(blk_base.back())), offsets(cols.size());  // filled below
+  row_ptr.assign(nrows + 1, 0);
+  cols.resize(static_cast<std::size_t>(blk_base.back()));  // filled below
+  offsets.resize(cols.size());
   row_ptr[nrows] = blk_base.back();
   const auto ncols = static_cast<std::size_t>(layout_.cols.count());
   for_each_thread(nthreads, [&](int t) {
@@ -455,18 +653,6 @@ Panel LocalProduct::finish() {
     Scratch<StackEntry>().swap(w.stack);
     Scratch<std::int64_t>().swap(w.c_off);
   });
-  MatrixData data = session_->finish();
-  session_.reset();
-  // A reservation (expected_values, or the backend's growth) well beyond what C needed is given
-  // back: the panel lives on as the result. One copy, only when the guess was a quarter too high.
-  if (data.capacity() > data.size() + data.size() / 4) {
-    const timers::Scoped shrink("local multiply: shrink");
-    data.shrink_to_fit();
-  }
-  if (static_cast<std::int64_t>(data.size()) != c_values_)
-    throw Error("LocalProduct::finish", "the kernel returned " + std::to_string(data.size()) + " values of C, not " +
-                                            std::to_string(c_values_));
-  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
 
 }  // namespace plexus

@@ -42,8 +42,15 @@ std::int64_t MultiplyReport::messages_sent() const {
 // ---- task -----------------------------------------------------------------------------------
 
 MultiplyTask::MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistMatrix& c, double beta, Kernel& kernel,
-                           const MultiplyOptions& options, std::vector<double> thresholds)
-    : a_(a), b_(b), c_(c), beta_(beta), kernel_(kernel), options_(options), thresholds_(std::move(thresholds)) {}
+                           const MultiplyOptions& options, std::vector<double> thresholds, ProductPlans* plans)
+    : a_(a),
+      b_(b),
+      c_(c),
+      beta_(beta),
+      kernel_(kernel),
+      options_(options),
+      thresholds_(std::move(thresholds)),
+      plans_(plans) {}
 
 MultiplyTask::~MultiplyTask() = default;
 
@@ -54,7 +61,7 @@ LocalProduct& MultiplyTask::c_accumulator() {
     const PanelView start = beta_ != 0.0 ? c_.local().view() : empty.view();
     c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_, kernel_.threads(),
                                             thresholds_of_rows(thresholds_, rows), row_weights(a_, c_, beta_),
-                                            beta_ != 0.0 ? beta_ : 1.0, c_.local().data_size());
+                                            beta_ != 0.0 ? beta_ : 1.0, c_.local().data_size(), plans_);
   }
   return *c_acc_;
 }
@@ -62,7 +69,8 @@ LocalProduct& MultiplyTask::c_accumulator() {
 LocalProduct& MultiplyTask::partial_accumulator(const std::vector<int>& rows) {
   const Panel empty(rows);
   partial_.push_back(std::make_unique<LocalProduct>(empty.view(), c_.layout(), kernel_, kernel_.threads(),
-                                                    thresholds_of_rows(thresholds_, rows)));
+                                                    thresholds_of_rows(thresholds_, rows),
+                                                    std::vector<std::int64_t>{}, 1.0, 0, plans_));
   return *partial_.back();
 }
 
@@ -252,7 +260,7 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
 
 MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, Trans tb, double alpha,
                         const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
-                        const MultiplyOptions& options) {
+                        const MultiplyOptions& options, ProductPlans* plans) {
   const std::string where = "multiply(" + algorithm.name() + ")";
   const progress::Operation operation("multiply " + algorithm.name() + "/" + kernel.name());
   validate(algorithm, ta, tb, alpha, A, B, beta, C, options, where);
@@ -300,7 +308,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   const DistMatrix& a = a_copy ? *a_copy : A;
   const DistMatrix& b = b_copy ? *b_copy : B;
 
-  MultiplyTask task(a, b, C, beta, kernel, options, global_row_thresholds(a, options.filter_eps));
+  MultiplyTask task(a, b, C, beta, kernel, options, global_row_thresholds(a, options.filter_eps), plans);
   prologue.stop();
   Panel result = [&] {
     const timers::Scoped run("multiply: run");
@@ -322,6 +330,8 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   report.flops += stats.flops;  // plus what the algorithm computed outside core's accumulators
   report.products = stats.products;
   report.skipped_products = stats.skipped;
+  report.ticks_with_products = stats.ticks;
+  report.replayed_ticks = stats.replayed_ticks;
   report.kernel_seconds = stats.kernel_seconds;
   report.stack_seconds = stats.stack_seconds;
   report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);

@@ -93,6 +93,10 @@ class Context {
 
   /// Options multiply(ctx, ...) uses when given none.
   MultiplyOptions& multiply_defaults() { return multiply_defaults_; }
+  /// The plans of the local products of multiply(ctx, ...): a multiply whose block patterns repeat
+  /// an earlier one replays its stacks (ProductPlans, local_multiply.hpp; at most
+  /// ProductPlans::kDefaultBytes unless set otherwise).
+  ProductPlans& product_plans() { return *plans_; }
 
   /// A PR x PC x L grid over comm() (0: MPI_Dims_create chooses PR x PC; L = 1: a 2D grid), its
   /// communicators from the pool; made once per shape. Collective the first time. Its layered
@@ -120,6 +124,7 @@ class Context {
   MultiplyOptions multiply_defaults_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<const Grid>> grids_;
   std::vector<OperationReport> log_;
+  std::unique_ptr<ProductPlans> plans_ = std::make_unique<ProductPlans>();
 };
 
 }  // namespace plexus

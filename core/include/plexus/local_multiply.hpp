@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -16,12 +17,61 @@
 
 namespace plexus {
 
+namespace plan {
+struct PlanKey;
+struct ProductPlan;
+}  // namespace plan
+
+/// Plans of earlier local products, kept for later products that are given exactly the same: an
+/// iteration or a benchmark that multiplies the same block patterns again. A plan holds what a
+/// product was given (C's start pattern, its threads' rows, every tick's panel index) and what
+/// it made of it (the stacks handed to the backend, C's growth, C's final index). A product given
+/// the same replays the stacks instead of building them and adopts C's index instead of sorting
+/// it; the backend computes the same products in the same order, so C is the same bit for bit.
+/// Any difference (a block, an offset, a block size, the rows a thread owns) is found by exact
+/// comparison before the tick, and the product builds its stacks from there on. Not used with
+/// on-the-fly filtering (the stacks then depend on the values). The plans are counted as
+/// memory::Category::Other and kept within max_bytes, the least recently used dropped first.
+/// Thread-safe. A Context holds one (Context::product_plans), which multiply(ctx, ...) uses.
+class ProductPlans {
+ public:
+  static constexpr std::int64_t kDefaultBytes = std::int64_t{64} << 20;
+  explicit ProductPlans(std::int64_t max_bytes = kDefaultBytes);
+  ~ProductPlans();
+  ProductPlans(const ProductPlans&) = delete;
+  ProductPlans& operator=(const ProductPlans&) = delete;
+
+  /// The most the plans may hold; 0 keeps none (and drops those held). Plans beyond it are
+  /// dropped, the least recently used first; a plan larger than it is not kept.
+  void set_max_bytes(std::int64_t bytes);
+  std::int64_t max_bytes() const;
+  /// The plans held now and their bytes.
+  std::size_t size() const;
+  std::int64_t bytes() const;
+  /// Drops every plan (a product replaying one keeps it until it finishes).
+  void clear();
+
+ private:
+  friend class LocalProduct;
+  using PlanPtr = std::shared_ptr<const plan::ProductPlan>;
+  std::vector<PlanPtr> candidates(const plan::PlanKey& key) const;  // the most recently used first
+  void keep(PlanPtr plan);          // as the most recently used
+  void touch(const PlanPtr& plan);  // marks it the most recently used
+  void trim();                      // within max_bytes_; the caller holds mutex_
+  mutable std::mutex mutex_;
+  std::int64_t max_bytes_;
+  std::int64_t bytes_ = 0;
+  std::vector<PlanPtr> plans_;  // the most recently used last
+};
+
 struct LocalMultiplyStats {
   double flops = 0;               ///< 2*m*n*k summed over the products computed
   std::int64_t products = 0;      ///< products computed
   std::int64_t skipped = 0;       ///< products skipped by on-the-fly filtering
   double stack_seconds = 0;       ///< building stacks (max over threads)
   double kernel_seconds = 0;      ///< inside Kernel::process (max over threads)
+  std::int64_t ticks = 0;         ///< ticks with products (multiply() calls with blocks in A and B)
+  std::int64_t replayed_ticks = 0;  ///< of them, ticks whose stacks came from a plan (ProductPlans)
   LocalMultiplyStats& operator+=(const LocalMultiplyStats& o);
 };
 
@@ -37,10 +87,11 @@ class LocalProduct {
   /// of C before the multiply, as an iteration's next product is usually about as large): C's area
   /// is reserved for them up front, so that the ticks' growth copies nothing and touches no fresh
   /// pages. 0: grown as the ticks need. A capacity left well beyond the final size is given back
-  /// in finish().
+  /// in finish(). `plans`, if given and without filtering: a product given exactly what an earlier
+  /// one was replays that one's stacks, and a product that finishes leaves its plan there.
   LocalProduct(const PanelView& c_start, const BlockLayout& c_layout, Kernel& kernel, int threads,
                std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight = {}, double c_scale = 1.0,
-               std::int64_t expected_values = 0);
+               std::int64_t expected_values = 0, ProductPlans* plans = nullptr);
   ~LocalProduct();
   LocalProduct(const LocalProduct&) = delete;
   LocalProduct& operator=(const LocalProduct&) = delete;
@@ -62,6 +113,11 @@ class LocalProduct {
 
  private:
   struct ThreadWork;
+  bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
+  void leave_plan();    // the rows get the blocks of the ticks replayed so far; recording goes on from there
+  void reserve_rows();  // each row's list reserved for the blocks it is expected to end with
+  void record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, std::int64_t grow_before);
+  void merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray& offsets);  // C's index from the rows
   BlockLayout layout_;
   std::vector<int> row_ids_;
   std::vector<double> row_eps_;
@@ -74,6 +130,15 @@ class LocalProduct {
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   memory::vector<int, memory::Category::Other> c_row_of_;  // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;
+  // Plans (ProductPlans): the candidates (before the first tick), the plan being replayed and the
+  // ticks replayed from it, and the plan this product records (null: none).
+  ProductPlans* plans_ = nullptr;
+  std::vector<std::shared_ptr<const plan::ProductPlan>> candidates_;
+  std::shared_ptr<const plan::ProductPlan> replay_;
+  std::size_t replayed_ = 0;
+  std::unique_ptr<plan::ProductPlan> record_;
+  std::int64_t record_bytes_ = 0;
+  std::size_t row_blocks_ = 0;  // the blocks a row's list is reserved for (reserve_rows)
 };
 
 /// Sets `poll` as the progress call (LocalProduct::set_progress) of every product for the life of

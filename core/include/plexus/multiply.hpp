@@ -42,6 +42,8 @@ struct MultiplyReport {
   double flops = 0;               ///< 2*m*n*k over the products computed on this rank
   std::int64_t products = 0;
   std::int64_t skipped_products = 0;  ///< by on-the-fly filtering; see extra "skipped_products_not_counted"
+  std::int64_t ticks_with_products = 0;  ///< local products' ticks (over every accumulator) that had products
+  std::int64_t replayed_ticks = 0;       ///< of them, ticks whose stacks came from a plan (ProductPlans)
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
   std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
   std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked host memory during the multiply
@@ -76,8 +78,9 @@ struct ModelPrediction {
 /// accumulators are owned by the task and live until the driver has written the report.
 class MultiplyTask {
  public:
+  /// plans: where the accumulators look for plans of earlier products and leave theirs (null: none).
   MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistMatrix& c, double beta, Kernel& kernel,
-               const MultiplyOptions& options, std::vector<double> thresholds);
+               const MultiplyOptions& options, std::vector<double> thresholds, ProductPlans* plans = nullptr);
   ~MultiplyTask();
   MultiplyTask(const MultiplyTask&) = delete;
   MultiplyTask& operator=(const MultiplyTask&) = delete;
@@ -113,6 +116,9 @@ class MultiplyTask {
 
   /// Sum of the statistics of every accumulator handed out (driver use).
   LocalMultiplyStats stats() const;
+  /// The plans the accumulators handed out here use (null: none). An algorithm that makes
+  /// accumulators of its own may give them these.
+  ProductPlans* plans() const { return plans_; }
 
  private:
   const DistMatrix& a_;
@@ -126,6 +132,7 @@ class MultiplyTask {
   std::vector<std::unique_ptr<LocalProduct>> partial_;
   mpi::Traffic traffic_;
   MultiplyReport report_;
+  ProductPlans* plans_ = nullptr;
 };
 
 /// A multiply algorithm: its schedule and its data movement, nothing else.
@@ -168,9 +175,11 @@ enum class Trans : char { N = 'N', T = 'T' };
 /// C's rows are distributed like op(A)'s rows (A's columns when transposed) and C's columns
 /// like op(B)'s columns. A transposed operand is produced by one counted block exchange
 /// (reported under its role). Collective over the grid.
+/// `plans`: the local products' plans (ProductPlans; null: none), as Context::product_plans() for
+/// multiply(ctx, ...).
 MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans trans_a, Trans trans_b, double alpha,
                         const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
-                        const MultiplyOptions& options = {});
+                        const MultiplyOptions& options = {}, ProductPlans* plans = nullptr);
 
 /// X^T on `target` (a distribution of X's columns by X's rows over X's grid): one counted
 /// all-to-all block exchange (role `role` in `traffic`), blocks transposed locally. Collective.

@@ -18,14 +18,15 @@
 
 namespace plexus {
 
-/// Bumped whenever an SDK type that crosses the plugin boundary changes. 13: LocalProduct's
+/// Bumped whenever an SDK type that crosses the plugin boundary changes. 14: ProductPlans
+/// (LocalProduct, MultiplyTask, MultiplyReport, Context); 13: LocalProduct's
 /// expected_values and set_progress, Traffic::test; 12:
 /// ComponentDescriptor::unavailable, KernelSession::norms; 11: RoleCounts::local_bytes_*,
 /// MultiplyTask::beta(); 10: SolverResult::series; 9: Grid::pool(); 8: SolverResult::history,
 /// MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids
 /// with layers; 5: local backends own C (Kernel::begin); 4: no operation flags; 3: collectives
 /// components; 2: the multiply driver.
-inline constexpr int kAbiVersion = 13;
+inline constexpr int kAbiVersion = 14;
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);

@@ -1,0 +1,132 @@
+#include "product_plan.hpp"
+
+#include <algorithm>
+
+#include "plexus/local_multiply.hpp"
+
+namespace plexus {
+namespace plan {
+
+namespace {
+template <class T>
+std::int64_t bytes_of(const Vec<T>& v) {
+  return static_cast<std::int64_t>(v.capacity() * sizeof(T));
+}
+template <class T>
+bool equal(const Vec<T>& v, const T* p, std::int64_t n) {
+  return static_cast<std::int64_t>(v.size()) == n && (n == 0 || std::equal(v.begin(), v.end(), p));
+}
+}  // namespace
+
+IndexCopy::IndexCopy(const PanelView& v)
+    : data_size(v.data_size),
+      row_ids(v.row_ids, v.row_ids + v.nrows),
+      row_ptr(v.row_ptr, v.row_ptr + v.nrows + 1),
+      cols(v.cols, v.cols + v.nblocks),
+      offsets(v.offsets, v.offsets + v.nblocks) {}
+
+bool IndexCopy::same(const PanelView& v) const {
+  return data_size == v.data_size && equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
+         equal(cols, v.cols, v.nblocks) && equal(offsets, v.offsets, v.nblocks);
+}
+
+std::int64_t IndexCopy::bytes() const {
+  return bytes_of(row_ids) + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets);
+}
+
+std::int64_t ThreadTick::bytes() const { return bytes_of(entries) + bytes_of(stacks) + bytes_of(added); }
+
+std::int64_t TickRecord::bytes() const {
+  std::int64_t n = a.bytes() + b.bytes() + static_cast<std::int64_t>(sizeof(TickRecord)) +
+                   static_cast<std::int64_t>(k.count()) * 4;
+  for (const auto& t : threads) n += t.bytes() + static_cast<std::int64_t>(sizeof(ThreadTick));
+  return n;
+}
+
+bool TickRecord::same_input(const PanelView& a_view, const BlockSizes& k_sizes, const PanelView& b_view) const {
+  return k == k_sizes && a.same(a_view) && b.same(b_view);
+}
+
+bool PlanKey::operator==(const PlanKey& o) const {
+  return host == o.host && first_row == o.first_row && row_ids == o.row_ids && start_row_ptr == o.start_row_ptr &&
+         start_cols == o.start_cols && layout == o.layout;
+}
+
+std::int64_t PlanKey::bytes() const {
+  return bytes_of(row_ids) + bytes_of(start_row_ptr) + bytes_of(start_cols) +
+         static_cast<std::int64_t>(first_row.size() * sizeof(int)) +
+         4 * static_cast<std::int64_t>(layout.rows.count() + layout.cols.count());
+}
+
+std::int64_t ProductPlan::bytes() const {
+  // A tick shared with another plan (the first ticks of a product that left a plan) is counted
+  // in both: the figure bounds what dropping the plan alone would free from above.
+  std::int64_t n = key.bytes() + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets) +
+                   static_cast<std::int64_t>(sizeof(ProductPlan));
+  for (const auto& t : ticks) n += t->bytes();
+  return n;
+}
+
+}  // namespace plan
+
+ProductPlans::ProductPlans(std::int64_t max_bytes) : max_bytes_(std::max<std::int64_t>(max_bytes, 0)) {}
+
+ProductPlans::~ProductPlans() = default;
+
+void ProductPlans::set_max_bytes(std::int64_t bytes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  max_bytes_ = std::max<std::int64_t>(bytes, 0);
+  trim();
+}
+
+std::int64_t ProductPlans::max_bytes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return max_bytes_;
+}
+
+std::size_t ProductPlans::size() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return plans_.size();
+}
+
+std::int64_t ProductPlans::bytes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+void ProductPlans::clear() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  plans_.clear();
+  bytes_ = 0;
+}
+
+std::vector<ProductPlans::PlanPtr> ProductPlans::candidates(const plan::PlanKey& key) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<PlanPtr> found;
+  for (auto p = plans_.rbegin(); p != plans_.rend(); ++p)
+    if ((*p)->key == key) found.push_back(*p);
+  return found;
+}
+
+void ProductPlans::keep(PlanPtr plan) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const std::int64_t n = plan->bytes();
+  if (n > max_bytes_) return;
+  bytes_ += n;
+  plans_.push_back(std::move(plan));
+  trim();
+}
+
+void ProductPlans::touch(const PlanPtr& plan) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto p = std::find(plans_.begin(), plans_.end(), plan);
+  if (p != plans_.end()) std::rotate(p, p + 1, plans_.end());
+}
+
+void ProductPlans::trim() {
+  std::size_t drop = 0;
+  while (drop < plans_.size() && bytes_ > max_bytes_) bytes_ -= plans_[drop++]->bytes();
+  plans_.erase(plans_.begin(), plans_.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+}  // namespace plexus

@@ -1,0 +1,84 @@
+#pragma once
+// The plan of one local product (LocalProduct), as ProductPlans keeps it: what the product was
+// given (C's start pattern, each tick's panel indices) and what it made of it (each tick's
+// stacks, C's growth, the blocks it added, C's final index). A later product given exactly the
+// same replays the stacks instead of building them (local_multiply.cpp). Internal to core.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "plexus/kernel.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/memory.hpp"
+#include "plexus/panel.hpp"
+
+namespace plexus::plan {
+
+template <class T>
+using Vec = memory::vector<T, memory::Category::Other>;
+
+/// A copy of a panel's index (without its values): what a tick's stack entries depend on.
+struct IndexCopy {
+  std::int64_t data_size = 0;
+  Vec<std::int64_t> row_ids, row_ptr, cols, offsets;
+
+  IndexCopy() = default;
+  explicit IndexCopy(const PanelView& v);
+  /// The view has exactly this index: the same rows, blocks, offsets and value count.
+  bool same(const PanelView& v) const;
+  std::int64_t bytes() const;
+};
+
+/// One stack a thread handed to the backend: entries [first, first + count) of its tick's
+/// entries; C's area grown to `grow_to` values before it (0: no growth).
+struct StackRecord {
+  std::int64_t first = 0, count = 0, grow_to = 0;
+};
+
+/// A block the tick added to one of the thread's C rows (the row's index among the thread's).
+struct AddedBlock {
+  int row = 0;
+  std::int64_t col = 0, offset = 0;
+};
+
+/// One thread's share of a tick.
+struct ThreadTick {
+  Vec<StackEntry> entries;
+  Vec<StackRecord> stacks;
+  Vec<AddedBlock> added;  // in the order the thread's rows received them
+  std::int64_t products = 0, skipped = 0, mnk = 0;
+  std::int64_t bytes() const;
+};
+
+/// One tick: its inputs and what it did.
+struct TickRecord {
+  IndexCopy a, b;
+  BlockSizes k;                 // A's column (B's row) block sizes
+  std::int64_t grow_before = 0;  // C's area grown to this before the stacks (0: not)
+  std::int64_t c_end = 0;        // C's area after the tick
+  std::vector<ThreadTick> threads;
+  std::int64_t bytes() const;
+  /// The tick was given exactly these panels.
+  bool same_input(const PanelView& a_view, const BlockSizes& k_sizes, const PanelView& b_view) const;
+};
+
+/// What a product is made with, before any tick: a plan is a candidate only for a product whose
+/// key is equal.
+struct PlanKey {
+  BlockLayout layout;
+  bool host = true;
+  std::vector<int> first_row;  // the threads' row ranges
+  Vec<std::int64_t> row_ids, start_row_ptr, start_cols;
+  bool operator==(const PlanKey& o) const;
+  std::int64_t bytes() const;
+};
+
+struct ProductPlan {
+  PlanKey key;
+  std::vector<std::shared_ptr<const TickRecord>> ticks;
+  Vec<std::int64_t> row_ptr, cols, offsets;  // C's index after finish()
+  std::int64_t c_values = 0;
+  std::int64_t bytes() const;
+};
+
+}  // namespace plexus::plan

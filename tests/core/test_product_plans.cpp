@@ -1,0 +1,326 @@
+// Plans of local products (ProductPlans, local_multiply.hpp): a product given exactly what an
+// earlier one was replays its stacks; any difference is found before the tick it concerns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dense_reference.hpp"
+#include "plexus/kernel.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/memory.hpp"
+
+using namespace plexus;
+
+namespace {
+
+template <class Keep>
+Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = false) {
+  std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
+  for (int i = 0; i < l.rows.count(); ++i) rows[static_cast<std::size_t>(i)] = i;
+  // `reversed`: the same blocks and values, stored from the last block to the first (other offsets).
+  std::vector<std::pair<int, int>> blocks;
+  for (int i = 0; i < l.rows.count(); ++i)
+    for (int j = 0; j < l.cols.count(); ++j)
+      if (keep(i, j)) blocks.emplace_back(i, j);
+  std::vector<std::int64_t> at(blocks.size());
+  std::int64_t total = 0;
+  for (std::size_t q = 0; q < blocks.size(); ++q) {
+    const std::size_t b = reversed ? blocks.size() - 1 - q : q;
+    at[b] = total;
+    total += std::int64_t{l.rows.size(blocks[b].first)} * l.cols.size(blocks[b].second);
+  }
+  IndexArray row_ids(rows.begin(), rows.end()), row_ptr(rows.size() + 1, 0), cols, offsets;
+  MatrixData data(static_cast<std::size_t>(total));
+  for (std::size_t q = 0; q < blocks.size(); ++q) {
+    const auto [i, j] = blocks[q];
+    ++row_ptr[static_cast<std::size_t>(i) + 1];
+    cols.push_back(j);
+    offsets.push_back(at[q]);
+    const int n = l.rows.size(i) * l.cols.size(j);
+    for (int e = 0; e < n; ++e)
+      data[static_cast<std::size_t>(at[q] + e)] = std::sin(seed * 1.3 + i * 7.1 + j * 3.7 + e * 0.37);
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) row_ptr[r + 1] += row_ptr[r];
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
+// The reference kernel, logging every call its sessions get: growths and each slot's stacks.
+class LoggingKernel final : public Kernel {
+ public:
+  struct Log {
+    std::vector<std::int64_t> grows;
+    std::map<int, std::vector<StackEntry>> stacks;  // by slot, in order
+    std::map<int, std::vector<std::int64_t>> sizes;
+  };
+  std::string name() const override { return "logging"; }
+  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override {
+    struct Session final : KernelSession {
+      std::unique_ptr<KernelSession> inner;
+      Log* log;
+      void grow(std::int64_t values) override {
+        log->grows.push_back(values);
+        inner->grow(values);
+      }
+      void stage(const PanelView& a, const PanelView& b) override { inner->stage(a, b); }
+      void process(const StackEntry* stack, std::int64_t n, int slot) override {
+        std::vector<StackEntry>* mine = nullptr;
+#pragma omp critical(logging_kernel)
+        {
+          mine = &log->stacks[slot];
+          log->sizes[slot].push_back(n);
+        }
+        mine->insert(mine->end(), stack, stack + n);
+        inner->process(stack, n, slot);
+      }
+      void unstage() override { inner->unstage(); }
+      MatrixData finish() override { return inner->finish(); }
+    };
+    logs.emplace_back();
+    auto s = std::make_unique<Session>();
+    s->inner = reference.begin(std::move(c), slots);
+    s->log = &logs.back();
+    return s;
+  }
+  std::vector<Log> logs;  // one per session (a deque-like growth is fine: each product ends before the next)
+  ReferenceKernel reference;
+};
+
+void expect_same_stacks(const LoggingKernel::Log& x, const LoggingKernel::Log& y) {
+  EXPECT_EQ(x.grows, y.grows);
+  EXPECT_EQ(x.sizes, y.sizes);
+  ASSERT_EQ(x.stacks.size(), y.stacks.size());
+  for (const auto& [slot, entries] : x.stacks) {
+    const auto& other = y.stacks.at(slot);
+    ASSERT_EQ(entries.size(), other.size()) << "slot " << slot;
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      const StackEntry &p = entries[e], &q = other[e];
+      EXPECT_TRUE(p.m == q.m && p.n == q.n && p.k == q.k && p.a == q.a && p.b == q.b && p.c == q.c)
+          << "slot " << slot << ", entry " << e;
+    }
+  }
+}
+
+// The same index and the same values, to the last bit.
+void expect_same_panel(const Panel& x, const Panel& y) {
+  const PanelView a = x.view(), b = y.view();
+  ASSERT_EQ(a.nrows, b.nrows);
+  ASSERT_EQ(a.nblocks, b.nblocks);
+  ASSERT_EQ(a.data_size, b.data_size);
+  EXPECT_TRUE(std::equal(a.row_ids, a.row_ids + a.nrows, b.row_ids));
+  EXPECT_TRUE(std::equal(a.row_ptr, a.row_ptr + a.nrows + 1, b.row_ptr));
+  EXPECT_TRUE(std::equal(a.cols, a.cols + a.nblocks, b.cols));
+  EXPECT_TRUE(std::equal(a.offsets, a.offsets + a.nblocks, b.offsets));
+  EXPECT_EQ(0, std::memcmp(a.data, b.data, static_cast<std::size_t>(a.data_size) * sizeof(double)));
+}
+
+// Three ticks over a C of 12 x 12 blocks of sizes 2 and 3, each bringing four k indices, and a
+// C that starts with its diagonal.
+struct Case {
+  BlockSizes s = BlockSizes::cyclic(12, {2, 3});
+  BlockLayout l{s, s};
+  std::vector<Panel> a, b;
+  Panel c0 = make_panel(l, 5, [](int i, int j) { return i == j; });
+  Case() {
+    for (int t = 0; t < 3; ++t) {
+      a.push_back(make_panel(l, 11 + t, [t](int i, int k) { return k / 4 == t && (i + k) % 3 != 1; }));
+      b.push_back(make_panel(l, 21 + t, [t](int k, int j) { return k / 4 == t && (2 * k + j) % 5 < 2; }));
+    }
+  }
+};
+
+struct Outcome {
+  Panel c;
+  LocalMultiplyStats stats;
+};
+
+// A product of the case's ticks (or those given) into beta * C0.
+Outcome product(Kernel& kernel, const Case& k, int threads, ProductPlans* plans, std::int64_t expected = 0,
+            const std::vector<std::pair<const Panel*, const Panel*>>& ticks = {}) {
+  LocalProduct lp(k.c0.view(), k.l, kernel, threads, {}, {}, 0.5, expected, plans);
+  if (ticks.empty())
+    for (std::size_t t = 0; t < k.a.size(); ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
+  else
+    for (const auto& [a, b] : ticks) lp.multiply(a->view(), k.l, b->view(), k.l);
+  Outcome r;
+  r.stats = lp.stats();
+  r.c = lp.finish();
+  return r;
+}
+
+}  // namespace
+
+// A product given what an earlier one was replays every tick: the backend gets the same stacks in
+// the same order with C grown at the same points, and C comes out the same to the last bit (its
+// index adopted from the plan). On one thread with room for C (one pass a tick) and without (the
+// symbolic pass), and on 2 and 3 threads.
+TEST(ProductPlans, ARepeatedProductReplaysEveryTickAndGivesTheSameC) {
+  const Case k;
+  const std::int64_t n = k.s.total();
+  for (const int threads : {1, 2, 3})
+    for (const std::int64_t expected : {std::int64_t{0}, n * n}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, expected values " + std::to_string(expected));
+      LoggingKernel kernel;
+      const Outcome fresh = product(kernel, k, threads, nullptr, expected);
+      EXPECT_EQ(fresh.stats.ticks, 3);
+      EXPECT_EQ(fresh.stats.replayed_ticks, 0);
+      ProductPlans plans;
+      const Outcome first = product(kernel, k, threads, &plans, expected);
+      EXPECT_EQ(first.stats.replayed_ticks, 0);
+      EXPECT_EQ(plans.size(), 1U);
+      EXPECT_GT(plans.bytes(), 0);
+      for (int again = 0; again < 2; ++again) {
+        const Outcome replayed = product(kernel, k, threads, &plans, expected);
+        EXPECT_EQ(replayed.stats.replayed_ticks, 3);
+        EXPECT_EQ(replayed.stats.products, fresh.stats.products);
+        EXPECT_EQ(replayed.stats.flops, fresh.stats.flops);
+        expect_same_panel(replayed.c, fresh.c);
+        expect_same_stacks(kernel.logs.back(), kernel.logs.front());
+      }
+      EXPECT_EQ(plans.size(), 1U) << "a replayed plan is kept once";
+      expect_same_panel(first.c, fresh.c);
+      // And C is the product: beta * C0 + sum of the ticks' A * B (a dense reference).
+      std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+      {
+        const PanelView c0 = k.c0.view();
+        for (int r = 0; r < c0.nrows; ++r)
+          for (std::int64_t q = c0.row_ptr[r]; q < c0.row_ptr[r + 1]; ++q) {
+            const int i = static_cast<int>(c0.row_ids[r]), j = static_cast<int>(c0.cols[q]), m = k.s.size(i);
+            for (int cc = 0; cc < k.s.size(j); ++cc)
+              for (int rr = 0; rr < m; ++rr)
+                ref[static_cast<std::size_t>((k.s.offset(j) + cc) * n + k.s.offset(i) + rr)] =
+                    0.5 * c0.data[c0.offsets[q] + rr + cc * m];
+          }
+      }
+      auto dense = [&](const Panel& p) {
+        std::vector<double> d(static_cast<std::size_t>(n * n), 0.0);
+        const PanelView v = p.view();
+        for (int r = 0; r < v.nrows; ++r)
+          for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
+            const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]), m = k.s.size(i);
+            for (int cc = 0; cc < k.s.size(j); ++cc)
+              for (int rr = 0; rr < m; ++rr)
+                d[static_cast<std::size_t>((k.s.offset(j) + cc) * n + k.s.offset(i) + rr)] =
+                    v.data[v.offsets[q] + rr + cc * m];
+          }
+        return d;
+      };
+      for (std::size_t t = 0; t < 3; ++t) test::dense_gemm(n, n, n, 1.0, dense(k.a[t]), dense(k.b[t]), 1.0, ref);
+      EXPECT_LE(test::relative_error(dense(fresh.c), ref), 1e-13);
+    }
+}
+
+// A tick whose panels differ from the plan's in anything (a block, or only where the values lie)
+// is built, and so is every later tick; the product's C is what a product without plans makes,
+// and the plan it leaves is replayed by a product given the same again. Fewer or more ticks than
+// the plan: the ticks it has in common are replayed.
+TEST(ProductPlans, AProductLeavesThePlanAtTheFirstTickThatDiffers) {
+  const Case k;
+  const Panel b1_other = make_panel(k.l, 22, [](int kk, int j) { return kk / 4 == 1 && (2 * kk + j) % 5 < 3; });
+  const Panel b1_moved =
+      make_panel(k.l, 22, [](int kk, int j) { return kk / 4 == 1 && (2 * kk + j) % 5 < 2; }, /*reversed=*/true);
+  using Ticks = std::vector<std::pair<const Panel*, const Panel*>>;
+  const Ticks recorded{{&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}, {&k.a[2], &k.b[2]}};
+  struct Variant {
+    std::string what;
+    Ticks ticks;
+    int replayed;
+  };
+  const std::vector<Variant> variants{
+      {"another block in tick 1", {{&k.a[0], &k.b[0]}, {&k.a[1], &b1_other}, {&k.a[2], &k.b[2]}}, 1},
+      {"tick 1's blocks stored elsewhere", {{&k.a[0], &k.b[0]}, {&k.a[1], &b1_moved}, {&k.a[2], &k.b[2]}}, 1},
+      {"tick 0 differs", {{&k.a[1], &k.b[1]}, {&k.a[0], &k.b[0]}, {&k.a[2], &k.b[2]}}, 0},
+      {"two ticks of three", {{&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}}, 2},
+      {"a fourth tick", {{&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}, {&k.a[2], &k.b[2]}, {&k.a[1], &b1_other}}, 3},
+  };
+  for (const int threads : {1, 2})
+    for (const auto& v : variants) {
+      SCOPED_TRACE(v.what + ", " + std::to_string(threads) + " threads");
+      LoggingKernel kernel;
+      ProductPlans plans;
+      product(kernel, k, threads, &plans, 0, recorded);
+      const Outcome left = product(kernel, k, threads, &plans, 0, v.ticks);
+      EXPECT_EQ(left.stats.replayed_ticks, v.replayed);
+      EXPECT_EQ(left.stats.ticks, static_cast<std::int64_t>(v.ticks.size()));
+      const Outcome fresh = product(kernel, k, threads, nullptr, 0, v.ticks);
+      expect_same_panel(left.c, fresh.c);
+      expect_same_stacks(kernel.logs[1], kernel.logs[2]);
+      EXPECT_EQ(plans.size(), 2U);
+      const Outcome again = product(kernel, k, threads, &plans, 0, v.ticks);
+      EXPECT_EQ(again.stats.replayed_ticks, static_cast<std::int64_t>(v.ticks.size()));
+      expect_same_panel(again.c, fresh.c);
+      const Outcome first = product(kernel, k, threads, &plans, 0, recorded);  // the first plan is still there
+      EXPECT_EQ(first.stats.replayed_ticks, 3);
+    }
+}
+
+// A plan is a candidate only for a product that starts alike: the same C rows and start pattern,
+// layout, thread rows and memory space. Filtering makes no plans (the stacks depend on values).
+TEST(ProductPlans, OnlyAProductThatStartsAlikeReplaysAndFilteringMakesNone) {
+  const Case k;
+  ReferenceKernel kernel;
+  ProductPlans plans;
+  product(kernel, k, 1, &plans);
+  ASSERT_EQ(plans.size(), 1U);
+  {  // another start pattern of C
+    const Panel other = make_panel(k.l, 5, [](int i, int j) { return i == j && i != 3; });
+    LocalProduct lp(other.view(), k.l, kernel, 1, {}, {}, 0.5, 0, &plans);
+    for (std::size_t t = 0; t < 3; ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
+    EXPECT_EQ(lp.stats().replayed_ticks, 0);
+    lp.finish();
+  }
+  {  // other rows owned by the threads
+    const Outcome r = product(kernel, k, 2, &plans);
+    EXPECT_EQ(r.stats.replayed_ticks, 0);
+  }
+  {  // filtering
+    ProductPlans none;
+    LocalProduct lp(k.c0.view(), k.l, kernel, 1, std::vector<double>(12, 1e-30), {}, 0.5, 0, &none);
+    for (std::size_t t = 0; t < 3; ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
+    lp.finish();
+    EXPECT_EQ(none.size(), 0U);
+  }
+  EXPECT_EQ(plans.size(), 3U);  // the first, and one for each product that started differently
+}
+
+// The plans stay within max_bytes, the least recently used dropped first; a plan larger than the
+// limit is not kept; 0 keeps none. Their memory is tracked (Category::Other) and given back.
+TEST(ProductPlans, PlansStayWithinTheirBytesAndGiveTheirMemoryBack) {
+  const Case k;
+  ReferenceKernel kernel;
+  const std::int64_t other_before = memory::current(memory::Category::Other);
+  ProductPlans plans;
+  product(kernel, k, 1, &plans);
+  const std::int64_t one = plans.bytes();
+  ASSERT_GT(one, 0);
+  EXPECT_GE(memory::current(memory::Category::Other) - other_before, one / 2) << "the plans are counted";
+  // Another product (other ticks): with room for both, both are kept; the one used last survives
+  // a limit that holds one.
+  using Ticks = std::vector<std::pair<const Panel*, const Panel*>>;
+  const Ticks other{{&k.a[2], &k.b[2]}, {&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}};
+  product(kernel, k, 1, &plans, 0, other);
+  EXPECT_EQ(plans.size(), 2U);
+  EXPECT_EQ(product(kernel, k, 1, &plans).stats.replayed_ticks, 3);  // now the most recently used
+  plans.set_max_bytes(plans.bytes() - 1);
+  EXPECT_EQ(plans.size(), 1U);
+  EXPECT_LE(plans.bytes(), plans.max_bytes());
+  EXPECT_EQ(product(kernel, k, 1, &plans).stats.replayed_ticks, 3);
+  EXPECT_EQ(product(kernel, k, 1, &plans, 0, other).stats.replayed_ticks, 0);
+  // Too large for the limit: not kept (recording stops), and the product is still right.
+  ProductPlans small(one / 4);
+  const Outcome r = product(kernel, k, 1, &small);
+  EXPECT_EQ(small.size(), 0U);
+  expect_same_panel(r.c, product(kernel, k, 1, nullptr).c);
+  // 0 drops everything and keeps nothing.
+  plans.set_max_bytes(0);
+  EXPECT_EQ(plans.size(), 0U);
+  EXPECT_EQ(plans.bytes(), 0);
+  product(kernel, k, 1, &plans);
+  EXPECT_EQ(plans.size(), 0U);
+  EXPECT_EQ(memory::current(memory::Category::Other), other_before);
+}

@@ -5,6 +5,59 @@
 
 namespace plexus {
 
+namespace {
+
+bool block_less(const ExchangedBlocks::Block& x, const ExchangedBlocks::Block& y) {
+  return x.tag != y.tag ? x.tag < y.tag : (x.row != y.row ? x.row < y.row : x.col < y.col);
+}
+
+// Sorts the blocks by (tag, row, col), given that the blocks of each source (from run_start[s] to
+// run_start[s + 1]) with one tag ascend by (row, col): a stable counting pass by tag when the tags
+// are few for the blocks, then each tag's runs merged. Otherwise a plain sort.
+void sort_blocks(std::vector<ExchangedBlocks::Block>& blocks, const std::vector<std::size_t>& run_start, int tag_min,
+                 int tag_max) {
+  const std::size_t n = blocks.size();
+  if (n < 2) return;
+  const auto ntags = static_cast<std::size_t>(static_cast<std::int64_t>(tag_max) - tag_min + 1);
+  if (ntags > n) {
+    std::sort(blocks.begin(), blocks.end(), block_less);
+    return;
+  }
+  // Each block's source, then a stable counting pass by tag (sources stay in order within a tag).
+  std::vector<int> source(n);
+  for (std::size_t s = 0; s + 1 < run_start.size(); ++s)
+    std::fill(source.begin() + static_cast<std::ptrdiff_t>(run_start[s]),
+              source.begin() + static_cast<std::ptrdiff_t>(run_start[s + 1]), static_cast<int>(s));
+  std::vector<std::size_t> at(ntags + 1, 0);
+  for (const auto& b : blocks) ++at[static_cast<std::size_t>(b.tag - tag_min) + 1];
+  for (std::size_t t = 0; t < ntags; ++t) at[t + 1] += at[t];
+  const std::vector<std::size_t> tag_start(at.begin(), at.end());
+  std::vector<ExchangedBlocks::Block> sorted(n);
+  std::vector<int> sorted_source(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t to = at[static_cast<std::size_t>(blocks[i].tag - tag_min)]++;
+    sorted[to] = blocks[i];
+    sorted_source[to] = source[i];
+  }
+  // Within a tag: one sorted run per source, in source order; merged pairwise from the left.
+  for (std::size_t t = 0; t < ntags; ++t) {
+    const std::size_t b = tag_start[t], e = tag_start[t + 1];
+    for (std::size_t i = b + 1; i < e; ++i)
+      if (sorted_source[i] != sorted_source[i - 1])
+        std::inplace_merge(sorted.begin() + static_cast<std::ptrdiff_t>(b),
+                           sorted.begin() + static_cast<std::ptrdiff_t>(i),
+                           sorted.begin() + static_cast<std::ptrdiff_t>(std::upper_bound(
+                                                sorted_source.begin() + static_cast<std::ptrdiff_t>(i),
+                                                sorted_source.begin() + static_cast<std::ptrdiff_t>(e),
+                                                sorted_source[i]) -
+                                            sorted_source.begin()),
+                           block_less);
+  }
+  blocks.swap(sorted);
+}
+
+}  // namespace
+
 ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
                                 const std::function<int(int row, int col, int& tag)>& dest, mpi::Traffic& traffic,
                                 mpi::Role role) {
@@ -79,18 +132,30 @@ ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, M
     traffic.alltoallv(sidx.data(), nidx, ridx_buf.data(), ridx, MPI_INT64_T, comm, role, mpi::Payload::Index);
     traffic.alltoallv(sval.data(), nval, out.values.data(), rval, MPI_DOUBLE, comm, role, mpi::Payload::Data);
   }
-  out.blocks.reserve(static_cast<std::size_t>(tri / 3));
-  std::int64_t off = 0;
-  for (std::int64_t q = 0; q < tri; q += 3) {
-    const ExchangedBlocks::Block blk{static_cast<int>(ridx_buf[static_cast<std::size_t>(q)]),
-                                     static_cast<int>(ridx_buf[static_cast<std::size_t>(q + 1)]),
-                                     static_cast<int>(ridx_buf[static_cast<std::size_t>(q + 2)]), off};
-    off += values_of(blk.row, blk.col);
-    out.blocks.push_back(blk);
+  // The received blocks in source order (the others' in rank order, then my own): each source
+  // sent its blocks in its panel's (row, col) order, so each source's blocks of one tag are a
+  // sorted run.
+  std::vector<ExchangedBlocks::Block> got;
+  got.reserve(static_cast<std::size_t>(tri / 3));
+  std::vector<std::size_t> run_start;  // where each source's blocks begin in `got`
+  std::int64_t off = 0, q = 0;
+  int tag_min = 0, tag_max = 0;
+  for (int src = 0; src <= p; ++src) {  // the p others' parts (mine is empty there), then my own
+    const std::int64_t words = src < p ? ridx[static_cast<std::size_t>(src)] : own_idx;
+    run_start.push_back(got.size());
+    for (const std::int64_t end = q + words; q < end; q += 3) {
+      const ExchangedBlocks::Block blk{static_cast<int>(ridx_buf[static_cast<std::size_t>(q)]),
+                                       static_cast<int>(ridx_buf[static_cast<std::size_t>(q + 1)]),
+                                       static_cast<int>(ridx_buf[static_cast<std::size_t>(q + 2)]), off};
+      off += values_of(blk.row, blk.col);
+      tag_min = got.empty() ? blk.tag : std::min(tag_min, blk.tag);
+      tag_max = got.empty() ? blk.tag : std::max(tag_max, blk.tag);
+      got.push_back(blk);
+    }
   }
-  std::sort(out.blocks.begin(), out.blocks.end(), [](const auto& x, const auto& y) {
-    return x.tag != y.tag ? x.tag < y.tag : (x.row != y.row ? x.row < y.row : x.col < y.col);
-  });
+  run_start.push_back(got.size());
+  sort_blocks(got, run_start, tag_min, tag_max);
+  out.blocks = std::move(got);
   return out;
 }
 

@@ -76,6 +76,18 @@ PanelView Panel::view() const {
 }
 
 double* Panel::append_block(int r, int col, int nvalues) {
+  const auto off = static_cast<std::int64_t>(data_.size());
+  append_index(r, col);
+  data_.resize(data_.size() + static_cast<std::size_t>(nvalues), 0.0);
+  return data_.data() + off;
+}
+
+void Panel::append_block(int r, int col, const double* values, int nvalues) {
+  append_index(r, col);
+  data_.insert(data_.end(), values, values + nvalues);
+}
+
+void Panel::append_index(int r, int col) {
   if (r < cur_row_ || r >= nrows())
     throw Error("Panel::append_block", "rows must be filled in ascending order (row " + std::to_string(r) +
                                            " after row " + std::to_string(cur_row_) + ")");
@@ -87,11 +99,8 @@ double* Panel::append_block(int r, int col, int nvalues) {
     throw Error("Panel::append_block", "columns must ascend within a row (column " + std::to_string(col) +
                                            " after " + std::to_string(cols_.back()) + ")");
   }
-  const auto off = static_cast<std::int64_t>(data_.size());
   cols_.push_back(col);
-  offsets_.push_back(off);
-  data_.resize(data_.size() + static_cast<std::size_t>(nvalues), 0.0);
-  return data_.data() + off;
+  offsets_.push_back(static_cast<std::int64_t>(data_.size()));
 }
 
 std::int64_t Panel::find(int r, int col) const {

@@ -204,14 +204,19 @@ class Cannon final : public plexus::CommStrategy {
     for (int s = 0; s < nslots; ++s)
       images[static_cast<std::size_t>(s)].reserve(nblocks[static_cast<std::size_t>(s)],
                                                   nvalues[static_cast<std::size_t>(s)]);
+    // The blocks come by (slot, row, col): each image's rows are found by walking its row list.
+    int slot = -1, r = 0;
     for (const auto& blk : got.blocks) {
       Panel& p = images[static_cast<std::size_t>(blk.tag)];
-      const std::int64_t n = values_of(blk.row, blk.col);
-      const int r = p.row_index(blk.row);
-      if (r < 0) throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " +
-                                           std::to_string(blk.col) + ") to the wrong image");
-      std::copy(got.values.data() + blk.offset, got.values.data() + blk.offset + n,
-                p.append_block(r, blk.col, static_cast<int>(n)));
+      if (blk.tag != slot) {
+        slot = blk.tag;
+        r = 0;
+      }
+      while (r < p.nrows() && p.row_id(r) < blk.row) ++r;
+      if (r == p.nrows() || p.row_id(r) != blk.row)
+        throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " +
+                                  std::to_string(blk.col) + ") to the wrong image");
+      p.append_block(r, blk.col, got.values.data() + blk.offset, static_cast<int>(values_of(blk.row, blk.col)));
     }
     return images;
   }

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
+#include "plexus/exchange.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/matrix_market.hpp"
 #include "plexus/mpi.hpp"
@@ -49,6 +52,55 @@ std::vector<double> dense_from_definition(const BlockLayout& l, const GeneratorS
 }
 
 }  // namespace
+
+// exchange_blocks delivers every block sent to a rank, with its tag and values, sorted by (tag,
+// row, col): with few tags (a counting pass and merged runs) and with tags spread wider than the
+// blocks (a plain sort). Each rank's panel and every block's destination and tag follow from
+// (rank, row, col), so every rank knows independently what it must receive.
+TEST(Exchange, EveryRankGetsItsBlocksSortedByTagRowAndColumn) {
+  const int p = plexus::mpi::size(MPI_COMM_WORLD), me = plexus::mpi::rank(MPI_COMM_WORLD);
+  const plexus::BlockSizes s = plexus::BlockSizes::cyclic(30, {1, 2, 3});
+  const plexus::BlockLayout l{s, s};
+  // Rank q holds rows i with i % p == q, block (i, j) when (i * 7 + j * 3 + q) % 4 != 0.
+  auto holds = [&](int q, int i, int j) { return i % p == q && (i * 7 + j * 3 + q) % 4 != 0; };
+  auto value = [](int i, int j, int e) { return i * 1000.0 + j + e * 1e-3; };
+  for (const int spread : {3, 100000}) {
+    SCOPED_TRACE("tags in [0, " + std::to_string(spread) + ")");
+    auto dest = [&](int i, int j, int& tag) {
+      tag = (i * 31 + j * 17) % spread;
+      return (i + 2 * j) % p;
+    };
+    std::vector<int> rows;
+    for (int i = me; i < 30; i += p) rows.push_back(i);
+    plexus::Panel mine(rows);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      for (int j = 0; j < 30; ++j)
+        if (holds(me, rows[r], j)) {
+          const int n = s.size(rows[r]) * s.size(j);
+          double* x = mine.append_block(static_cast<int>(r), j, n);
+          for (int e = 0; e < n; ++e) x[e] = value(rows[r], j, e);
+        }
+    plexus::mpi::Traffic traffic;
+    const plexus::ExchangedBlocks got = plexus::exchange_blocks(mine.view(), l, MPI_COMM_WORLD, dest, traffic,
+                                                                      plexus::mpi::Role::Other);
+    std::set<std::tuple<int, int, int>> expect;  // (tag, row, col) of every block sent to me
+    for (int q = 0; q < p; ++q)
+      for (int i = 0; i < 30; ++i)
+        for (int j = 0; j < 30; ++j) {
+          int tag = 0;
+          if (holds(q, i, j) && dest(i, j, tag) == me) expect.emplace(tag, i, j);
+        }
+    ASSERT_EQ(got.blocks.size(), expect.size());
+    auto e = expect.begin();
+    for (const auto& b : got.blocks) {
+      EXPECT_EQ(std::make_tuple(b.tag, b.row, b.col), *e) << "in (tag, row, col) order";
+      ++e;
+      const int n = s.size(b.row) * s.size(b.col);
+      for (int q = 0; q < n; ++q)
+        ASSERT_EQ(got.values[static_cast<std::size_t>(b.offset + q)], value(b.row, b.col, q));
+    }
+  }
+}
 
 TEST(DistMatrix, GeneratorIsIndependentOfRanksAndDistribution) {
   auto grid = Grid::create(MPI_COMM_WORLD);

@@ -58,6 +58,8 @@ class Panel {
   /// Appends a block at the end of CSR row r. Rows must be filled in ascending order and
   /// columns ascending within a row. Returns the block's values (zero-initialised).
   double* append_block(int r, int col, int nvalues);
+  /// The same, with the block's values copied from `values` (written once, not zeroed first).
+  void append_block(int r, int col, const double* values, int nvalues);
   /// Block index of (CSR row r, col) or -1.
   std::int64_t find(int r, int col) const;
   /// CSR row of a global block row or -1.
@@ -78,6 +80,7 @@ class Panel {
   IndexArray offsets_;
   MatrixData data_;
   int cur_row_ = 0;  // row that append_block is filling
+  void append_index(int r, int col);  // append_block's checks and index entry (the values' offset: data_'s end)
 };
 
 /// One panel in packed form (index words and values) in fixed-capacity communication buffers,

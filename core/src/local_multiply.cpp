@@ -65,7 +65,8 @@ struct LocalProduct::ThreadWork {
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
   LocalMultiplyStats stats;
-  plan::ThreadTick record;  // the thread's share of the tick, when the product records a plan
+  plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
+  bool record_dropped = false;  // the share outgrew the plans' room this tick
 };
 
 namespace {
@@ -195,6 +196,21 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     throw Error("LocalProduct::multiply", "block sizes of A, B and C do not match (A rows = C rows, A cols = B rows, "
                                           "B cols = C cols)");
   if (a.nblocks == 0 || b.nblocks == 0) return;
+  // A tick that fails leaves no plan behind (its rows and records would not agree).
+  struct ForgetPlansOnError {
+    LocalProduct& p;
+    int uncaught = std::uncaught_exceptions();
+    ~ForgetPlansOnError() {
+      if (std::uncaught_exceptions() <= uncaught) return;
+      p.record_.reset();
+      p.candidates_.clear();
+      p.replay_.reset();
+      for (auto& w : p.work_) {
+        w->record = {};
+        w->record_dropped = false;
+      }
+    }
+  } forget_plans_on_error{*this};
   // A's CSR rows must be rows of C (checked before the backend sees the panels).
   Scratch<int> a_c_row(static_cast<std::size_t>(a.nrows));
   for (int r = 0; r < a.nrows; ++r) {
@@ -361,6 +377,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
     std::int64_t* c_grown;              // one pass: the size of C's area the session holds
     plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
+    std::int64_t record_room;           // the bytes of entries the thread may record this tick
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
     double kernel_time = 0;
@@ -370,6 +387,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks, zeroed
         session.grow(*c_end);
         *c_grown = grow_to = *c_end;
+      }
+      if (record != nullptr &&
+          static_cast<std::int64_t>((record->entries.size() + size) * sizeof(StackEntry)) > record_room) {
+        *record = {};  // the plan would not be kept: its copy is dropped now, not at the end of the tick
+        record = nullptr;
+        w.record_dropped = true;
       }
       if (record != nullptr) {
         record->stacks.push_back({static_cast<std::int64_t>(record->entries.size()), static_cast<std::int64_t>(size),
@@ -386,7 +409,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int r, RowList& list) {
       if (c_end != nullptr && w.c_off[j] < 0) {  // one pass: a new block, placed at the end
         w.c_off[j] = *c_end;
-        if (record != nullptr) w.fresh.emplace_back(r, list.size());
+        w.fresh.emplace_back(r, list.size());
         list.emplace_back(static_cast<std::int64_t>(j), *c_end);
         *c_end += std::int64_t{m} * n;
       }
@@ -396,6 +419,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (size == kStackCapacity) flush();
     }
   };
+  // A plan beyond what the plans may hold is not kept: each thread records up to its share of the
+  // room left, and a thread that would record more drops its copy (and with it the plan).
+  const std::int64_t record_room = record_ ? (plans_->max_bytes() - record_bytes_) / nthreads : 0;
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -416,11 +442,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 caller ? &progress_ : nullptr,
                 one_pass ? &c_end : nullptr,
                 one_pass ? &c_grown : nullptr,
-                record_ ? &w.record : nullptr};
+                record_ ? &w.record : nullptr,
+                record_room};
     for_each_product(w, stack);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
-    if (record_) {
+    if (stack.record != nullptr) {
       for (const auto& [r, pos] : w.fresh) {
         const auto& [col, off] = w.rows[static_cast<std::size_t>(r)][pos];
         w.record.added.push_back({r, col, off});
@@ -442,9 +469,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
 }
 
 // A tick given exactly what the next tick of a plan was given: its stacks go to the backend as
-// recorded, with C grown where it was. The candidates are the plans that every tick so far
-// matched (ticks matched alike made alike records, so any of them serves). False: none matches
-// (from here on, the product builds its stacks, and records them when it records a plan).
+// recorded, with C grown as a built tick would grow it. The candidates are the plans that every
+// tick so far matched (ticks matched alike made alike records, so any of them serves). False:
+// none matches (from here on, the product builds its stacks, and records them when it records a
+// plan).
 bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b) {
   const auto tick = static_cast<std::size_t>(stats_.ticks);
   if (candidates_.empty() || replayed_ != tick) return false;
@@ -469,10 +497,15 @@ bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const
   replay_ = candidates_.front();
   const plan::TickRecord& rec = *replay_->ticks[replayed_];
   if (rec.threads.size() != work_.size()) throw Error("LocalProduct", "a plan for another thread count");
-  if (rec.grow_before > c_values_) {
+  // C grows as a built tick would grow it now: stack by stack (a plan of the one pass) only while
+  // there is room reserved, otherwise once to the tick's end before the stacks. Either way the
+  // new blocks are zeros before their first product.
+  const bool per_stack = c_values_ < reserved_values_;
+  const std::int64_t grow_first = per_stack ? rec.grow_before : std::max(rec.grow_before, rec.c_end);
+  if (grow_first > c_values_) {
     timers::Scoped timer("local multiply: grow");
-    session_->grow(rec.grow_before);
-    c_values_ = rec.grow_before;
+    session_->grow(grow_first);
+    c_values_ = grow_first;
   }
   timers::Scoped timer("local multiply: replay");
   for_each_thread(static_cast<int>(work_.size()), [&](int t) {
@@ -483,7 +516,7 @@ bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const
     std::int64_t grown = c_values_;
     double kernel_time = 0;
     for (const plan::StackRecord& stack : share.stacks) {
-      if (stack.grow_to > grown) {  // one thread only (a plan of the one pass)
+      if (per_stack && stack.grow_to > grown) {  // one thread only (a plan of the one pass)
         session_->grow(stack.grow_to);
         grown = stack.grow_to;
       }
@@ -521,14 +554,31 @@ void LocalProduct::leave_plan() {
 
 void LocalProduct::record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                                std::int64_t grow_before) {
+  bool dropped = false;
+  for (auto& w : work_) dropped = std::exchange(w->record_dropped, false) || dropped;
+  if (dropped) {
+    for (auto& w : work_) w->record = {};
+    record_.reset();
+    return;
+  }
   auto tick = std::make_shared<plan::TickRecord>();
   tick->a = plan::IndexCopy(a);
   tick->b = plan::IndexCopy(b);
-  tick->k = a_layout.cols;
+  // The k sizes are shared with the previous tick when they are the same (usually: one layout).
+  if (!record_->ticks.empty() && *record_->ticks.back()->k == a_layout.cols)
+    tick->k = record_->ticks.back()->k;
+  else
+    tick->k = std::make_shared<const BlockSizes>(a_layout.cols);
   tick->grow_before = grow_before;
   tick->c_end = c_values_;
   tick->threads.resize(work_.size());
-  for (std::size_t t = 0; t < work_.size(); ++t) tick->threads[t] = std::exchange(work_[t]->record, {});
+  for (std::size_t t = 0; t < work_.size(); ++t) {
+    plan::ThreadTick& share = tick->threads[t];
+    share = std::exchange(work_[t]->record, {});
+    share.entries.shrink_to_fit();  // held as long as the plan: no slack
+    share.stacks.shrink_to_fit();
+    share.added.shrink_to_fit();
+  }
   record_bytes_ += tick->bytes();
   record_->ticks.push_back(std::move(tick));
   // A plan beyond what the plans may hold is not kept: recording stops here.

@@ -36,15 +36,19 @@ std::int64_t IndexCopy::bytes() const {
 
 std::int64_t ThreadTick::bytes() const { return bytes_of(entries) + bytes_of(stacks) + bytes_of(added); }
 
+namespace {
+// A copy of block sizes: its sizes (int) and offsets (int64).
+std::int64_t bytes_of(const BlockSizes& s) { return 12 * static_cast<std::int64_t>(s.count()) + 8; }
+}  // namespace
+
 std::int64_t TickRecord::bytes() const {
-  std::int64_t n = a.bytes() + b.bytes() + static_cast<std::int64_t>(sizeof(TickRecord)) +
-                   static_cast<std::int64_t>(k.count()) * 4;
+  std::int64_t n = a.bytes() + b.bytes() + static_cast<std::int64_t>(sizeof(TickRecord));
   for (const auto& t : threads) n += t.bytes() + static_cast<std::int64_t>(sizeof(ThreadTick));
-  return n;
+  return n;  // without k, which ticks share (ProductPlan::bytes counts it)
 }
 
 bool TickRecord::same_input(const PanelView& a_view, const BlockSizes& k_sizes, const PanelView& b_view) const {
-  return k == k_sizes && a.same(a_view) && b.same(b_view);
+  return *k == k_sizes && a.same(a_view) && b.same(b_view);
 }
 
 bool PlanKey::operator==(const PlanKey& o) const {
@@ -54,16 +58,20 @@ bool PlanKey::operator==(const PlanKey& o) const {
 
 std::int64_t PlanKey::bytes() const {
   return bytes_of(row_ids) + bytes_of(start_row_ptr) + bytes_of(start_cols) +
-         static_cast<std::int64_t>(first_row.size() * sizeof(int)) +
-         4 * static_cast<std::int64_t>(layout.rows.count() + layout.cols.count());
+         static_cast<std::int64_t>(first_row.size() * sizeof(int)) + bytes_of(layout.rows) + bytes_of(layout.cols);
 }
 
 std::int64_t ProductPlan::bytes() const {
-  // A tick shared with another plan (the first ticks of a product that left a plan) is counted
-  // in both: the figure bounds what dropping the plan alone would free from above.
+  // What the plan's arrays hold (their capacity; the memory tracker's pool may round a request
+  // up). A tick shared with another plan (the first ticks of a product that left a plan) is
+  // counted in both, so the plans' total is at least what they hold together.
   std::int64_t n = key.bytes() + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets) +
                    static_cast<std::int64_t>(sizeof(ProductPlan));
-  for (const auto& t : ticks) n += t->bytes();
+  const BlockSizes* k = nullptr;
+  for (const auto& t : ticks) {
+    n += t->bytes();
+    if (t->k.get() != k) n += bytes_of(*(k = t->k.get()));
+  }
   return n;
 }
 

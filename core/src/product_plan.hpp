@@ -53,7 +53,7 @@ struct ThreadTick {
 /// One tick: its inputs and what it did.
 struct TickRecord {
   IndexCopy a, b;
-  BlockSizes k;                 // A's column (B's row) block sizes
+  std::shared_ptr<const BlockSizes> k;  // A's column (B's row) block sizes (shared by consecutive ticks)
   std::int64_t grow_before = 0;  // C's area grown to this before the stacks (0: not)
   std::int64_t c_end = 0;        // C's area after the tick
   std::vector<ThreadTick> threads;

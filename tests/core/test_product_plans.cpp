@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,8 +20,9 @@ using namespace plexus;
 
 namespace {
 
+// `stride` > 0: block q's values start at q * stride (gaps between the blocks).
 template <class Keep>
-Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = false) {
+Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = false, std::int64_t stride = 0) {
   std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
   for (int i = 0; i < l.rows.count(); ++i) rows[static_cast<std::size_t>(i)] = i;
   // `reversed`: the same blocks and values, stored from the last block to the first (other offsets).
@@ -32,8 +34,9 @@ Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = fals
   std::int64_t total = 0;
   for (std::size_t q = 0; q < blocks.size(); ++q) {
     const std::size_t b = reversed ? blocks.size() - 1 - q : q;
-    at[b] = total;
-    total += std::int64_t{l.rows.size(blocks[b].first)} * l.cols.size(blocks[b].second);
+    at[b] = stride > 0 ? static_cast<std::int64_t>(b) * stride : total;
+    total = stride > 0 ? static_cast<std::int64_t>(blocks.size()) * stride
+                       : total + std::int64_t{l.rows.size(blocks[b].first)} * l.cols.size(blocks[b].second);
   }
   IndexArray row_ids(rows.begin(), rows.end()), row_ptr(rows.size() + 1, 0), cols, offsets;
   MatrixData data(static_cast<std::size_t>(total));
@@ -87,7 +90,7 @@ class LoggingKernel final : public Kernel {
     s->log = &logs.back();
     return s;
   }
-  std::vector<Log> logs;  // one per session (a deque-like growth is fine: each product ends before the next)
+  std::deque<Log> logs;  // one per session (a deque: a session keeps a pointer to its log)
   ReferenceKernel reference;
 };
 
@@ -323,4 +326,134 @@ TEST(ProductPlans, PlansStayWithinTheirBytesAndGiveTheirMemoryBack) {
   product(kernel, k, 1, &plans);
   EXPECT_EQ(plans.size(), 0U);
   EXPECT_EQ(memory::current(memory::Category::Other), other_before);
+}
+
+// The k block sizes are part of what a tick is given: panels whose blocks lie at the same offsets
+// (here a fixed stride, with room to spare) but whose k blocks differ in size are not replayed.
+TEST(ProductPlans, OtherKBlockSizesAreNotReplayed) {
+  const BlockSizes s = BlockSizes::cyclic(6, {2, 3});
+  std::vector<int> wider = s.sizes();
+  wider[2] = 4;  // k block 2 (used by A and B below): 2 -> 4 rows
+  const BlockSizes k_wide(wider);
+  const std::vector<BlockLayout> a_layout{{s, s}, {s, k_wide}}, b_layout{{s, s}, {k_wide, s}};
+  const BlockLayout c_layout{s, s};
+  const Panel c0(std::vector<int>{0, 1, 2, 3, 4, 5});
+  LoggingKernel kernel;
+  ProductPlans plans;
+  std::vector<Panel> results;
+  for (int v : {0, 1, 1}) {
+    const Panel a = make_panel(a_layout[v], 3, [](int i, int kk) { return (i + kk) % 2 == 0; }, false, 64);
+    const Panel b = make_panel(b_layout[v], 4, [](int kk, int j) { return (kk + 2 * j) % 3 != 1; }, false, 64);
+    LocalProduct lp(c0.view(), c_layout, kernel, 1, {}, {}, 1.0, 0, &plans);
+    lp.multiply(a.view(), a_layout[v], b.view(), b_layout[v]);
+    EXPECT_EQ(lp.stats().replayed_ticks, results.size() == 2 ? 1 : 0) << "product " << results.size();
+    results.push_back(lp.finish());
+    LocalProduct fresh(c0.view(), c_layout, kernel, 1, {});
+    fresh.multiply(a.view(), a_layout[v], b.view(), b_layout[v]);
+    expect_same_panel(results.back(), fresh.finish());
+  }
+}
+
+// The threads' rows and the memory space are part of what a product starts with: another
+// partition of the rows over the same number of threads, or a device backend, do not replay a
+// plan. A product that finishes without a tick leaves the plans as they were.
+TEST(ProductPlans, OtherThreadRowsOrMemorySpaceAreNotReplayed) {
+  const Case k;
+  ReferenceKernel host;
+  ProductPlans plans;
+  product(host, k, 2, &plans);
+  ASSERT_EQ(plans.size(), 1U);
+  {
+    std::vector<std::int64_t> weight(12, 1);
+    weight[0] = 40;  // thread 0 gets row 0 alone
+    LocalProduct lp(k.c0.view(), k.l, host, 2, {}, weight, 0.5, 0, &plans);
+    for (std::size_t t = 0; t < 3; ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
+    EXPECT_EQ(lp.stats().replayed_ticks, 0);
+    lp.finish();
+  }
+  class DeviceLike final : public Kernel {  // the reference kernel, saying it keeps C on a device
+   public:
+    std::string name() const override { return "device-like"; }
+    MemorySpace memory_space() const override { return MemorySpace::Device; }
+    std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override { return inner.begin(std::move(c), slots); }
+    ReferenceKernel inner;
+  } device;
+  product(device, k, 1, &plans);
+  EXPECT_EQ(product(host, k, 1, &plans).stats.replayed_ticks, 0) << "a device backend's plan, on the host";
+  EXPECT_EQ(product(device, k, 1, &plans).stats.replayed_ticks, 3);
+  const std::size_t held = plans.size();
+  {
+    LocalProduct lp(k.c0.view(), k.l, host, 1, {}, {}, 0.5, 0, &plans);
+    const Panel c = lp.finish();  // no tick: beta * C0
+    EXPECT_EQ(c.nblocks(), k.c0.nblocks());
+  }
+  EXPECT_EQ(plans.size(), held);
+}
+
+// A replay grows C as a built tick would with the room reserved now: a plan recorded with room
+// for C (one pass, a growth per stack) and replayed without any grows C once per tick, exactly as
+// the product without plans does; the other way round, once per tick too. (A tick of 16,000
+// products: four stacks.)
+TEST(ProductPlans, AReplayGrowsCAsABuiltTickWouldWithTheRoomReservedNow) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2});
+  const BlockLayout l{s, s};
+  const Panel a = make_panel(l, 1, [](int i, int kk) { return (i + kk) % 2 == 0; });
+  const Panel b = make_panel(l, 2, [](int kk, int j) { return (kk * 3 + j) % 2 == 0; });
+  std::vector<int> rows(40);
+  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  const std::int64_t room = s.total() * s.total();
+  for (const auto& [recorded, replayed] : {std::pair<std::int64_t, std::int64_t>{room, 0}, {0, room}}) {
+    SCOPED_TRACE("recorded with room for " + std::to_string(recorded) + ", replayed with " + std::to_string(replayed));
+    LoggingKernel kernel;
+    ProductPlans plans;
+    std::vector<Panel> c;
+    for (const auto& [expected, with] : {std::pair<std::int64_t, ProductPlans*>{recorded, &plans},
+                                         {replayed, &plans}, {replayed, nullptr}}) {
+      LocalProduct lp(empty.view(), l, kernel, 1, {}, {}, 1.0, expected, with);
+      lp.multiply(a.view(), l, b.view(), l);
+      c.push_back(lp.finish());
+    }
+    EXPECT_GT(kernel.logs[0].sizes.at(0).size(), 2U) << "several stacks in the tick";
+    EXPECT_EQ(kernel.logs[0].grows.size(), recorded > 0 ? kernel.logs[0].sizes.at(0).size() : 1U);
+    EXPECT_EQ(plans.size(), 1U);
+    expect_same_panel(c[1], c[2]);
+    EXPECT_EQ(kernel.logs[1].grows.size(), 1U) << "one growth in the replayed tick";
+    EXPECT_EQ(kernel.logs[1].grows.back(), kernel.logs[2].grows.back());
+    if (replayed == 0) {
+      EXPECT_EQ(kernel.logs[1].grows, kernel.logs[2].grows);
+    }
+  }
+}
+
+// Recording stops as soon as a plan would outgrow the room the plans have, within the tick: the
+// memory a product takes with plans too small for it stays that of a product without plans (up to
+// the room), not that of its whole record.
+TEST(ProductPlans, RecordingStopsWithinTheTickThatOutgrowsTheRoom) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2});
+  const BlockLayout l{s, s};
+  const Panel a = make_panel(l, 1, [](int i, int kk) { return (i + kk) % 2 == 0; });
+  const Panel b = make_panel(l, 2, [](int kk, int j) { return (kk * 3 + j) % 2 == 0; });
+  std::vector<int> rows(40);
+  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  ReferenceKernel kernel;
+  auto peak_of = [&](ProductPlans* plans) {
+    const std::int64_t before = memory::current(memory::Category::Other);
+    memory::reset_peak(memory::Category::Other);
+    LocalProduct lp(empty.view(), l, kernel, 1, {}, {}, 1.0, 0, plans);
+    lp.multiply(a.view(), l, b.view(), l);
+    EXPECT_GT(lp.stats().products, 15000);  // 600 KB of stack entries
+    lp.finish();
+    return memory::peak(memory::Category::Other) - before;
+  };
+  const std::int64_t without = peak_of(nullptr);
+  ProductPlans small(8192);
+  const std::int64_t with_small = peak_of(&small);
+  EXPECT_EQ(small.size(), 0U);
+  EXPECT_LE(with_small, without + 8192 + 4096) << "without plans " << without << " B";
+  ProductPlans large;
+  EXPECT_GT(peak_of(&large), without + 15000 * static_cast<std::int64_t>(sizeof(StackEntry)))
+      << "the record is counted while it is made";
+  EXPECT_EQ(large.size(), 1U);
 }

@@ -28,11 +28,17 @@ struct ProductPlan;
 /// it made of it (the stacks handed to the backend, C's growth, C's final index). A product given
 /// the same replays the stacks instead of building them and adopts C's index instead of sorting
 /// it; the backend computes the same products in the same order, so C is the same bit for bit.
-/// Any difference (a block, an offset, a block size, the rows a thread owns) is found by exact
-/// comparison before the tick, and the product builds its stacks from there on. Not used with
-/// on-the-fly filtering (the stacks then depend on the values). The plans are counted as
-/// memory::Category::Other and kept within max_bytes, the least recently used dropped first.
-/// Thread-safe. A Context holds one (Context::product_plans), which multiply(ctx, ...) uses.
+/// What is compared: C's layout, rows and start pattern, the threads' rows, the backend's memory
+/// space, and before each tick the panels' index (rows, blocks, offsets, value count) and the k
+/// block sizes. Any difference is found by exact comparison before the tick it concerns, and the
+/// product builds its stacks from there on (leaving a plan that shares the ticks in common). What
+/// does not matter: C's start values and beta, the panels' values. The room reserved for C
+/// (expected_values) only decides how C grows in a replayed tick, as in a built one. Not used with
+/// on-the-fly filtering (the stacks then depend on the values). A plan is recorded while the
+/// product runs (about 40 bytes per product, plus the panels' index) and kept within max_bytes,
+/// the least recently used dropped first; recording stops within the tick that outgrows the room.
+/// The plans' arrays are counted as memory::Category::Other. Thread-safe. A Context holds one
+/// (Context::product_plans), which multiply(ctx, ...) uses.
 class ProductPlans {
  public:
   static constexpr std::int64_t kDefaultBytes = std::int64_t{64} << 20;

@@ -105,9 +105,12 @@ class Cannon final : public plexus::CommStrategy {
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
-    const std::int64_t predicted_a = 8 * (pre_a + shift_values(a_img, plan, true, A.grid().row_comm()));
-    const std::int64_t predicted_b = 8 * (pre_b + shift_values(b_img, plan, false, A.grid().col_comm()));
-    allocate_buffers(a_img, b_img, A.grid().comm(), a_buf, b_buf);
+    const RingSizes a_sizes = ring_sizes(a_img, plan, true, A.grid().row_comm());
+    const RingSizes b_sizes = ring_sizes(b_img, plan, false, A.grid().col_comm());
+    const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
+    const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
+    allocate_buffers(a_img, a_sizes, a_buf);
+    allocate_buffers(b_img, b_sizes, b_buf);
     buffer_timer.stop();
     run_ticks(plan, A, B, a_buf, b_buf, product, ticks);
     task.traffic().absorb(preshift);
@@ -221,54 +224,53 @@ class Cannon final : public plexus::CommStrategy {
     return images;
   }
 
-  // Values this rank receives in the ticks: the fronts of its right (A) or lower (B) neighbour,
-  // g = (q*per + offset + t) mod V for t < V-1, sized from the images every process of the ring
-  // holds at tick 0 (one MPI_Allgather along the ring).
-  static std::int64_t shift_values(const std::vector<Panel>& images, const Plan& plan, bool is_a, MPI_Comm ring) {
+  // What the images of one ring (my process row for A, column for B) come to: the values this rank
+  // receives in the ticks, the fronts of its right (A) or lower (B) neighbour, g = (q*per +
+  // offset + t) mod V for t < V-1; and the largest image's index words and values, the capacity
+  // of this rank's buffers (every image that reaches it travels along this ring). One
+  // MPI_Allgather along the ring of every image's (values, words).
+  struct RingSizes {
+    std::int64_t shift_values = 0, words = 0, values = 0;
+  };
+  static RingSizes ring_sizes(const std::vector<Panel>& images, const Plan& plan, bool is_a, MPI_Comm ring) {
     const int n = is_a ? plan.PC : plan.PR, per = is_a ? plan.a : plan.b;
-    if (n == 1) return 0;
-    std::vector<std::int64_t> mine(images.size()), all(static_cast<std::size_t>(n * per));
-    for (std::size_t j = 0; j < images.size(); ++j) mine[j] = images[j].data_size();
-    plexus::mpi::check(MPI_Allgather(mine.data(), per, MPI_INT64_T, all.data(), per, MPI_INT64_T, ring), "MPI_Allgather");
+    RingSizes r;
+    if (n == 1 || images.empty()) return r;  // the operand does not move
+    std::vector<std::int64_t> mine(2 * images.size()), all(2 * static_cast<std::size_t>(n * per));
+    for (std::size_t j = 0; j < images.size(); ++j) {
+      mine[2 * j] = images[j].data_size();
+      mine[2 * j + 1] = PanelView::packed_words(images[j].nrows(), images[j].nblocks());
+    }
+    plexus::mpi::check(MPI_Allgather(mine.data(), 2 * per, MPI_INT64_T, all.data(), 2 * per, MPI_INT64_T, ring),
+                       "MPI_Allgather");
     const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
     std::vector<std::int64_t> size_of(static_cast<std::size_t>(plan.V), 0);
     for (int q = 0; q < n; ++q)
-      for (int j = 0; j < per; ++j)
-        size_of[static_cast<std::size_t>((q * per + j + offset) % plan.V)] = all[static_cast<std::size_t>(q * per + j)];
+      for (int j = 0; j < per; ++j) {
+        const auto at = 2 * static_cast<std::size_t>(q * per + j);
+        size_of[static_cast<std::size_t>((q * per + j + offset) % plan.V)] = all[at];
+        r.values = std::max(r.values, all[at]);
+        r.words = std::max(r.words, all[at + 1]);
+      }
     const int next = ((is_a ? plan.pc : plan.pr) + 1) % n;
-    std::int64_t v = 0;
-    for (int t = 0; t + 1 < plan.V; ++t) v += size_of[static_cast<std::size_t>((next * per + offset + t) % plan.V)];
-    return v;
+    for (int t = 0; t + 1 < plan.V; ++t)
+      r.shift_values += size_of[static_cast<std::size_t>((next * per + offset + t) % plan.V)];
+    return r;
   }
 
-  // Every buffer gets the capacity of the largest image on any rank (one MPI_Allreduce), so a
-  // receive never overflows: a+1 buffers for A (the queue and one receive buffer), b+1 for B; none
-  // for an operand without images (it does not move).
-  static void allocate_buffers(std::vector<Panel>& a_img, std::vector<Panel>& b_img, MPI_Comm comm,
-                               std::vector<ImageBuffer>& a_buf, std::vector<ImageBuffer>& b_buf) {
-    std::int64_t cap[4] = {0, 0, 0, 0};  // A words, A values, B words, B values
-    for (const auto& p : a_img) {
-      cap[0] = std::max(cap[0], PanelView::packed_words(p.nrows(), p.nblocks()));
-      cap[1] = std::max(cap[1], p.data_size());
-    }
-    for (const auto& p : b_img) {
-      cap[2] = std::max(cap[2], PanelView::packed_words(p.nrows(), p.nblocks()));
-      cap[3] = std::max(cap[3], p.data_size());
-    }
-    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, cap, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    auto fill = [](std::vector<Panel>& img, std::int64_t words, std::int64_t values, std::vector<ImageBuffer>& buf) {
-      if (img.empty()) return;
-      buf.resize(img.size() + 1);
-      for (std::size_t s = 0; s < buf.size(); ++s) {
-        buf[s].reserve(words, values);
-        if (s < img.size()) {
-          buf[s].pack(img[s]);
-          Panel().data().swap(img[s].data());  // release the image's values early
-        }
+  // Every buffer of an operand gets the capacity of the largest image on its ring, so a receive
+  // never overflows: the images' count + 1 buffers (the queue and one receive buffer); none for an
+  // operand without images (it does not move).
+  static void allocate_buffers(std::vector<Panel>& img, const RingSizes& cap, std::vector<ImageBuffer>& buf) {
+    if (img.empty()) return;
+    buf.resize(img.size() + 1);
+    for (std::size_t s = 0; s < buf.size(); ++s) {
+      buf[s].reserve(cap.words, cap.values);
+      if (s < img.size()) {
+        buf[s].pack(img[s]);
+        Panel().data().swap(img[s].data());  // release the image's values early
       }
-    };
-    fill(a_img, cap[0], cap[1], a_buf);
-    fill(b_img, cap[2], cap[3], b_buf);
+    }
   }
 
   // V ticks: multiply the front images while the fronts travel to the neighbours.

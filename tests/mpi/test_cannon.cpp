@@ -109,11 +109,16 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       double flops = rep.flops;
       MPI_Allreduce(MPI_IN_PLACE, &flops, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       EXPECT_EQ(flops, static_cast<double>(flops_expected));
-      // Buffers: a+1 for A and b+1 for B, each holding the largest image's values (and index);
-      // an operand whose ring is one process long does not move and holds none (its local panel
-      // is multiplied in place), so a 1x1 grid holds no buffer at all.
-      const std::int64_t values = (PC > 1 ? (a + 1) * *std::max_element(sizeA.begin(), sizeA.end()) : 0) +
-                                  (PR > 1 ? (b + 1) * *std::max_element(sizeB.begin(), sizeB.end()) : 0);
+      // Buffers: a+1 for A and b+1 for B, each holding the largest image's values (and index) of
+      // the ring it is on (my process row for A, my column for B: the images that pass through
+      // it); an operand whose ring is one process long does not move and holds none (its local
+      // panel is multiplied in place), so a 1x1 grid holds no buffer at all.
+      std::int64_t ring_a = 0, ring_b = 0;
+      for (int g = 0; g < V; ++g) {
+        ring_a = std::max(ring_a, sizeA[static_cast<std::size_t>(pr * V + g)]);
+        ring_b = std::max(ring_b, sizeB[static_cast<std::size_t>(g * PC + pc)]);
+      }
+      const std::int64_t values = (PC > 1 ? (a + 1) * ring_a : 0) + (PR > 1 ? (b + 1) * ring_b : 0);
       if (values == 0) {
         EXPECT_EQ(rep.peak_buffer_bytes, 0);
       } else {

@@ -171,7 +171,8 @@ class Cannon final : public plexus::CommStrategy {
   }
 
   // Sends every local block to the process and slot holding its image at tick 0. For A the
-  // exchange is within my process row, for B within my process column.
+  // exchange is within my process row, for B within my process column; none when no block
+  // changes rank (stays_home).
   // planned_recv: the values this rank will receive, known from the exchanged counts before any
   // data moves (the schedule's prediction of the pre-shift).
   static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
@@ -183,14 +184,32 @@ class Cannon final : public plexus::CommStrategy {
     const auto& layout = M.layout();
     auto values_of = [&](int i, int j) { return std::int64_t{layout.rows.size(i)} * layout.cols.size(j); };
     // Destination of a block: its k-group's ring position at tick 0; the tag is the slot there.
-    const plexus::ExchangedBlocks got = plexus::exchange_blocks(
-        v, layout, comm,
-        [&](int i, int j, int& slot) {
-          const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
-          return is_a ? plan.a_home(g, slot) : plan.b_home(g, slot);
-        },
-        traffic, role);
-    planned_recv = got.values_from_others;
+    auto home = [&](int i, int j, int& slot) {
+      const int g = plan.kgroup[static_cast<std::size_t>(is_a ? j : i)];
+      return is_a ? plan.a_home(g, slot) : plan.b_home(g, slot);
+    };
+    // The blocks of this rank's images by (slot, row, col), their values at `values` + offset.
+    plexus::ExchangedBlocks got;
+    const double* values = nullptr;
+    if (stays_home(M, plan, is_a)) {
+      // No block changes rank: no exchange (and none of its collectives). Taken from the local
+      // panel in its (row, col) order, slot by slot.
+      planned_recv = 0;
+      std::vector<std::vector<plexus::ExchangedBlocks::Block>> by_slot(static_cast<std::size_t>(nslots));
+      for (int r = 0; r < v.nrows; ++r)
+        for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
+          const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
+          int slot = 0;
+          home(i, j, slot);
+          by_slot[static_cast<std::size_t>(slot)].push_back({slot, i, j, v.offsets[q]});
+        }
+      for (auto& blocks : by_slot) got.blocks.insert(got.blocks.end(), blocks.begin(), blocks.end());
+      values = v.data;
+    } else {
+      got = plexus::exchange_blocks(v, layout, comm, home, traffic, role);
+      planned_recv = got.values_from_others;
+      values = got.values.data();
+    }
     std::vector<Panel> images;
     images.reserve(static_cast<std::size_t>(nslots));
     for (int s = 0; s < nslots; ++s) {
@@ -219,9 +238,24 @@ class Cannon final : public plexus::CommStrategy {
       if (r == p.nrows() || p.row_id(r) != blk.row)
         throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " +
                                   std::to_string(blk.col) + ") to the wrong image");
-      p.append_block(r, blk.col, got.values.data() + blk.offset, static_cast<int>(values_of(blk.row, blk.col)));
+      p.append_block(r, blk.col, values + blk.offset, static_cast<int>(values_of(blk.row, blk.col)));
     }
     return images;
+  }
+
+  // Whether every block of the operand is at its tick-0 home already: each k's owner along the
+  // ring (A: the process column of block column k; B: the process row of block row k) is where
+  // its k-group starts (e.g. B on a PR x 1 grid, block-cyclic). Decided from the distribution
+  // and the plan alone, so every rank of the ring gives the same answer and skips the same
+  // collectives.
+  static bool stays_home(const DistMatrix& M, const Plan& plan, bool is_a) {
+    const std::vector<int>& owner = is_a ? M.distribution().col_dist() : M.distribution().row_dist();
+    for (std::size_t k = 0; k < owner.size(); ++k) {
+      int slot = 0;
+      const int g = plan.kgroup[k];
+      if ((is_a ? plan.a_home(g, slot) : plan.b_home(g, slot)) != owner[k]) return false;
+    }
+    return true;
   }
 
   // What the images of one ring (my process row for A, column for B) come to: the values this rank

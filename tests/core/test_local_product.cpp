@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dense_reference.hpp"
+#include "local_product_testing.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
@@ -16,38 +17,8 @@
 
 using namespace plexus;
 
-namespace {
-// A full panel over `rows` x `ncols` blocks where block (i, j) is present iff keep(i, j), with
-// values derived from (seed, i, j, element).
-template <class Keep>
-Panel make_panel(const BlockLayout& l, int seed, Keep keep) {
-  std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
-  for (int i = 0; i < l.rows.count(); ++i) rows[i] = i;
-  Panel p(rows);
-  for (int i = 0; i < l.rows.count(); ++i)
-    for (int j = 0; j < l.cols.count(); ++j) {
-      if (!keep(i, j)) continue;
-      const int n = l.rows.size(i) * l.cols.size(j);
-      double* x = p.append_block(i, j, n);
-      for (int e = 0; e < n; ++e) x[e] = std::sin(seed * 1.3 + i * 7.1 + j * 3.7 + e * 0.37);
-    }
-  return p;
-}
-
-std::vector<double> dense_of(const PanelView& v, const BlockLayout& l) {
-  const std::int64_t nr = l.rows.total();
-  std::vector<double> d(static_cast<std::size_t>(nr * l.cols.total()), 0.0);
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
-      const int m = l.rows.size(i);
-      for (int c = 0; c < l.cols.size(j); ++c)
-        for (int q = 0; q < m; ++q)
-          d[static_cast<std::size_t>((l.cols.offset(j) + c) * nr + l.rows.offset(i) + q)] = v.data[v.offsets[b] + q + c * m];
-    }
-  return d;
-}
-}  // namespace
+using test::dense_of;
+using test::make_panel;
 
 TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
   const BlockSizes s = BlockSizes::cyclic(8, {1, 5, 13, 23, 32});
@@ -163,33 +134,6 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
   }
 }
 
-namespace {
-// The reference kernel's host session, counting the growths of C.
-class GrowCountingKernel final : public Kernel {
- public:
-  std::string name() const override { return "grow-counting"; }
-  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override {
-    struct Session final : KernelSession {
-      std::unique_ptr<KernelSession> inner;
-      int* grows;
-      void grow(std::int64_t values) override {
-        ++*grows;
-        inner->grow(values);
-      }
-      void stage(const PanelView& a, const PanelView& b) override { inner->stage(a, b); }
-      void process(const StackEntry* stack, std::int64_t n, int slot) override { inner->process(stack, n, slot); }
-      void unstage() override { inner->unstage(); }
-      MatrixData finish() override { return inner->finish(); }
-    };
-    auto s = std::make_unique<Session>();
-    s->inner = reference.begin(std::move(c), slots);
-    s->grows = &grows;
-    return s;
-  }
-  int grows = 0;
-  ReferenceKernel reference;
-};
-}  // namespace
 
 // One thread on a host backend, with room reserved for C, takes one pass a tick, placing new C
 // blocks as their first product is stacked and growing C stack by stack; more threads, or no room
@@ -216,13 +160,13 @@ TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
   // One pass needs one thread and room reserved in C (expected_values); C then grows stack by
   // stack. Otherwise the symbolic pass grows it once per tick.
   auto run = [&](int threads, std::int64_t expected, int& grows) {
-    GrowCountingKernel k;
+    test::LoggingKernel k;
     LocalProduct lp(c0.view(), l, k, threads, eps, {}, 0.5, expected);
     for (int t = 0; t < 3; ++t)
       lp.multiply(a[static_cast<std::size_t>(t)].view(), l, b[static_cast<std::size_t>(t)].view(), l);
     EXPECT_GT(lp.stats().products, 3 * 4096);
     EXPECT_GT(lp.stats().skipped, 0);
-    grows = k.grows;
+    grows = static_cast<int>(k.logs.back().grows.size());
     return lp.finish();
   };
   int grows_one = 0, grows_two = 0, grows_unreserved = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dense_reference.hpp"
+#include "local_product_testing.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/memory.hpp"
@@ -20,79 +21,8 @@ using namespace plexus;
 
 namespace {
 
-// `stride` > 0: block q's values start at q * stride (gaps between the blocks).
-template <class Keep>
-Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = false, std::int64_t stride = 0) {
-  std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
-  for (int i = 0; i < l.rows.count(); ++i) rows[static_cast<std::size_t>(i)] = i;
-  // `reversed`: the same blocks and values, stored from the last block to the first (other offsets).
-  std::vector<std::pair<int, int>> blocks;
-  for (int i = 0; i < l.rows.count(); ++i)
-    for (int j = 0; j < l.cols.count(); ++j)
-      if (keep(i, j)) blocks.emplace_back(i, j);
-  std::vector<std::int64_t> at(blocks.size());
-  std::int64_t total = 0;
-  for (std::size_t q = 0; q < blocks.size(); ++q) {
-    const std::size_t b = reversed ? blocks.size() - 1 - q : q;
-    at[b] = stride > 0 ? static_cast<std::int64_t>(b) * stride : total;
-    total = stride > 0 ? static_cast<std::int64_t>(blocks.size()) * stride
-                       : total + std::int64_t{l.rows.size(blocks[b].first)} * l.cols.size(blocks[b].second);
-  }
-  IndexArray row_ids(rows.begin(), rows.end()), row_ptr(rows.size() + 1, 0), cols, offsets;
-  MatrixData data(static_cast<std::size_t>(total));
-  for (std::size_t q = 0; q < blocks.size(); ++q) {
-    const auto [i, j] = blocks[q];
-    ++row_ptr[static_cast<std::size_t>(i) + 1];
-    cols.push_back(j);
-    offsets.push_back(at[q]);
-    const int n = l.rows.size(i) * l.cols.size(j);
-    for (int e = 0; e < n; ++e)
-      data[static_cast<std::size_t>(at[q] + e)] = std::sin(seed * 1.3 + i * 7.1 + j * 3.7 + e * 0.37);
-  }
-  for (std::size_t r = 0; r < rows.size(); ++r) row_ptr[r + 1] += row_ptr[r];
-  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
-}
-
-// The reference kernel, logging every call its sessions get: growths and each slot's stacks.
-class LoggingKernel final : public Kernel {
- public:
-  struct Log {
-    std::vector<std::int64_t> grows;
-    std::map<int, std::vector<StackEntry>> stacks;  // by slot, in order
-    std::map<int, std::vector<std::int64_t>> sizes;
-  };
-  std::string name() const override { return "logging"; }
-  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override {
-    struct Session final : KernelSession {
-      std::unique_ptr<KernelSession> inner;
-      Log* log;
-      void grow(std::int64_t values) override {
-        log->grows.push_back(values);
-        inner->grow(values);
-      }
-      void stage(const PanelView& a, const PanelView& b) override { inner->stage(a, b); }
-      void process(const StackEntry* stack, std::int64_t n, int slot) override {
-        std::vector<StackEntry>* mine = nullptr;
-#pragma omp critical(logging_kernel)
-        {
-          mine = &log->stacks[slot];
-          log->sizes[slot].push_back(n);
-        }
-        mine->insert(mine->end(), stack, stack + n);
-        inner->process(stack, n, slot);
-      }
-      void unstage() override { inner->unstage(); }
-      MatrixData finish() override { return inner->finish(); }
-    };
-    logs.emplace_back();
-    auto s = std::make_unique<Session>();
-    s->inner = reference.begin(std::move(c), slots);
-    s->log = &logs.back();
-    return s;
-  }
-  std::deque<Log> logs;  // one per session (a deque: a session keeps a pointer to its log)
-  ReferenceKernel reference;
-};
+using test::LoggingKernel;
+using test::make_panel;
 
 void expect_same_stacks(const LoggingKernel::Log& x, const LoggingKernel::Log& y) {
   EXPECT_EQ(x.grows, y.grows);
@@ -134,6 +64,20 @@ struct Case {
       a.push_back(make_panel(l, 11 + t, [t](int i, int k) { return k / 4 == t && (i + k) % 3 != 1; }));
       b.push_back(make_panel(l, 21 + t, [t](int k, int j) { return k / 4 == t && (2 * k + j) % 5 < 2; }));
     }
+  }
+};
+
+// One tick of 16,000 products (four stacks) into an empty C of 40 x 40 blocks of 2.
+struct BigTick {
+  BlockSizes s = BlockSizes::cyclic(40, {2});
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 1, [](int i, int kk) { return (i + kk) % 2 == 0; });
+  Panel b = make_panel(l, 2, [](int kk, int j) { return (kk * 3 + j) % 2 == 0; });
+  Panel empty{rows_of(40)};
+  static std::vector<int> rows_of(int n) {
+    std::vector<int> rows(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) rows[static_cast<std::size_t>(i)] = i;
+    return rows;
   }
 };
 
@@ -188,33 +132,12 @@ TEST(ProductPlans, ARepeatedProductReplaysEveryTickAndGivesTheSameC) {
       EXPECT_EQ(plans.size(), 1U) << "a replayed plan is kept once";
       expect_same_panel(first.c, fresh.c);
       // And C is the product: beta * C0 + sum of the ticks' A * B (a dense reference).
-      std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-      {
-        const PanelView c0 = k.c0.view();
-        for (int r = 0; r < c0.nrows; ++r)
-          for (std::int64_t q = c0.row_ptr[r]; q < c0.row_ptr[r + 1]; ++q) {
-            const int i = static_cast<int>(c0.row_ids[r]), j = static_cast<int>(c0.cols[q]), m = k.s.size(i);
-            for (int cc = 0; cc < k.s.size(j); ++cc)
-              for (int rr = 0; rr < m; ++rr)
-                ref[static_cast<std::size_t>((k.s.offset(j) + cc) * n + k.s.offset(i) + rr)] =
-                    0.5 * c0.data[c0.offsets[q] + rr + cc * m];
-          }
-      }
-      auto dense = [&](const Panel& p) {
-        std::vector<double> d(static_cast<std::size_t>(n * n), 0.0);
-        const PanelView v = p.view();
-        for (int r = 0; r < v.nrows; ++r)
-          for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
-            const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]), m = k.s.size(i);
-            for (int cc = 0; cc < k.s.size(j); ++cc)
-              for (int rr = 0; rr < m; ++rr)
-                d[static_cast<std::size_t>((k.s.offset(j) + cc) * n + k.s.offset(i) + rr)] =
-                    v.data[v.offsets[q] + rr + cc * m];
-          }
-        return d;
-      };
-      for (std::size_t t = 0; t < 3; ++t) test::dense_gemm(n, n, n, 1.0, dense(k.a[t]), dense(k.b[t]), 1.0, ref);
-      EXPECT_LE(test::relative_error(dense(fresh.c), ref), 1e-13);
+      std::vector<double> ref = test::dense_of(k.c0.view(), k.l);
+      for (double& x : ref) x *= 0.5;
+      for (std::size_t t = 0; t < 3; ++t)
+        test::dense_gemm(n, n, n, 1.0, test::dense_of(k.a[t].view(), k.l), test::dense_of(k.b[t].view(), k.l), 1.0,
+                         ref);
+      EXPECT_LE(test::relative_error(test::dense_of(fresh.c.view(), k.l), ref), 1e-13);
     }
 }
 
@@ -395,13 +318,10 @@ TEST(ProductPlans, OtherThreadRowsOrMemorySpaceAreNotReplayed) {
 // the product without plans does; the other way round, once per tick too. (A tick of 16,000
 // products: four stacks.)
 TEST(ProductPlans, AReplayGrowsCAsABuiltTickWouldWithTheRoomReservedNow) {
-  const BlockSizes s = BlockSizes::cyclic(40, {2});
-  const BlockLayout l{s, s};
-  const Panel a = make_panel(l, 1, [](int i, int kk) { return (i + kk) % 2 == 0; });
-  const Panel b = make_panel(l, 2, [](int kk, int j) { return (kk * 3 + j) % 2 == 0; });
-  std::vector<int> rows(40);
-  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
-  const Panel empty(rows);
+  const BigTick t;
+  const BlockSizes& s = t.s;
+  const BlockLayout& l = t.l;
+  const Panel &a = t.a, &b = t.b, &empty = t.empty;
   const std::int64_t room = s.total() * s.total();
   for (const auto& [recorded, replayed] : {std::pair<std::int64_t, std::int64_t>{room, 0}, {0, room}}) {
     SCOPED_TRACE("recorded with room for " + std::to_string(recorded) + ", replayed with " + std::to_string(replayed));
@@ -430,13 +350,9 @@ TEST(ProductPlans, AReplayGrowsCAsABuiltTickWouldWithTheRoomReservedNow) {
 // memory a product takes with plans too small for it stays that of a product without plans (up to
 // the room), not that of its whole record.
 TEST(ProductPlans, RecordingStopsWithinTheTickThatOutgrowsTheRoom) {
-  const BlockSizes s = BlockSizes::cyclic(40, {2});
-  const BlockLayout l{s, s};
-  const Panel a = make_panel(l, 1, [](int i, int kk) { return (i + kk) % 2 == 0; });
-  const Panel b = make_panel(l, 2, [](int kk, int j) { return (kk * 3 + j) % 2 == 0; });
-  std::vector<int> rows(40);
-  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
-  const Panel empty(rows);
+  const BigTick t;
+  const BlockLayout& l = t.l;
+  const Panel &a = t.a, &b = t.b, &empty = t.empty;
   ReferenceKernel kernel;
   auto peak_of = [&](ProductPlans* plans) {
     const std::int64_t before = memory::current(memory::Category::Other);

@@ -1,0 +1,110 @@
+#pragma once
+// What the LocalProduct and ProductPlans tests share: panels made from a rule, their dense form,
+// and a reference kernel that logs what its sessions are asked to do.
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plexus/kernel.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/panel.hpp"
+
+namespace plexus::test {
+
+/// A full panel over all of l's rows where block (i, j) is present iff keep(i, j), with values
+/// derived from (seed, i, j, element), stored in (row, col) order one after the other.
+/// `reversed`: the same blocks and values stored from the last block to the first (other
+/// offsets). `stride` > 0: block q's values start at q * stride (gaps between the blocks).
+template <class Keep>
+Panel make_panel(const BlockLayout& l, int seed, Keep keep, bool reversed = false, std::int64_t stride = 0) {
+  std::vector<int> rows(static_cast<std::size_t>(l.rows.count()));
+  for (int i = 0; i < l.rows.count(); ++i) rows[static_cast<std::size_t>(i)] = i;
+  std::vector<std::pair<int, int>> blocks;
+  for (int i = 0; i < l.rows.count(); ++i)
+    for (int j = 0; j < l.cols.count(); ++j)
+      if (keep(i, j)) blocks.emplace_back(i, j);
+  std::vector<std::int64_t> at(blocks.size());
+  std::int64_t total = 0;
+  for (std::size_t q = 0; q < blocks.size(); ++q) {
+    const std::size_t b = reversed ? blocks.size() - 1 - q : q;
+    at[b] = stride > 0 ? static_cast<std::int64_t>(b) * stride : total;
+    total = stride > 0 ? static_cast<std::int64_t>(blocks.size()) * stride
+                       : total + std::int64_t{l.rows.size(blocks[b].first)} * l.cols.size(blocks[b].second);
+  }
+  IndexArray row_ids(rows.begin(), rows.end()), row_ptr(rows.size() + 1, 0), cols, offsets;
+  MatrixData data(static_cast<std::size_t>(total));
+  for (std::size_t q = 0; q < blocks.size(); ++q) {
+    const auto [i, j] = blocks[q];
+    ++row_ptr[static_cast<std::size_t>(i) + 1];
+    cols.push_back(j);
+    offsets.push_back(at[q]);
+    const int n = l.rows.size(i) * l.cols.size(j);
+    for (int e = 0; e < n; ++e)
+      data[static_cast<std::size_t>(at[q] + e)] = std::sin(seed * 1.3 + i * 7.1 + j * 3.7 + e * 0.37);
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) row_ptr[r + 1] += row_ptr[r];
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
+/// The panel as a dense column-major matrix of l's size (absent blocks zero).
+inline std::vector<double> dense_of(const PanelView& v, const BlockLayout& l) {
+  const std::int64_t nr = l.rows.total();
+  std::vector<double> d(static_cast<std::size_t>(nr * l.cols.total()), 0.0);
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[b]);
+      const int m = l.rows.size(i);
+      for (int c = 0; c < l.cols.size(j); ++c)
+        for (int q = 0; q < m; ++q)
+          d[static_cast<std::size_t>((l.cols.offset(j) + c) * nr + l.rows.offset(i) + q)] = v.data[v.offsets[b] + q + c * m];
+    }
+  return d;
+}
+
+/// The reference kernel, logging every call its sessions get: growths and each slot's stacks.
+class LoggingKernel final : public Kernel {
+ public:
+  struct Log {
+    std::vector<std::int64_t> grows;
+    std::map<int, std::vector<StackEntry>> stacks;  // by slot, in order
+    std::map<int, std::vector<std::int64_t>> sizes;
+  };
+  std::string name() const override { return "logging"; }
+  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override {
+    struct Session final : KernelSession {
+      std::unique_ptr<KernelSession> inner;
+      Log* log;
+      void grow(std::int64_t values) override {
+        log->grows.push_back(values);
+        inner->grow(values);
+      }
+      void stage(const PanelView& a, const PanelView& b) override { inner->stage(a, b); }
+      void process(const StackEntry* stack, std::int64_t n, int slot) override {
+        std::vector<StackEntry>* mine = nullptr;
+#pragma omp critical(logging_kernel)
+        {
+          mine = &log->stacks[slot];
+          log->sizes[slot].push_back(n);
+        }
+        mine->insert(mine->end(), stack, stack + n);
+        inner->process(stack, n, slot);
+      }
+      void unstage() override { inner->unstage(); }
+      MatrixData finish() override { return inner->finish(); }
+    };
+    logs.emplace_back();
+    auto s = std::make_unique<Session>();
+    s->inner = reference.begin(std::move(c), slots);
+    s->log = &logs.back();
+    return s;
+  }
+  std::deque<Log> logs;  // one per session (a deque: a session keeps a pointer to its log)
+  ReferenceKernel reference;
+};
+
+}  // namespace plexus::test

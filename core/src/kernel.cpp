@@ -19,7 +19,8 @@ namespace {
 // A host backend's accumulation: C stays in the area it was handed, the panels are read in place.
 class HostSession final : public KernelSession {
  public:
-  HostSession(HostKernel& kernel, MatrixData c, int slots) : kernel_(kernel), c_(std::move(c)), slots_(slots) {}
+  HostSession(HostKernel& kernel, MatrixData c, int slots)
+      : kernel_(kernel), c_(std::move(c)), slots_(slots), writes_first_(kernel.first_product_writes()) {}
 
   void grow(std::int64_t values) override {
     const auto old = static_cast<std::int64_t>(c_.size());
@@ -28,6 +29,9 @@ class HostSession final : public KernelSession {
     if (values > static_cast<std::int64_t>(c_.capacity()))
       c_.reserve(std::max(static_cast<std::size_t>(values), c_.capacity() * 3 / 2));
     c_.resize(static_cast<std::size_t>(values));  // tracked vectors leave new doubles unset
+    // A kernel whose first products write gets them unset: each new block's first product
+    // overwrites it (StackEntry::first), so zeroing would only be a pass over memory.
+    if (writes_first_) return;
     double* fresh = c_.data() + old;
     const std::int64_t n = values - old;
 #pragma omp parallel for num_threads(slots_) schedule(static)
@@ -51,6 +55,7 @@ class HostSession final : public KernelSession {
   HostKernel& kernel_;
   MatrixData c_;
   int slots_;
+  bool writes_first_;
   const double* a_ = nullptr;
   const double* b_ = nullptr;
 };

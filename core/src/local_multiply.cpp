@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -280,15 +281,20 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   for (int r = 0; r < b.nrows; ++r) b_row_of[static_cast<std::size_t>(b.row_ids[r])] = r;
 
   using RowList = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // C's size before this tick: blocks placed from here on are new this tick, and their first
+  // product is marked (StackEntry::first).
+  const std::int64_t tick_start = c_values_;
   // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list).
-  auto for_each_product = [&](ThreadWork& w, auto&& f) {
+  // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
+  // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
+  auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
     // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
     const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
     const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
     for (int ar = ar0; ar < ar1; ++ar) {
       const int cr = a_c_row[ar];
       RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
-      for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
+      for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off < fresh_from ? off : -2 - off;
       const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
       const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
       for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
@@ -314,7 +320,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // One thread on a host backend: one pass, placing each new C block at the end of C's area as
   // its first product is stacked and growing C before each stack goes to the kernel (the host
   // session allows several growths a tick; the new blocks are zeroed just before their products,
-  // while they are still in cache). Several threads, or a device backend: the symbolic pass
+  // while they are still in cache, unless the backend's first products write them). Several
+  // threads, or a device backend: the symbolic pass
   // places every thread's new blocks first, C grows once, then the numeric pass.
   // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
   // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
@@ -346,11 +353,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       w.fresh.clear();
       w.fresh_values = 0;
       Place place{w};
-      for_each_product(w, place);
+      for_each_product(w, std::numeric_limits<std::int64_t>::max(), place);
       seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
     });
     place_timer.stop();
-    // One growth of C's area for all threads' new blocks (zeroed by the backend).
+    // One growth of C's area for all threads' new blocks (zeroed by the backend, or left for their
+    // first products to write).
     std::int64_t end = c_values_;
     for (auto& w : work_) {
       w->base = end;
@@ -384,7 +392,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     void flush() {
       if (size == 0) return;
       std::int64_t grow_to = 0;
-      if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks, zeroed
+      if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks
         session.grow(*c_end);
         *c_grown = grow_to = *c_end;
       }
@@ -407,13 +415,20 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
     void skip() { ++skipped; }
     void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int r, RowList& list) {
-      if (c_end != nullptr && w.c_off[j] < 0) {  // one pass: a new block, placed at the end
-        w.c_off[j] = *c_end;
+      std::int64_t c = w.c_off[j];
+      int first = 0;
+      if (c < -1) {  // the first product into a block the symbolic pass placed this tick
+        c = w.c_off[j] = -2 - c;
+        first = 1;
+      } else if (c_end != nullptr && c < 0) {  // one pass: a new block, placed at the end
+        c = w.c_off[j] = *c_end;
+        first = 1;
         w.fresh.emplace_back(r, list.size());
         list.emplace_back(static_cast<std::int64_t>(j), *c_end);
         *c_end += std::int64_t{m} * n;
       }
-      entries[size++] = StackEntry{m, n, k, a.offsets[ab], b.offsets[bb], w.c_off[j]};
+      entries[size++] =
+          StackEntry{.m = m, .n = n, .k = k, .first = first, .a = a.offsets[ab], .b = b.offsets[bb], .c = c};
       mnk += std::int64_t{m} * n * k;
       ++products;
       if (size == kStackCapacity) flush();
@@ -444,7 +459,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 one_pass ? &c_grown : nullptr,
                 record_ ? &w.record : nullptr,
                 record_room};
-    for_each_product(w, stack);
+    for_each_product(w, tick_start, stack);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     if (stack.record != nullptr) {
@@ -499,7 +514,7 @@ bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const
   if (rec.threads.size() != work_.size()) throw Error("LocalProduct", "a plan for another thread count");
   // C grows as a built tick would grow it now: stack by stack (a plan of the one pass) only while
   // there is room reserved, otherwise once to the tick's end before the stacks. Either way the
-  // new blocks are zeros before their first product.
+  // new blocks are grown before their first product, which the recorded stacks mark.
   const bool per_stack = c_values_ < reserved_values_;
   const std::int64_t grow_first = per_stack ? rec.grow_before : std::max(rec.grow_before, rec.c_end);
   if (grow_first > c_values_) {

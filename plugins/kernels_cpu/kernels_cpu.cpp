@@ -2,7 +2,9 @@
 // kernels (one dispatch per (m, n, k), cached per thread), with BLAS dgemm as the fallback for
 // shapes libxsmm does not generate (and for Backend=blas).
 //
-// A host backend (plexus::HostKernel): C and the panels stay where core keeps them.
+// A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
+// products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
+// beta = 0, so C's new blocks are never zeroed beforehand.
 //
 // Threading: core's LocalProduct opens the OpenMP region and gives each thread a stack whose
 // C blocks no other thread touches; process() is therefore called concurrently and opens no
@@ -40,7 +42,8 @@ constexpr bool kHaveLibxsmm = PLEXUS_HAVE_LIBXSMM != 0;
 constexpr std::int64_t kMaxXsmmVolume = 64 * 64 * 64;
 
 inline void blas_gemm(const StackEntry& e, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, e.m, e.n, e.k, 1.0, a + e.a, e.m, b + e.b, e.k, 1.0, c + e.c,
+  const double beta = e.first != 0 ? 0.0 : 1.0;  // a marked first product writes C's new block
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, e.m, e.n, e.k, 1.0, a + e.a, e.m, b + e.b, e.k, beta, c + e.c,
               e.m);
 }
 
@@ -52,26 +55,27 @@ void init_libxsmm() {
   std::call_once(once, [] { libxsmm_init(); });
 }
 
-/// Per-thread cache (m, n, k) -> libxsmm kernel (nullptr: use dgemm). A last-hit fast path serves
-/// the common case of runs of equal shapes; an open-addressed table serves mixed shapes without
-/// locks. libxsmm's own registry is thread-safe, so a miss simply asks it.
+/// Per-thread cache (m, n, k, beta) -> libxsmm kernel (nullptr: use dgemm); beta is 1 (add) or
+/// 0 (write: a stack entry marked first). A last-hit fast path per beta serves the common case of
+/// runs of equal shapes; an open-addressed table serves mixed shapes without locks. libxsmm's own
+/// registry is thread-safe, so a miss simply asks it.
 class DispatchCache {
  public:
   /// m, n, k >= 1 with m*n*k <= kMaxXsmmVolume (so each fits the 21 bits of the key).
-  XsmmFn get(int m, int n, int k) {
-    const std::uint64_t key = pack(m, n, k);
-    if (key == last_key_) return last_fn_;
+  XsmmFn get(int m, int n, int k, bool write) {
+    const std::uint64_t key = pack(m, n, k, write);
+    if (key == last_key_[write]) return last_fn_[write];
     std::uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> (64 - kBits);
     for (int probe = 0; probe < kSlots; ++probe, h = (h + 1) & (kSlots - 1)) {
       Slot& s = slots_[h];
-      if (s.key == key) return remember(key, s.fn);
+      if (s.key == key) return remember(key, write, s.fn);
       if (s.key == 0) {
         s.key = key;
-        s.fn = dispatch(m, n, k);
-        return remember(key, s.fn);
+        s.fn = dispatch(m, n, k, write);
+        return remember(key, write, s.fn);
       }
     }
-    return remember(key, dispatch(m, n, k));  // table full: libxsmm's registry still caches
+    return remember(key, write, dispatch(m, n, k, write));  // table full: libxsmm's registry still caches
   }
 
  private:
@@ -81,25 +85,25 @@ class DispatchCache {
     std::uint64_t key = 0;  // 0: empty (m, n, k >= 1, so no real key is 0)
     XsmmFn fn = nullptr;
   };
-  static std::uint64_t pack(int m, int n, int k) {
-    return (static_cast<std::uint64_t>(m) << 42) | (static_cast<std::uint64_t>(n) << 21) |
-           static_cast<std::uint64_t>(k);
+  static std::uint64_t pack(int m, int n, int k, bool write) {
+    return (static_cast<std::uint64_t>(write) << 63) | (static_cast<std::uint64_t>(m) << 42) |
+           (static_cast<std::uint64_t>(n) << 21) | static_cast<std::uint64_t>(k);
   }
-  static XsmmFn dispatch(int m, int n, int k) {
-    const double alpha = 1.0, beta = 1.0;
+  static XsmmFn dispatch(int m, int n, int k, bool write) {
+    const double alpha = 1.0, beta = write ? 0.0 : 1.0;
     // Kernels that take the next product's operands and prefetch them (libxsmm picks the
     // strategy for the target); process() passes the next stack entry's blocks.
     const int prefetch = LIBXSMM_PREFETCH_AUTO;
     return libxsmm_dmmdispatch(m, n, k, nullptr, nullptr, nullptr, &alpha, &beta, nullptr, &prefetch);
   }
-  XsmmFn remember(std::uint64_t key, XsmmFn fn) {
-    last_key_ = key;
-    last_fn_ = fn;
+  XsmmFn remember(std::uint64_t key, bool write, XsmmFn fn) {
+    last_key_[write] = key;
+    last_fn_[write] = fn;
     return fn;
   }
 
-  std::uint64_t last_key_ = 0;
-  XsmmFn last_fn_ = nullptr;
+  std::uint64_t last_key_[2] = {0, 0};
+  XsmmFn last_fn_[2] = {nullptr, nullptr};
   std::array<Slot, kSlots> slots_{};
 };
 
@@ -151,6 +155,7 @@ class CpuKernel final : public plexus::HostKernel {
 
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
+  bool first_product_writes() const override { return true; }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
 #if PLEXUS_HAVE_LIBXSMM
     if (backend_ == Backend::Libxsmm) {
@@ -160,7 +165,7 @@ class CpuKernel final : public plexus::HostKernel {
         if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
         if (i + kPrefetchDistance < n) prefetch_small(stack[i + kPrefetchDistance], a, b, c);
         const StackEntry& nx = stack[i + 1 < n ? i + 1 : i];
-        XsmmFn fn = std::int64_t{e.m} * e.n * e.k <= kMaxXsmmVolume ? cache.get(e.m, e.n, e.k) : nullptr;
+        XsmmFn fn = std::int64_t{e.m} * e.n * e.k <= kMaxXsmmVolume ? cache.get(e.m, e.n, e.k, e.first != 0) : nullptr;
         if (fn)
           fn(a + e.a, b + e.b, c + e.c, a + nx.a, b + nx.b, c + nx.c);
         else

@@ -154,7 +154,7 @@ TEST(Registry, FactoriesValidateTheirSublist) {
   }
   // The plugin's kernel works across the library boundary, and its type is known here.
   EXPECT_NE(dynamic_cast<plexus::HostKernel*>(k.get()), nullptr);
-  plexus::StackEntry e{1, 1, 1, 0, 0, 0};
+  plexus::StackEntry e{.m = 1, .n = 1, .k = 1, .first = 0, .a = 0, .b = 0, .c = 0};
   const double a = 2, b = 3;
   plexus::PanelView av, bv;
   av.data = &a;

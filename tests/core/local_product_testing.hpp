@@ -1,11 +1,14 @@
 #pragma once
 // What the LocalProduct and ProductPlans tests share: panels made from a rule, their dense form,
 // and a reference kernel that logs what its sessions are asked to do.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,6 +73,7 @@ inline std::vector<double> dense_of(const PanelView& v, const BlockLayout& l) {
 class LoggingKernel final : public Kernel {
  public:
   struct Log {
+    std::int64_t start_values = 0;  // C's size at begin()
     std::vector<std::int64_t> grows;
     std::map<int, std::vector<StackEntry>> stacks;  // by slot, in order
     std::map<int, std::vector<std::int64_t>> sizes;
@@ -98,6 +102,7 @@ class LoggingKernel final : public Kernel {
       MatrixData finish() override { return inner->finish(); }
     };
     logs.emplace_back();
+    logs.back().start_values = static_cast<std::int64_t>(c.size());
     auto s = std::make_unique<Session>();
     s->inner = reference.begin(std::move(c), slots);
     s->log = &logs.back();
@@ -106,5 +111,21 @@ class LoggingKernel final : public Kernel {
   std::deque<Log> logs;  // one per session (a deque: a session keeps a pointer to its log)
   ReferenceKernel reference;
 };
+
+/// Every product into a C block that the session grew is marked first exactly when no product
+/// went to that block before it (StackEntry::first); no other product is marked. Returns the
+/// number of marked products. (The slots own disjoint blocks, so each slot's order is what counts.)
+inline std::int64_t expect_first_marks(const LoggingKernel::Log& log) {
+  std::int64_t marked = 0;
+  std::set<std::int64_t> seen;
+  for (const auto& [slot, entries] : log.stacks)
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      const StackEntry& x = entries[e];
+      const bool first = x.c >= log.start_values && seen.insert(x.c).second;
+      EXPECT_EQ(x.first != 0, first) << "slot " << slot << ", entry " << e << " into C offset " << x.c;
+      marked += x.first != 0 ? 1 : 0;
+    }
+  return marked;
+}
 
 }  // namespace plexus::test

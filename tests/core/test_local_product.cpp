@@ -167,7 +167,10 @@ TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
     EXPECT_GT(lp.stats().products, 3 * 4096);
     EXPECT_GT(lp.stats().skipped, 0);
     grows = static_cast<int>(k.logs.back().grows.size());
-    return lp.finish();
+    Panel c = lp.finish();
+    // Each new block's first product, and only it, is marked (StackEntry::first).
+    EXPECT_EQ(test::expect_first_marks(k.logs.back()), c.nblocks() - c0.nblocks());
+    return c;
   };
   int grows_one = 0, grows_two = 0, grows_unreserved = 0;
   const Panel one = run(1, 100000, grows_one), two = run(2, 0, grows_two), unreserved = run(1, 0, grows_unreserved);

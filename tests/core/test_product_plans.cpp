@@ -33,7 +33,8 @@ void expect_same_stacks(const LoggingKernel::Log& x, const LoggingKernel::Log& y
     ASSERT_EQ(entries.size(), other.size()) << "slot " << slot;
     for (std::size_t e = 0; e < entries.size(); ++e) {
       const StackEntry &p = entries[e], &q = other[e];
-      EXPECT_TRUE(p.m == q.m && p.n == q.n && p.k == q.k && p.a == q.a && p.b == q.b && p.c == q.c)
+      EXPECT_TRUE(p.m == q.m && p.n == q.n && p.k == q.k && p.first == q.first && p.a == q.a && p.b == q.b &&
+                  p.c == q.c)
           << "slot " << slot << ", entry " << e;
     }
   }
@@ -128,6 +129,7 @@ TEST(ProductPlans, ARepeatedProductReplaysEveryTickAndGivesTheSameC) {
         EXPECT_EQ(replayed.stats.flops, fresh.stats.flops);
         expect_same_panel(replayed.c, fresh.c);
         expect_same_stacks(kernel.logs.back(), kernel.logs.front());
+        EXPECT_EQ(test::expect_first_marks(kernel.logs.back()), replayed.c.nblocks() - k.c0.nblocks());
       }
       EXPECT_EQ(plans.size(), 1U) << "a replayed plan is kept once";
       expect_same_panel(first.c, fresh.c);
@@ -176,6 +178,7 @@ TEST(ProductPlans, AProductLeavesThePlanAtTheFirstTickThatDiffers) {
       const Outcome fresh = product(kernel, k, threads, nullptr, 0, v.ticks);
       expect_same_panel(left.c, fresh.c);
       expect_same_stacks(kernel.logs[1], kernel.logs[2]);
+      EXPECT_EQ(test::expect_first_marks(kernel.logs[1]), left.c.nblocks() - k.c0.nblocks());
       EXPECT_EQ(plans.size(), 2U);
       const Outcome again = product(kernel, k, threads, &plans, 0, v.ticks);
       EXPECT_EQ(again.stats.replayed_ticks, static_cast<std::int64_t>(v.ticks.size()));

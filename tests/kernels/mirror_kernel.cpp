@@ -4,8 +4,18 @@
 // and stage() have copied them, and checks the session contract on every call: the order of the
 // calls, one call at a time per slot, and every stack entry inside the staged panels and C's
 // area. What passes the conformance suites with it is ready for a real device backend.
+//
+// With FirstProductsWrite (the default) it also claims Kernel::first_product_writes(): C's growth
+// is filled with NaN instead of zeros, a product marked `first` writes its block, and every mark is
+// checked: an unmarked product must not find its block still NaN (new and not yet written). A
+// product that core fails to mark fails the session; one marked wrongly overwrites the products
+// before it, which the result shows. FirstProductsWrite=false: the grown values are zero and the marks are ignored, as
+// a backend that does not opt in sees them.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,14 +35,15 @@ using DeviceBuffer = plexus::memory::vector<double, plexus::memory::Category::De
 
 class MirrorSession final : public plexus::KernelSession {
  public:
-  MirrorSession(plexus::MatrixData c, int slots) : c_(c.begin(), c.end()), busy_(static_cast<std::size_t>(slots)) {
+  MirrorSession(plexus::MatrixData c, int slots, bool writes_first)
+      : c_(c.begin(), c.end()), busy_(static_cast<std::size_t>(slots)), writes_first_(writes_first) {
     // `c` (the host copy) is released when this returns: C lives here from now on.
   }
 
   void grow(std::int64_t values) override {
     require(!finished_, "grow() after finish()");
     require(values >= static_cast<std::int64_t>(c_.size()), "grow() to fewer values than C holds");
-    c_.resize(static_cast<std::size_t>(values), 0.0);
+    c_.resize(static_cast<std::size_t>(values), writes_first_ ? std::numeric_limits<double>::quiet_NaN() : 0.0);
   }
 
   void stage(const plexus::PanelView& a, const plexus::PanelView& b) override {
@@ -84,6 +95,12 @@ class MirrorSession final : public plexus::KernelSession {
     const double* A = a_.data() + e.a;
     const double* B = b_.data() + e.b;
     double* C = c_.data() + e.c;
+    if (writes_first_ && e.m > 0 && e.n > 0) {
+      // A new block is NaN until its first product, which must be marked. (A mark on a later
+      // product overwrites the ones before it: the result shows that.)
+      require(e.first != 0 || !std::isnan(C[0]), "a product into a new block before one marked first");
+      if (e.first != 0) std::fill(C, C + std::int64_t{e.m} * e.n, 0.0);
+    }
     for (int j = 0; j < e.n; ++j)
       for (int l = 0; l < e.k; ++l)
         for (int i = 0; i < e.m; ++i) C[i + std::int64_t{j} * e.m] += A[i + std::int64_t{l} * e.m] * B[l + std::int64_t{j} * e.k];
@@ -92,22 +109,25 @@ class MirrorSession final : public plexus::KernelSession {
   DeviceMatrix c_;
   DeviceBuffer a_, b_;
   std::vector<std::atomic<bool>> busy_;
+  bool writes_first_;
   bool staged_ = false, finished_ = false;
 };
 
 class MirrorKernel final : public plexus::Kernel {
  public:
-  explicit MirrorKernel(int threads) : threads_(threads) {}
+  MirrorKernel(int threads, bool writes_first) : threads_(threads), writes_first_(writes_first) {}
   std::string name() const override { return "mirror"; }
   int threads() const override { return threads_; }
   plexus::MemorySpace memory_space() const override { return plexus::MemorySpace::Device; }
+  bool first_product_writes() const override { return writes_first_; }
   std::unique_ptr<plexus::KernelSession> begin(plexus::MatrixData c, int slots) override {
     if (slots < 1) throw Error("mirror kernel", "begin() with " + std::to_string(slots) + " slots");
-    return std::make_unique<MirrorSession>(std::move(c), slots);
+    return std::make_unique<MirrorSession>(std::move(c), slots, writes_first_);
   }
 
  private:
   int threads_;
+  bool writes_first_;
 };
 
 const plexus::PluginDescriptor& describe() {
@@ -122,10 +142,13 @@ const plexus::PluginDescriptor& describe() {
     k.valid_parameters = [] {
       auto v = Teuchos::rcp(new plexus::ParameterList("mirror"));
       plexus::declare_int(*v, "Threads", 2, "thread slots (stack builders)", 1, 64);
+      plexus::declare_bool(*v, "FirstProductsWrite", true,
+                           "claim first_product_writes(): C's growth is NaN, a product marked first writes its block, "
+                           "and the marks are checked; false: growth is zero and the marks are ignored");
       return v;
     };
     k.make_kernel = [](const plexus::ParameterList& l) -> std::unique_ptr<plexus::Kernel> {
-      return std::make_unique<MirrorKernel>(l.get<int>("Threads"));
+      return std::make_unique<MirrorKernel>(l.get<int>("Threads"), l.get<bool>("FirstProductsWrite"));
     };
     p.components.push_back(std::move(k));
     return p;

@@ -33,14 +33,16 @@ struct RawProblem {
 /// `count` products with m, n, k drawn from `sizes`; C blocks of equal shape are shared by
 /// several products so that accumulation into one block is exercised. `c_slots_per_shape` C
 /// blocks per (m, n).
-inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::uint64_t seed, int c_slots_per_shape = 3) {
+inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::uint64_t seed,
+                               int c_slots_per_shape = 3) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> val(-1.0, 1.0);
   std::uniform_int_distribution<std::size_t> pick(0, sizes.size() - 1);
   RawProblem p;
   std::map<std::pair<int, int>, std::vector<std::int64_t>> c_slots;
   for (int s = 0; s < count; ++s) {
-    plexus::StackEntry e{sizes[pick(rng)], sizes[pick(rng)], sizes[pick(rng)], 0, 0, 0};
+    plexus::StackEntry e{
+        .m = sizes[pick(rng)], .n = sizes[pick(rng)], .k = sizes[pick(rng)], .first = 0, .a = 0, .b = 0, .c = 0};
     e.a = static_cast<std::int64_t>(p.a.size());
     p.a.resize(p.a.size() + std::size_t(e.m) * e.k);
     e.b = static_cast<std::int64_t>(p.b.size());

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,7 +153,7 @@ TEST_P(BackendConformance, EmptyStackAndZeroSizes) {
   auto s = k->begin(to_data(c), 1);
   s->stage(raw_view(a), raw_view(b));
   s->process(nullptr, 0, 0);
-  const StackEntry zero_k{2, 2, 0, 0, 0, 0};
+  const StackEntry zero_k{.m = 2, .n = 2, .k = 0, .first = 0, .a = 0, .b = 0, .c = 0};
   s->process(&zero_k, 1, 0);
   s->unstage();
   EXPECT_EQ(to_vector(s->finish()), c);
@@ -220,14 +221,39 @@ TEST_P(BackendConformance, ConcurrentSlotsOnDisjointBlocks) {
   if (team < kSlots) GTEST_SKIP() << "OpenMP gave " << team << " thread(s): the slots did not run concurrently";
 }
 
+/// Marks the first entry into each C block (StackEntry::first), as core marks a new block's first
+/// product.
+void mark_first_products(std::vector<StackEntry>& stack) {
+  std::set<std::int64_t> seen;
+  for (StackEntry& e : stack) e.first = seen.insert(e.c).second ? 1 : 0;
+}
+
+TEST_P(BackendConformance, MarkedFirstProductsWriteOnlyWhereTheKernelSaysSo) {
+  // A product marked first writes its block (C = A * B, whatever C held) on a backend whose
+  // first_product_writes() is true; any other backend ignores the mark and adds.
+  RawProblem p = random_stack(2000, kOddSizes, 51);
+  mark_first_products(p.stack);
+  RawProblem zero = p;  // the blocks that get products start at zero
+  for (const StackEntry& e : p.stack) std::fill_n(zero.c.begin() + e.c, std::int64_t{e.m} * e.n, 0.0);
+  const std::vector<double> added = dense_stack(p);
+  const std::vector<double> written = dense_stack(zero);
+  ASSERT_GT(rel_error(added, written), 1e-3) << "C's start values make no difference: writing and adding agree";
+  auto k = kernel();
+  const std::vector<double>& expect = k->first_product_writes() ? written : added;
+  EXPECT_LE(rel_error(run_session(*k, p), expect), kTol);
+  EXPECT_LE(rel_error(run_session(*k, p, 7), expect), kTol) << "in slices of 7";
+}
+
 TEST_P(BackendConformance, GrowthAndTicksKeepC) {
-  // C grows between ticks; new values start at zero; the panels of a tick may be overwritten
-  // as soon as unstage() has returned (the backend must not read them later).
+  // C grows between ticks; new values start at zero, or are written by their first products (as
+  // core marks them) on a backend whose first products write; the panels of a tick may be
+  // overwritten as soon as unstage() has returned (the backend must not read them later).
   RawProblem p1 = random_stack(500, kOddSizes, 31), p2 = random_stack(500, kOddSizes, 32);
   const std::int64_t n1 = static_cast<std::int64_t>(p1.c.size());
-  // Tick 2 writes into C blocks placed after tick 1's area.
+  // Tick 2 writes into C blocks placed after tick 1's area, the first product into each marked.
   RawProblem p2_shifted = p2;
   for (StackEntry& e : p2_shifted.stack) e.c += n1;
+  mark_first_products(p2_shifted.stack);
   std::vector<double> expect = dense_stack(p1);
   expect.resize(expect.size() + p2.c.size(), 0.0);
   {

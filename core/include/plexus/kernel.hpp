@@ -6,10 +6,12 @@
 //   session = kernel.begin(C)            C's starting values (host) become the backend's
 //   per tick:  session.stage(A, B)       the tick's panels (host) are made readable to it
 //              session.norms(...)        with filtering: the panels' block norms (optional)
-//              session.grow(n)           C's area grows by the blocks this tick creates (zeroed;
+//              session.grow(n)           C's area grows by the blocks this tick creates (zeroed,
+//                                        or left unset by a backend whose first products write;
 //                                        a host backend's session may be grown several times a
 //                                        tick, between its process() calls)
-//              session.process(stack)    C[c] += A[a] * B[b], from several threads at once
+//              session.process(stack)    C[c] += A[a] * B[b] (or = for an entry marked first, on
+//                                        such a backend), from several threads at once
 //              session.unstage()         the host panels are not read any more
 //   C = session.finish()                 C's values back in host memory
 //
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "plexus/memory.hpp"
 #include "plexus/panel.hpp"
@@ -30,10 +33,22 @@ namespace plexus {
 /// One small product C[c] += A[a] * B[b]; all blocks column-major, A is m x k, B k x n, C m x n.
 /// Offsets are in doubles from the start of the respective data area (the staged panels' values
 /// and C's value area).
+///
+/// `first` != 0 marks the first product into a C block that the accumulation created (the
+/// block's values came from grow(), and no earlier entry of any stack went to it). Core marks
+/// every such product, for every backend. A backend whose Kernel::first_product_writes() is true
+/// must then write, C[c] = A[a] * B[b], whatever the block held; its sessions leave grown values
+/// unset, so nothing zeroes blocks that their first product overwrites anyway. Any other backend
+/// ignores the mark (its grown values are zero, and += into zero is the same product).
 struct StackEntry {
   int m, n, k;
+  int first;  // in what would be the padding before `a`: an entry stays 40 bytes
   std::int64_t a, b, c;
 };
+// Trivial, so that a stack buffer is allocated without a pass over it (an aggregate initialiser
+// that leaves `first` out sets it to 0).
+static_assert(sizeof(StackEntry) == 40 && std::is_trivial_v<StackEntry>,
+              "a stack entry is 40 trivial bytes (stack buffers, plans and device copies count on it)");
 
 /// One accumulation of C on a backend, from Kernel::begin to finish. The calls come in the order
 /// of the header comment above; every method but process() is called from one thread.
@@ -42,14 +57,17 @@ class KernelSession {
   /// Waits for outstanding work (it may run while an error unwinds, after an unstage() that
   /// was not called; no MPI here).
   virtual ~KernelSession();  // key function, defined in libplexus_core
-  /// C's value area grows to `values` doubles (never shrinks); the new values are zero. A host
-  /// backend grows within the capacity of the MatrixData begin() was given before it moves C
-  /// (LocalProduct reserves what it expects C to need).
+  /// C's value area grows to `values` doubles (never shrinks); the new values are zero, or unset
+  /// when the kernel's first_product_writes() is true (the first product into each new block
+  /// comes marked `first` and overwrites it). A host backend grows within the capacity of the
+  /// MatrixData begin() was given before it moves C (LocalProduct reserves what it expects C to
+  /// need).
   virtual void grow(std::int64_t values) = 0;
   /// Makes one tick's panels readable to process(): stack offsets a and b index a.data and
   /// b.data (a.data_size and b.data_size values). The host memory stays valid until unstage().
   virtual void stage(const PanelView& a, const PanelView& b) = 0;
-  /// C[e.c] += A[e.a] * B[e.b] for every entry. Called concurrently from thread slots
+  /// C[e.c] += A[e.a] * B[e.b] for every entry (= for an entry marked `first`, when the kernel's
+  /// first_product_writes() is true). Called concurrently from thread slots
   /// 0 .. slots-1 (one call at a time per slot), each slot on C blocks no other slot touches.
   /// A backend may return before the work is done; finish() waits for it.
   virtual void process(const StackEntry* stack, std::int64_t n, int slot) = 0;
@@ -76,25 +94,31 @@ class Kernel {
   virtual int threads() const { return 1; }
   /// Where the backend keeps C and the panels while it works on them.
   virtual MemorySpace memory_space() const { return MemorySpace::Host; }
+  /// true: process() writes (C[c] = A[a] * B[b]) for a stack entry marked `first`, and the
+  /// sessions leave C's grown values unset instead of zeroing them. false (the default): the
+  /// mark is ignored and grown values are zero. The answer must not change over the kernel's life.
+  virtual bool first_product_writes() const { return false; }
   /// Starts an accumulation whose C value area starts as `c` (host values, the caller's
   /// scaling already applied), processed from `slots` thread slots.
   virtual std::unique_ptr<KernelSession> begin(MatrixData c, int slots) = 0;
 };
 
 /// A backend on host memory: panels are read where they are, C is accumulated in place (no
-/// copy). It supplies only the product of a stack on host pointers.
+/// copy). It supplies only the product of a stack on host pointers. Its sessions zero C's grown
+/// values unless first_product_writes() says that process() writes the marked first products.
 class HostKernel : public Kernel {
  public:
   ~HostKernel() override;
   std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override;
-  /// C[e.c] += A[e.a] * B[e.b] for every entry of the stack. Called concurrently, each caller on
-  /// C blocks of its own.
+  /// C[e.c] += A[e.a] * B[e.b] for every entry of the stack (= for an entry marked `first` when
+  /// first_product_writes() is true). Called concurrently, each caller on C blocks of its own.
   virtual void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) = 0;
   /// Frobenius norm of a block of n values.
   virtual double block_norm(const double* x, std::int64_t n);
 };
 
-/// The oracle: plain loops, one thread, obviously correct. Always available in core.
+/// The oracle: plain loops, one thread, obviously correct. Always available in core. It adds every
+/// product (first_product_writes() is false), so its sessions zero C's growth.
 class ReferenceKernel final : public HostKernel {
  public:
   ~ReferenceKernel() override;

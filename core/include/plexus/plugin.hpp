@@ -18,7 +18,8 @@
 
 namespace plexus {
 
-/// Bumped whenever an SDK type that crosses the plugin boundary changes. 14: ProductPlans
+/// Bumped whenever an SDK type that crosses the plugin boundary changes. 15: StackEntry::first,
+/// Kernel::first_product_writes; 14: ProductPlans
 /// (LocalProduct, MultiplyTask, MultiplyReport, Context); 13: LocalProduct's
 /// expected_values and set_progress, Traffic::test; 12:
 /// ComponentDescriptor::unavailable, KernelSession::norms; 11: RoleCounts::local_bytes_*,
@@ -26,7 +27,7 @@ namespace plexus {
 /// MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids
 /// with layers; 5: local backends own C (Kernel::begin); 4: no operation flags; 3: collectives
 /// components; 2: the multiply driver.
-inline constexpr int kAbiVersion = 14;
+inline constexpr int kAbiVersion = 15;
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "plexus/error.hpp"
+
 namespace plexus {
 
 namespace {
@@ -60,7 +62,7 @@ void sort_blocks(std::vector<ExchangedBlocks::Block>& blocks, const std::vector<
 
 ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
                                 const std::function<int(int row, int col, int& tag)>& dest, mpi::Traffic& traffic,
-                                mpi::Role role) {
+                                mpi::Role role, ExchangeRoute* route) {
   const int p = mpi::size(comm), me = mpi::rank(comm);
   auto values_of = [&](int i, int j) { return std::int64_t{layout.rows.size(i)} * layout.cols.size(j); };
   // Per destination: (tag, row, col) triples and values, in local block order. A rank's own blocks
@@ -156,6 +158,61 @@ ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, M
   run_start.push_back(got.size());
   sort_blocks(got, run_start, tag_min, tag_max);
   out.blocks = std::move(got);
+  if (route != nullptr) {
+    route->to = std::move(to);
+    route->send_values = std::move(nval);
+    route->recv_values = std::move(rval);
+    route->own_values = own_val;
+    route->blocks = out.blocks;
+    route->values_from_others = out.values_from_others;
+  }
+  return out;
+}
+
+ExchangedBlocks exchange_values(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
+                                const ExchangeRoute& route, mpi::Traffic& traffic, mpi::Role role) {
+  const int p = mpi::size(comm), me = mpi::rank(comm);
+  const auto np = static_cast<std::size_t>(p);
+  if (route.to.size() != static_cast<std::size_t>(v.nblocks) || route.send_values.size() != np ||
+      route.recv_values.size() != np)
+    throw Error("exchange_values", "the route was recorded for another panel or communicator");
+  // The panel's blocks must fill the route's counts exactly (checked before anything is written).
+  auto values_of = [&](int r, std::int64_t b) {
+    return layout.rows.size(static_cast<int>(v.row_ids[r])) * layout.cols.size(static_cast<int>(v.cols[b]));
+  };
+  std::vector<std::int64_t> sum(static_cast<std::size_t>(p), 0);
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int d = route.to[static_cast<std::size_t>(b)];
+      if (d < 0 || d >= p) throw Error("exchange_values", "the route sends a block to no rank of the communicator");
+      sum[static_cast<std::size_t>(d)] += values_of(r, b);
+    }
+  for (std::size_t d = 0; d < np; ++d)
+    if (sum[d] != (static_cast<int>(d) == me ? route.own_values : route.send_values[d]))
+      throw Error("exchange_values", "the panel's blocks are not the route's");
+  std::vector<int> vp(static_cast<std::size_t>(p), 0);
+  for (int d = 1; d < p; ++d) vp[d] = vp[d - 1] + route.send_values[d - 1];
+  const std::int64_t others = std::accumulate(route.recv_values.begin(), route.recv_values.end(), std::int64_t{0});
+  ExchangedBlocks out;
+  out.values_from_others = route.values_from_others;
+  out.values.resize(static_cast<std::size_t>(others + route.own_values));
+  CommBuffer<double> sval(static_cast<std::size_t>(vp.back() + route.send_values.back()));
+  std::int64_t own = others;
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int n = values_of(r, b);
+      const int d = route.to[static_cast<std::size_t>(b)];
+      double* at = d == me ? out.values.data() + own : sval.data() + vp[static_cast<std::size_t>(d)];
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, at);
+      if (d == me)
+        own += n;
+      else
+        vp[static_cast<std::size_t>(d)] += n;
+    }
+  if (p > 1)
+    traffic.alltoallv(sval.data(), route.send_values, out.values.data(), route.recv_values, MPI_DOUBLE, comm, role,
+                      mpi::Payload::Data);
+  out.blocks = route.blocks;
   return out;
 }
 

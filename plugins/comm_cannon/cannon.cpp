@@ -11,7 +11,18 @@
 // last, the front A image moves to the left neighbour's queue back (MPI_Isend left, MPI_Irecv
 // from the right, double-buffered, overlapping the local multiply) and B's front moves up.
 // The pre-shift puts every image into the slot it holds at t = 0.
+//
+// Routes. An iteration multiplies operands of the same patterns again and again. Where every rank
+// finds its operands as in one of the last few multiplies (the same local index, distribution,
+// block sizes and grid), which one MPI_Allreduce over the grid establishes, the pre-shift replays
+// that multiply's routes: only the values move (one MPI_Alltoallv per operand that changes rank,
+// none where no block does), without the counts' MPI_Alltoall, the index's MPI_Alltoallv and the
+// ring sizes' MPI_Allgather, and the images are made from the recorded block lists. Four sync
+// points per moving operand become one, and one for the whole multiply is added.
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -72,6 +83,63 @@ Plan make_grid_plan(int PR, int PC, int pr, int pc) {
 // One image in a fixed-capacity buffer: packed index words and values.
 using ImageBuffer = plexus::PackedPanel;
 
+// What the images of one ring come to (ring_sizes below): the values this rank receives in the
+// ticks, and the largest image's index words and values on the ring.
+struct RingSizes {
+  std::int64_t shift_values = 0, words = 0, values = 0;
+};
+
+template <class T>
+using Kept = plexus::memory::vector<T, plexus::memory::Category::Other>;
+
+// How one operand's pre-shift went in the last multiply, and what it depended on.
+struct OperandRoute {
+  // The key: the local panel's index and block sizes, the distribution, the k-groups (from A's
+  // column distribution) and the ring.
+  Kept<std::int64_t> row_ids, row_ptr, cols;
+  plexus::BlockLayout layout;
+  std::vector<int> row_dist, col_dist, k_dist;
+  MPI_Comm ring = MPI_COMM_NULL;
+  // The route: the received blocks (by slot, row, col), where their values come from (the
+  // exchange's buffer, or the local panel when no block changes rank), and the ring's sizes.
+  bool stays_home = false;
+  plexus::ExchangeRoute exchange;  // its blocks also serve the stays-home case (offsets in the panel)
+  std::int64_t planned_recv = 0;
+  RingSizes sizes;
+
+  bool matches(const plexus::DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) const {
+    const PanelView v = M.local().view();
+    return ring == comm && static_cast<std::int64_t>(cols.size()) == v.nblocks &&
+           static_cast<int>(row_ids.size()) == v.nrows && std::equal(cols.begin(), cols.end(), v.cols) &&
+           std::equal(row_ids.begin(), row_ids.end(), v.row_ids) &&
+           std::equal(row_ptr.begin(), row_ptr.end(), v.row_ptr) && layout == M.layout() &&
+           row_dist == M.distribution().row_dist() && col_dist == M.distribution().col_dist() && k_dist == k_owner;
+  }
+  void keep_key(const plexus::DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) {
+    const PanelView v = M.local().view();
+    row_ids.assign(v.row_ids, v.row_ids + v.nrows);
+    row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
+    cols.assign(v.cols, v.cols + v.nblocks);
+    layout = M.layout();
+    row_dist = M.distribution().row_dist();
+    col_dist = M.distribution().col_dist();
+    k_dist = k_owner;
+    ring = comm;
+  }
+};
+
+// The routes of one multiply: A's (along the process row) and B's (along the column); an operand
+// that does not move has none.
+struct Routes {
+  bool valid = false;
+  std::uint64_t used = 0;  // when it was last recorded or replayed (the same on every rank)
+  int PR = 0, PC = 0, pr = -1, pc = -1;
+  OperandRoute a, b;
+};
+// The routes kept: enough for the few products an iteration alternates between (X*X and X*X^2 of
+// a sign or purification step), the least recently used replaced.
+constexpr int kKeptRoutes = 4;
+
 class Cannon final : public plexus::CommStrategy {
  public:
   std::string name() const override { return "cannon"; }
@@ -97,16 +165,34 @@ class Cannon final : public plexus::CommStrategy {
     // the local product forms only the products whose k both panels hold), so it is neither
     // pre-shifted nor packed.
     std::vector<ImageBuffer> a_buf, b_buf;
-    std::int64_t pre_a = 0, pre_b = 0;
     plexus::timers::Scoped pre_timer("cannon: pre-shift");
+    // An earlier multiply's routes serve again when every rank finds its operands as then;
+    // otherwise this multiply's are recorded in place of the least recently used.
+    const int agreed = agreed_routes(A, B, plan);
+    const bool replay = agreed >= 0;
+    report.extra["routes_replayed"] = replay ? 1.0 : 0.0;
+    Routes& routes = routes_[static_cast<std::size_t>(replay ? agreed : least_recently_used())];
+    if (!replay) routes.valid = false;  // recorded afresh below; a failure leaves none
+    routes.used = ++clock_;
     std::vector<Panel> a_img, b_img;
-    if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, pre_a);
-    if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, pre_b);
+    if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
+    if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
-    const RingSizes a_sizes = ring_sizes(a_img, plan, true, A.grid().row_comm());
-    const RingSizes b_sizes = ring_sizes(b_img, plan, false, A.grid().col_comm());
+    if (!replay) {
+      routes.a.sizes = ring_sizes(a_img, plan, true, A.grid().row_comm());
+      routes.b.sizes = ring_sizes(b_img, plan, false, A.grid().col_comm());
+      routes.PR = plan.PR;
+      routes.PC = plan.PC;
+      routes.pr = plan.pr;
+      routes.pc = plan.pc;
+      routes.valid = true;
+    }
+    const RingSizes& a_sizes = routes.a.sizes;
+    const RingSizes& b_sizes = routes.b.sizes;
+    const std::int64_t pre_a = plan.PC > 1 ? routes.a.planned_recv : 0;
+    const std::int64_t pre_b = plan.PR > 1 ? routes.b.planned_recv : 0;
     const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
     const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
     allocate_buffers(a_img, a_sizes, a_buf);
@@ -153,6 +239,39 @@ class Cannon final : public plexus::CommStrategy {
   }
 
  private:
+  // Earlier multiplies' routes. Every rank records, replays and replaces alike (each choice is
+  // collective), so an entry's position means the same multiply on every rank.
+  std::array<Routes, kKeptRoutes> routes_;
+  std::uint64_t clock_ = 0;
+
+  // The entry whose routes serve this multiply, or -1: on every rank of the grid, the same grid
+  // position and, for each operand that moves, the same local index, block sizes, distribution
+  // and k-groups. Each rank's set of matching entries meets the others' in one MPI_Allreduce
+  // (bitwise and) over the grid, so all ranks replay the same entry or none does.
+  int agreed_routes(const DistMatrix& A, const DistMatrix& B, const Plan& plan) const {
+    unsigned matching = 0;
+    for (std::size_t e = 0; e < routes_.size(); ++e) {
+      const Routes& r = routes_[e];
+      bool same = r.valid && r.PR == plan.PR && r.PC == plan.PC && r.pr == plan.pr && r.pc == plan.pc;
+      if (same && plan.PC > 1) same = r.a.matches(A, plan.kgroup, A.grid().row_comm());
+      if (same && plan.PR > 1) same = r.b.matches(B, plan.kgroup, A.grid().col_comm());
+      if (same) matching |= 1U << e;
+    }
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, &matching, 1, MPI_UNSIGNED, MPI_BAND, A.grid().plane_comm()),
+                       "MPI_Allreduce");
+    return matching == 0 ? -1 : std::countr_zero(matching);
+  }
+  // An entry without routes, or else the one replayed or recorded longest ago.
+  int least_recently_used() const {
+    int pick = 0;
+    for (int e = 0; e < kKeptRoutes; ++e) {
+      const Routes& r = routes_[static_cast<std::size_t>(e)];
+      if (!r.valid) return e;
+      if (r.used < routes_[static_cast<std::size_t>(pick)].used) pick = e;
+    }
+    return pick;
+  }
+
   // The virtual grid and the k-groups. A k index keeps its A process column: group g holds
   // k with col_dist(k) = g mod PC, dealt in order over the V/PC groups of that column.
   static Plan make_plan(const DistMatrix& A) {
@@ -173,10 +292,12 @@ class Cannon final : public plexus::CommStrategy {
   // Sends every local block to the process and slot holding its image at tick 0. For A the
   // exchange is within my process row, for B within my process column; none when no block
   // changes rank (stays_home).
-  // planned_recv: the values this rank will receive, known from the exchanged counts before any
-  // data moves (the schedule's prediction of the pre-shift).
+  // route.planned_recv: the values this rank will receive, known from the exchanged counts before
+  // any data moves (the schedule's prediction of the pre-shift). With `replay`, the route recorded
+  // by the last multiply is followed (routes_agree said every rank may); otherwise the exchange is
+  // made in full and recorded in `route`.
   static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
-                                      std::int64_t& planned_recv) {
+                                      OperandRoute& route, bool replay) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
     const int nslots = is_a ? plan.a : plan.b;
     const Role role = is_a ? Role::A : Role::B;
@@ -191,25 +312,43 @@ class Cannon final : public plexus::CommStrategy {
     // The blocks of this rank's images by (slot, row, col), their values at `values` + offset.
     plexus::ExchangedBlocks got;
     const double* values = nullptr;
-    if (stays_home(M, plan, is_a)) {
+    if (replay) {
+      if (route.stays_home) {
+        // The route holds each block's index in the panel: a panel of the same index may keep its
+        // values elsewhere, so the offsets are read again.
+        got.blocks = route.exchange.blocks;
+        for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
+        values = v.data;
+      } else {
+        got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
+        values = got.values.data();
+      }
+    } else if (stays_home(M, plan, is_a)) {
       // No block changes rank: no exchange (and none of its collectives). Taken from the local
       // panel in its (row, col) order, slot by slot.
-      planned_recv = 0;
+      route.stays_home = true;
+      route.planned_recv = 0;
       std::vector<std::vector<plexus::ExchangedBlocks::Block>> by_slot(static_cast<std::size_t>(nslots));
       for (int r = 0; r < v.nrows; ++r)
         for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
           const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
           int slot = 0;
           home(i, j, slot);
-          by_slot[static_cast<std::size_t>(slot)].push_back({slot, i, j, v.offsets[q]});
+          by_slot[static_cast<std::size_t>(slot)].push_back({slot, i, j, q});  // the block's index, for now
         }
-      for (auto& blocks : by_slot) got.blocks.insert(got.blocks.end(), blocks.begin(), blocks.end());
+      route.exchange = {};
+      for (auto& blocks : by_slot)
+        route.exchange.blocks.insert(route.exchange.blocks.end(), blocks.begin(), blocks.end());
+      got.blocks = route.exchange.blocks;
+      for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
       values = v.data;
     } else {
-      got = plexus::exchange_blocks(v, layout, comm, home, traffic, role);
-      planned_recv = got.values_from_others;
+      route.stays_home = false;
+      got = plexus::exchange_blocks(v, layout, comm, home, traffic, role, &route.exchange);
+      route.planned_recv = got.values_from_others;
       values = got.values.data();
     }
+    if (!replay) route.keep_key(M, plan.kgroup, comm);
     std::vector<Panel> images;
     images.reserve(static_cast<std::size_t>(nslots));
     for (int s = 0; s < nslots; ++s) {
@@ -263,9 +402,6 @@ class Cannon final : public plexus::CommStrategy {
   // offset + t) mod V for t < V-1; and the largest image's index words and values, the capacity
   // of this rank's buffers (every image that reaches it travels along this ring). One
   // MPI_Allgather along the ring of every image's (values, words).
-  struct RingSizes {
-    std::int64_t shift_values = 0, words = 0, values = 0;
-  };
   static RingSizes ring_sizes(const std::vector<Panel>& images, const Plan& plan, bool is_a, MPI_Comm ring) {
     const int n = is_a ? plan.PC : plan.PR, per = is_a ? plan.a : plan.b;
     RingSizes r;

@@ -127,3 +127,99 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
     }
   }
 }
+
+namespace {
+
+// The local panel with its blocks' values stored in reverse order: the same index, other offsets.
+Panel reversed_storage(const PanelView& v, const BlockLayout& l) {
+  IndexArray row_ids(v.row_ids, v.row_ids + v.nrows), row_ptr(v.row_ptr, v.row_ptr + v.nrows + 1),
+      cols(v.cols, v.cols + v.nblocks), offsets(static_cast<std::size_t>(v.nblocks));
+  MatrixData data(static_cast<std::size_t>(v.data_size));
+  std::int64_t at = 0;
+  for (int r = v.nrows - 1; r >= 0; --r) {
+    const int m = l.rows.size(static_cast<int>(v.row_ids[r]));
+    for (std::int64_t b = v.row_ptr[r + 1] - 1; b >= v.row_ptr[r]; --b) {
+      const std::int64_t n = std::int64_t{m} * l.cols.size(static_cast<int>(v.cols[b]));
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, data.data() + at);
+      offsets[static_cast<std::size_t>(b)] = at;
+      at += n;
+    }
+  }
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
+// The local panel without its first block (a pattern that differs on this rank only).
+Panel without_first_block(const PanelView& v, const BlockLayout& l) {
+  std::vector<int> rows(v.row_ids, v.row_ids + v.nrows);
+  Panel p(rows);
+  bool dropped = false;
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      if (!dropped) {
+        dropped = true;
+        continue;
+      }
+      const int n = l.rows.size(static_cast<int>(v.row_ids[r])) * l.cols.size(static_cast<int>(v.cols[b]));
+      p.append_block(r, static_cast<int>(v.cols[b]), v.data + v.offsets[b], n);
+    }
+  return p;
+}
+
+}  // namespace
+
+// Routes: a multiply whose operands every rank finds as in an earlier one replays that one's
+// pre-shift (only values move); one rank's change of pattern makes every rank exchange in full.
+// C against the dense product every time, and a replayed C is the same to the last bit as the
+// recorded one's. On every grid, with blocks that change rank in the pre-shift (random
+// distribution) and without (block-cyclic: on PR x 1 and 1 x PC grids B, or A, stays home).
+TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperandsAsBefore) {
+  for (const std::string dist : {"random", "block-cyclic"})
+    for (const auto& grid : grids()) {
+      SCOPED_TRACE("grid " + grid->describe() + ", distribution " + dist);
+      const int V = std::lcm(grid->nprows(), grid->npcols());
+      Case k{"routes", 13, 11, 12, {3, 5}, 0.4, 1.0, 0.0, dist, "reference"};
+      Operands o = make_operands(k, grid);
+      auto strategy = cannon();
+      auto kern = kernel("reference");
+      auto run = [&](const char* what, double replayed) {
+        SCOPED_TRACE(what);
+        const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
+        if (V > 1) {
+          EXPECT_EQ(rep.extra.at("routes_replayed"), replayed);
+        }
+        std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
+        test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
+        EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-13);
+        return blocks_of(o.c);
+      };
+      const auto first = run("first multiply", 0.0);
+      EXPECT_EQ(run("the same operands", 1.0), first) << "a replayed pre-shift gives C to the last bit";
+      // The same index stored elsewhere on every rank: replayed, the values read where they are now.
+      o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
+      o.b.set_local(reversed_storage(o.b.local().view(), o.b.layout()));
+      EXPECT_EQ(run("the same index, values stored elsewhere", 1.0), first);
+      // New values, same patterns: replayed.
+      o.a.scale(2.0);
+      const auto scaled = run("other values", 1.0);
+      const Panel a_before = Panel::copy_of(o.a.local().view());
+      // One block fewer on rank 0 only: no rank replays (where the operand moves at all: A does
+      // not on a PR x 1 grid, B not on 1 x PC), and the next multiply replays again.
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      auto drop_on_rank0 = [&](DistMatrix& m) {
+        int changed = rank == 0 && m.local().nblocks() > 0;
+        if (changed) m.set_local(without_first_block(m.local().view(), m.layout()));
+        MPI_Bcast(&changed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        return changed != 0;
+      };
+      const bool a_changed = drop_on_rank0(o.a);
+      run("A's pattern changed on rank 0", a_changed && grid->npcols() > 1 ? 0.0 : 1.0);
+      run("the changed operands again", 1.0);
+      // Back to the earlier A: its multiply's routes are still kept (products an iteration
+      // alternates between each replay their own).
+      o.a.set_local(Panel::copy_of(a_before.view()));
+      EXPECT_EQ(run("the earlier operands again", 1.0), scaled);
+      const bool b_changed = drop_on_rank0(o.b);
+      run("B's pattern changed on rank 0", b_changed && grid->nprows() > 1 ? 0.0 : 1.0);
+    }
+}

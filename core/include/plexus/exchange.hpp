@@ -24,13 +24,32 @@ struct ExchangedBlocks {
   std::int64_t values_from_others = 0;  ///< values received from other ranks, known before the data moved
 };
 
+/// How an exchange went, for exchanges of the same blocks again: where each local block went, the
+/// values counts per rank, and the blocks received (sorted, with their offsets in `values`). Valid
+/// for an exchange over the same communicator in which every rank sends a panel of the same index
+/// (rows, blocks, block sizes) to the same destinations and tags as when it was recorded.
+struct ExchangeRoute {
+  std::vector<int> to;                            ///< the destination rank of each local block
+  std::vector<int> send_values, recv_values;      ///< values to and from each rank (0 for this rank)
+  std::int64_t own_values = 0;                    ///< values this rank keeps (after the others' in `values`)
+  std::vector<ExchangedBlocks::Block> blocks;     ///< the received blocks, as exchange_blocks returned them
+  std::int64_t values_from_others = 0;
+};
+
 /// Sends every block (row, col) of v to the rank of comm that dest(row, col, tag) returns, with the
 /// tag it sets, in one counted MPI_Alltoallv for the index and one for the values (role `role`),
 /// after an MPI_Alltoall of the counts. The blocks a rank sends to itself are copied once, not
 /// through MPI (on a communicator of one rank, no MPI call is made). Returns the blocks this rank
-/// receives. Collective.
+/// receives; `route`, if given, receives how the exchange went (exchange_values). Collective.
 ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
                                 const std::function<int(int row, int col, int& tag)>& dest, mpi::Traffic& traffic,
-                                mpi::Role role);
+                                mpi::Role role, ExchangeRoute* route = nullptr);
+
+/// The exchange of a recorded route again, with v's current values: one counted MPI_Alltoallv of
+/// the values, no counts and no index (the received blocks are the route's). Every rank of comm
+/// must replay a route recorded by the same exchange, from a panel with the same index and
+/// destinations as then (the caller makes sure all agree). Collective.
+ExchangedBlocks exchange_values(const PanelView& v, const BlockLayout& layout, MPI_Comm comm,
+                                const ExchangeRoute& route, mpi::Traffic& traffic, mpi::Role role);
 
 }  // namespace plexus

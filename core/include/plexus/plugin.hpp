@@ -19,7 +19,7 @@
 namespace plexus {
 
 /// Bumped whenever an SDK type that crosses the plugin boundary changes. 15: StackEntry::first,
-/// Kernel::first_product_writes; 14: ProductPlans
+/// Kernel::first_product_writes, ExchangeRoute (exchange_blocks, exchange_values); 14: ProductPlans
 /// (LocalProduct, MultiplyTask, MultiplyReport, Context); 13: LocalProduct's
 /// expected_values and set_progress, Traffic::test; 12:
 /// ComponentDescriptor::unavailable, KernelSession::norms; 11: RoleCounts::local_bytes_*,

@@ -321,8 +321,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // its first product is stacked and growing C before each stack goes to the kernel (the host
   // session allows several growths a tick; the new blocks are zeroed just before their products,
   // while they are still in cache, unless the backend's first products write them). Several
-  // threads, or a device backend: the symbolic pass
-  // places every thread's new blocks first, C grows once, then the numeric pass.
+  // threads, or a device backend: the symbolic pass places every thread's new blocks first, C
+  // grows once, then the numeric pass.
   // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
   // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
   // symbolic pass grows it once to its exact size.

@@ -12,6 +12,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +41,14 @@ constexpr bool kHaveLibxsmm = PLEXUS_HAVE_LIBXSMM != 0;
 /// Products with m*n*k above this go to dgemm: libxsmm's generated code is tuned for small shapes
 /// and BLAS is as fast or faster beyond (libxsmm's own default threshold is 64^3).
 constexpr std::int64_t kMaxXsmmVolume = 64 * 64 * 64;
+
+/// An entry without products: nothing to do, unless it is a marked first product with k = 0 (C = A * B
+/// is then zero). Block sizes are positive in every layout; this only keeps the contract whole.
+inline bool empty_product(const StackEntry& e, double* c) {
+  if (e.m > 0 && e.n > 0 && e.k > 0) return false;
+  if (e.first != 0 && e.m > 0 && e.n > 0) std::fill_n(c + e.c, std::int64_t{e.m} * e.n, 0.0);
+  return true;
+}
 
 inline void blas_gemm(const StackEntry& e, const double* a, const double* b, double* c) {
   const double beta = e.first != 0 ? 0.0 : 1.0;  // a marked first product writes C's new block
@@ -141,7 +150,7 @@ DispatchCache& thread_cache() {
                                   const double* b, double* c) {
   for (std::int64_t i = 0; i < n; ++i) {
     const StackEntry& e = stack[i];
-    if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
+    if (empty_product(e, c)) continue;
     if (i + kPrefetchDistance < n) prefetch_small(stack[i + kPrefetchDistance], a, b, c);
     const StackEntry& nx = stack[i + 1 < n ? i + 1 : i];
     XsmmFn fn = std::int64_t{e.m} * e.n * e.k <= kMaxXsmmVolume ? cache.get(e.m, e.n, e.k, e.first != 0) : nullptr;
@@ -180,7 +189,7 @@ class CpuKernel final : public plexus::HostKernel {
 #endif
     for (std::int64_t i = 0; i < n; ++i) {
       const StackEntry& e = stack[i];
-      if (e.m <= 0 || e.n <= 0 || e.k <= 0) continue;
+      if (empty_product(e, c)) continue;
       blas_gemm(e, a, b, c);
     }
   }

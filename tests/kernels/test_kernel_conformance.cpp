@@ -242,6 +242,14 @@ TEST_P(BackendConformance, MarkedFirstProductsWriteOnlyWhereTheKernelSaysSo) {
   const std::vector<double>& expect = k->first_product_writes() ? written : added;
   EXPECT_LE(rel_error(run_session(*k, p), expect), kTol);
   EXPECT_LE(rel_error(run_session(*k, p, 7), expect), kTol) << "in slices of 7";
+  // A marked product with k = 0 writes A * B = 0 where marks write, and changes nothing elsewhere.
+  const std::vector<double> a(4, 1.0), b(4, 1.0), c(4, 2.0);
+  auto s = k->begin(to_data(c), 1);
+  s->stage(raw_view(a), raw_view(b));
+  const StackEntry zero_k{.m = 2, .n = 2, .k = 0, .first = 1, .a = 0, .b = 0, .c = 0};
+  s->process(&zero_k, 1, 0);
+  s->unstage();
+  EXPECT_EQ(to_vector(s->finish()), k->first_product_writes() ? std::vector<double>(4, 0.0) : c);
 }
 
 TEST_P(BackendConformance, GrowthAndTicksKeepC) {

@@ -159,11 +159,11 @@ ExchangedBlocks exchange_blocks(const PanelView& v, const BlockLayout& layout, M
   sort_blocks(got, run_start, tag_min, tag_max);
   out.blocks = std::move(got);
   if (route != nullptr) {
-    route->to = std::move(to);
+    route->to.assign(to.begin(), to.end());
     route->send_values = std::move(nval);
     route->recv_values = std::move(rval);
     route->own_values = own_val;
-    route->blocks = out.blocks;
+    route->blocks.assign(out.blocks.begin(), out.blocks.end());
     route->values_from_others = out.values_from_others;
   }
   return out;
@@ -212,7 +212,7 @@ ExchangedBlocks exchange_values(const PanelView& v, const BlockLayout& layout, M
   if (p > 1)
     traffic.alltoallv(sval.data(), route.send_values, out.values.data(), route.recv_values, MPI_DOUBLE, comm, role,
                       mpi::Payload::Data);
-  out.blocks = route.blocks;
+  out.blocks.assign(route.blocks.begin(), route.blocks.end());
   return out;
 }
 

@@ -316,7 +316,7 @@ class Cannon final : public plexus::CommStrategy {
       if (route.stays_home) {
         // The route holds each block's index in the panel: a panel of the same index may keep its
         // values elsewhere, so the offsets are read again.
-        got.blocks = route.exchange.blocks;
+        got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
         for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
         values = v.data;
       } else {
@@ -339,7 +339,7 @@ class Cannon final : public plexus::CommStrategy {
       route.exchange = {};
       for (auto& blocks : by_slot)
         route.exchange.blocks.insert(route.exchange.blocks.end(), blocks.begin(), blocks.end());
-      got.blocks = route.exchange.blocks;
+      got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
       for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
       values = v.data;
     } else {

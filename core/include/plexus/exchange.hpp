@@ -28,11 +28,14 @@ struct ExchangedBlocks {
 /// values counts per rank, and the blocks received (sorted, with their offsets in `values`). Valid
 /// for an exchange over the same communicator in which every rank sends a panel of the same index
 /// (rows, blocks, block sizes) to the same destinations and tags as when it was recorded.
+/// Its arrays, sized by block counts and kept as long as the route, are counted as
+/// memory::Category::Other.
 struct ExchangeRoute {
-  std::vector<int> to;                            ///< the destination rank of each local block
-  std::vector<int> send_values, recv_values;      ///< values to and from each rank (0 for this rank)
-  std::int64_t own_values = 0;                    ///< values this rank keeps (after the others' in `values`)
-  std::vector<ExchangedBlocks::Block> blocks;     ///< the received blocks, as exchange_blocks returned them
+  memory::vector<int, memory::Category::Other> to;  ///< the destination rank of each local block
+  std::vector<int> send_values, recv_values;         ///< values to and from each rank (0 for this rank)
+  std::int64_t own_values = 0;                       ///< values this rank keeps (after the others' in `values`)
+  /// The received blocks, as exchange_blocks returned them.
+  memory::vector<ExchangedBlocks::Block, memory::Category::Other> blocks;
   std::int64_t values_from_others = 0;
 };
 

@@ -13,12 +13,27 @@ if(n LESS 3)
   message(FATAL_ERROR "plexus-unwind-check --list found ${n} components; expected the built-in strategies and collectives:\n${listing}")
 endif()
 set(failures "")
+# A run whose faulty rank reached its handler (the message is printed before MPI_Abort) but whose
+# mpiexec then did not end with the abort's code 3 is run again, up to twice: Debian's Open MPI
+# 4.1.4 mpiexec now and then crashes in its own teardown after an abort (SIGSEGV in
+# PMIx_server_finalize, about 1 run in 30 with two jobs on two cores) or hangs there. A rank
+# stuck in a collective while unwinding never reaches the handler, so that failure is not retried.
+math(EXPR faulty "${NP} - 1")
 foreach(entry IN LISTS entries)
   string(REPLACE " " ";" args "${entry}")
-  execute_process(COMMAND ${MPIEXEC} -n ${NP} --oversubscribe ${CHECK} ${args}
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT ${PER_RUN_TIMEOUT})
-  math(EXPR faulty "${NP} - 1")
-  if(NOT rc EQUAL 3 OR NOT "${out}${err}" MATCHES "rank ${faulty} reached the handler: fault injected")
+  foreach(attempt RANGE 1 3)
+    execute_process(COMMAND ${MPIEXEC} -n ${NP} --oversubscribe ${CHECK} ${args}
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT ${PER_RUN_TIMEOUT})
+    set(reached FALSE)
+    if("${out}${err}" MATCHES "rank ${faulty} reached the handler: fault injected")
+      set(reached TRUE)
+    endif()
+    if(rc EQUAL 3 OR NOT reached OR attempt EQUAL 3)
+      break()
+    endif()
+    message("again  ${entry} on ${NP} ranks: the handler was reached, but mpiexec ended with '${rc}' (attempt ${attempt})")
+  endforeach()
+  if(NOT rc EQUAL 3 OR NOT reached)
     list(APPEND failures "${entry}")
     message("FAILED ${entry} on ${NP} ranks: exit ${rc}\n${out}${err}")
   else()

@@ -92,7 +92,7 @@ struct RingSizes {
 template <class T>
 using Kept = plexus::memory::vector<T, plexus::memory::Category::Other>;
 
-// How one operand's pre-shift went in the last multiply, and what it depended on.
+// How one operand's pre-shift went in one multiply, and what it depended on.
 struct OperandRoute {
   // The key: the local panel's index and block sizes, the distribution, the k-groups (from A's
   // column distribution) and the ring.
@@ -293,9 +293,9 @@ class Cannon final : public plexus::CommStrategy {
   // exchange is within my process row, for B within my process column; none when no block
   // changes rank (stays_home).
   // route.planned_recv: the values this rank will receive, known from the exchanged counts before
-  // any data moves (the schedule's prediction of the pre-shift). With `replay`, the route recorded
-  // by the last multiply is followed (routes_agree said every rank may); otherwise the exchange is
-  // made in full and recorded in `route`.
+  // any data moves (the schedule's prediction of the pre-shift). With `replay`, the route an earlier
+  // multiply recorded is followed (agreed_routes found it fits on every rank); otherwise the
+  // exchange is made in full and recorded in `route`.
   static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
                                       OperandRoute& route, bool replay) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
@@ -312,41 +312,36 @@ class Cannon final : public plexus::CommStrategy {
     // The blocks of this rank's images by (slot, row, col), their values at `values` + offset.
     plexus::ExchangedBlocks got;
     const double* values = nullptr;
-    if (replay) {
-      if (route.stays_home) {
-        // The route holds each block's index in the panel: a panel of the same index may keep its
-        // values elsewhere, so the offsets are read again.
-        got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
-        for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
-        values = v.data;
-      } else {
-        got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
-        values = got.values.data();
-      }
-    } else if (stays_home(M, plan, is_a)) {
-      // No block changes rank: no exchange (and none of its collectives). Taken from the local
-      // panel in its (row, col) order, slot by slot.
-      route.stays_home = true;
-      route.planned_recv = 0;
-      std::vector<std::vector<plexus::ExchangedBlocks::Block>> by_slot(static_cast<std::size_t>(nslots));
-      for (int r = 0; r < v.nrows; ++r)
-        for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
-          const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
-          int slot = 0;
-          home(i, j, slot);
-          by_slot[static_cast<std::size_t>(slot)].push_back({slot, i, j, q});  // the block's index, for now
-        }
-      route.exchange = {};
-      for (auto& blocks : by_slot)
-        route.exchange.blocks.insert(route.exchange.blocks.end(), blocks.begin(), blocks.end());
-      got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
-      for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
-      values = v.data;
-    } else {
-      route.stays_home = false;
+    if (!replay) route.stays_home = stays_home(M, plan, is_a);
+    if (!route.stays_home && replay) {
+      got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
+      values = got.values.data();
+    } else if (!route.stays_home) {
       got = plexus::exchange_blocks(v, layout, comm, home, traffic, role, &route.exchange);
       route.planned_recv = got.values_from_others;
       values = got.values.data();
+    } else {
+      // No block changes rank: no exchange (and none of its collectives). The blocks are taken
+      // from the local panel in its (row, col) order, slot by slot; the route keeps each block's
+      // index in the panel, since a panel of the same index may keep its values elsewhere, so the
+      // offsets are read each time.
+      if (!replay) {
+        route.planned_recv = 0;
+        std::vector<std::vector<plexus::ExchangedBlocks::Block>> by_slot(static_cast<std::size_t>(nslots));
+        for (int r = 0; r < v.nrows; ++r)
+          for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q) {
+            const int i = static_cast<int>(v.row_ids[r]), j = static_cast<int>(v.cols[q]);
+            int slot = 0;
+            home(i, j, slot);
+            by_slot[static_cast<std::size_t>(slot)].push_back({slot, i, j, q});
+          }
+        route.exchange = {};
+        for (auto& blocks : by_slot)
+          route.exchange.blocks.insert(route.exchange.blocks.end(), blocks.begin(), blocks.end());
+      }
+      got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
+      for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];
+      values = v.data;
     }
     if (!replay) route.keep_key(M, plan.kgroup, comm);
     std::vector<Panel> images;

@@ -9,8 +9,8 @@
 // is filled with NaN instead of zeros, a product marked `first` writes its block, and every mark is
 // checked: an unmarked product must not find its block still NaN (new and not yet written). A
 // product that core fails to mark fails the session; one marked wrongly overwrites the products
-// before it, which the result shows. FirstProductsWrite=false: the grown values are zero and the marks are ignored, as
-// a backend that does not opt in sees them.
+// before it, which the result shows. FirstProductsWrite=false: the grown values are zero and the
+// marks are ignored, as a backend that does not opt in sees them.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

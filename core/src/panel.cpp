@@ -114,17 +114,18 @@ int Panel::row_index(int global_row) const {
   return (it != row_ids_.end() && *it == global_row) ? static_cast<int>(it - row_ids_.begin()) : -1;
 }
 
-void Panel::pack_to(std::int64_t* w) const {
-  const PanelView v = view();
-  w[0] = v.nrows;
-  w[1] = v.nblocks;
-  w[2] = v.data_size;
+void PanelView::pack_to(std::int64_t* w) const {
+  w[0] = nrows;
+  w[1] = nblocks;
+  w[2] = data_size;
   std::int64_t* p = w + 3;
-  p = std::copy(v.row_ids, v.row_ids + v.nrows, p);
-  p = std::copy(v.row_ptr, v.row_ptr + v.nrows + 1, p);
-  p = std::copy(v.cols, v.cols + v.nblocks, p);
-  std::copy(v.offsets, v.offsets + v.nblocks, p);
+  p = std::copy(row_ids, row_ids + nrows, p);
+  p = std::copy(row_ptr, row_ptr + nrows + 1, p);
+  p = std::copy(cols, cols + nblocks, p);
+  std::copy(offsets, offsets + nblocks, p);
 }
+
+void Panel::pack_to(std::int64_t* w) const { view().pack_to(w); }
 
 void Panel::pack_index(std::vector<std::int64_t>& out) const {
   const std::size_t start = out.size();

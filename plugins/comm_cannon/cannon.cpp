@@ -19,6 +19,11 @@
 // none where no block does), without the counts' MPI_Alltoall, the index's MPI_Alltoallv and the
 // ring sizes' MPI_Allgather, and the images are made from the recorded block lists. Four sync
 // points per moving operand become one, and one for the whole multiply is added.
+//
+// The local panel as the image. An operand that stays home in one slot (B on a PR x 1 grid, A on
+// 1 x PC) would get an image that is a copy of its local panel, packed into a buffer by a second
+// copy. Its panel serves instead: multiplied at tick 0 and sent from where it is (its index packed
+// once), so only the images it receives take buffers.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -82,6 +87,42 @@ Plan make_grid_plan(int PR, int PC, int pr, int pc) {
 
 // One image in a fixed-capacity buffer: packed index words and values.
 using ImageBuffer = plexus::PackedPanel;
+
+// The images an operand starts the ticks with, one per slot, or (`local`) none built: its only
+// image is its local panel as it is (see pre_shift).
+struct Images {
+  std::vector<Panel> built;
+  bool local = false;
+};
+
+// One moving operand through the ticks: a queue of images (its front is multiplied and sent on)
+// and a spare buffer that receives the next. An image in the queue is an owned buffer, or
+// kLocalPanel: the local panel itself, sent from where it is with its index packed once. It never
+// receives, so when it leaves the front a fresh buffer takes its place as the spare.
+constexpr int kLocalPanel = -1;
+struct OperandQueue {
+  std::vector<ImageBuffer> buf;
+  std::vector<int> queue;  // buffer indices, front first
+  int spare = -1;
+  PanelView local;
+  plexus::CommBuffer<std::int64_t> local_index;
+  std::int64_t words = 0, values = 0;  // every owned buffer's capacity
+
+  PanelView front() const { return queue.front() == kLocalPanel ? local : buf[static_cast<std::size_t>(queue.front())].view(); }
+  // The front leaves: the received image joins the back, and the sent buffer receives next (a
+  // new one in place of the local panel, if another shift follows).
+  void rotate(bool more_shifts) {
+    const int front = queue.front();
+    queue.erase(queue.begin());
+    queue.push_back(spare);
+    spare = front;
+    if (front == kLocalPanel && more_shifts) spare = add_buffer();
+  }
+  int add_buffer() {
+    buf.emplace_back().reserve(words, values);
+    return static_cast<int>(buf.size()) - 1;
+  }
+};
 
 // What the images of one ring come to (ring_sizes below): the values this rank receives in the
 // ticks, and the largest image's index words and values on the ring.
@@ -164,7 +205,7 @@ class Cannon final : public plexus::CommStrategy {
     // local panel serves every tick as it is (the other operand's image picks the k-group, as
     // the local product forms only the products whose k both panels hold), so it is neither
     // pre-shifted nor packed.
-    std::vector<ImageBuffer> a_buf, b_buf;
+    OperandQueue a_q, b_q;
     plexus::timers::Scoped pre_timer("cannon: pre-shift");
     // An earlier multiply's routes serve again when every rank finds its operands as then;
     // otherwise this multiply's are recorded in place of the least recently used.
@@ -174,15 +215,15 @@ class Cannon final : public plexus::CommStrategy {
     Routes& routes = routes_[static_cast<std::size_t>(replay ? agreed : least_recently_used())];
     if (!replay) routes.valid = false;  // recorded afresh below; a failure leaves none
     routes.used = ++clock_;
-    std::vector<Panel> a_img, b_img;
+    Images a_img, b_img;
     if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
     if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
     if (!replay) {
-      routes.a.sizes = ring_sizes(a_img, plan, true, A.grid().row_comm());
-      routes.b.sizes = ring_sizes(b_img, plan, false, A.grid().col_comm());
+      routes.a.sizes = ring_sizes(image_sizes(a_img, A), plan, true, A.grid().row_comm());
+      routes.b.sizes = ring_sizes(image_sizes(b_img, B), plan, false, A.grid().col_comm());
       routes.PR = plan.PR;
       routes.PC = plan.PC;
       routes.pr = plan.pr;
@@ -195,10 +236,10 @@ class Cannon final : public plexus::CommStrategy {
     const std::int64_t pre_b = plan.PR > 1 ? routes.b.planned_recv : 0;
     const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
     const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
-    allocate_buffers(a_img, a_sizes, a_buf);
-    allocate_buffers(b_img, b_sizes, b_buf);
+    if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
+    if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
     buffer_timer.stop();
-    run_ticks(plan, A, B, a_buf, b_buf, product, ticks);
+    run_ticks(plan, A, B, a_q, b_q, product, ticks);
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
     report_schedule(report, preshift, ticks, predicted_a, predicted_b);
@@ -233,7 +274,11 @@ class Cannon final : public plexus::CommStrategy {
       if (g % p.PC != pc && p.a_home(g, slot) == pc) m.bytes_a += img_a;
       if (g % p.PR != pr && p.b_home(g, slot) == pr) m.bytes_b += img_b;
     }
-    m.buffer_bytes = (p.PC > 1 ? (p.a + 1) * img_a : 0) + (p.PR > 1 ? (p.b + 1) * img_b : 0);  // see run()
+    // Buffers (allocate_buffers): one per image and a receive buffer, but a single one for an operand
+    // whose only image is its local panel (one slot, at home at tick 0) when it shifts once (V = 2).
+    auto buffers = [&](int slots, bool home) { return slots == 1 && home && p.V == 2 ? 1 : slots + 1; };
+    m.buffer_bytes = (p.PC > 1 ? buffers(p.a, p.pr * p.b % p.V == 0) * img_a : 0) +
+                     (p.PR > 1 ? buffers(p.b, p.pc * p.a % p.V == 0) * img_b : 0);
     m.note = "V=" + std::to_string(p.V);
     return m;
   }
@@ -296,8 +341,12 @@ class Cannon final : public plexus::CommStrategy {
   // any data moves (the schedule's prediction of the pre-shift). With `replay`, the route an earlier
   // multiply recorded is followed (agreed_routes found it fits on every rank); otherwise the
   // exchange is made in full and recorded in `route`.
-  static std::vector<Panel> pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic,
-                                      OperandRoute& route, bool replay) {
+  //
+  // When the operand stays home in a single slot whose rows are the local panel's (B on a PR x 1
+  // grid, A on 1 x PC, block-cyclic), the image would be a copy of the local panel: none is
+  // made (`local`), and the ticks multiply and send the panel itself.
+  static Images pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic, OperandRoute& route,
+                          bool replay) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
     const int nslots = is_a ? plan.a : plan.b;
     const Role role = is_a ? Role::A : Role::B;
@@ -313,6 +362,18 @@ class Cannon final : public plexus::CommStrategy {
     plexus::ExchangedBlocks got;
     const double* values = nullptr;
     if (!replay) route.stays_home = stays_home(M, plan, is_a);
+    auto rows_of_slot = [&](int s) -> const std::vector<int>& {
+      return is_a ? M.distribution().local_rows()
+                  : plan.group_rows[static_cast<std::size_t>(plan.group_of_b_slot(s))];
+    };
+    if (route.stays_home && nslots == 1 && is_whole_image(v, layout, rows_of_slot(0))) {
+      if (!replay) {
+        route.planned_recv = 0;
+        route.exchange = {};
+        route.keep_key(M, plan.kgroup, comm);
+      }
+      return Images{{}, true};
+    }
     if (!route.stays_home && replay) {
       got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
       values = got.values.data();
@@ -346,10 +407,7 @@ class Cannon final : public plexus::CommStrategy {
     if (!replay) route.keep_key(M, plan.kgroup, comm);
     std::vector<Panel> images;
     images.reserve(static_cast<std::size_t>(nslots));
-    for (int s = 0; s < nslots; ++s) {
-      const int g = is_a ? plan.group_of_a_slot(s) : plan.group_of_b_slot(s);
-      images.emplace_back(is_a ? M.distribution().local_rows() : plan.group_rows[static_cast<std::size_t>(g)]);
-    }
+    for (int s = 0; s < nslots; ++s) images.emplace_back(rows_of_slot(s));
     // Each image sized once (appending would grow it by reallocation, copying and touching fresh
     // pages every time).
     std::vector<std::int64_t> nblocks(static_cast<std::size_t>(nslots), 0), nvalues(nblocks);
@@ -374,7 +432,22 @@ class Cannon final : public plexus::CommStrategy {
                                   std::to_string(blk.col) + ") to the wrong image");
       p.append_block(r, blk.col, values + blk.offset, static_cast<int>(values_of(blk.row, blk.col)));
     }
-    return images;
+    return Images{std::move(images), false};
+  }
+
+  // Whether a panel is, as it is, the image over `rows` that its blocks would make: the same rows,
+  // and values without gaps (so that sending its value area sends its blocks' values and no more).
+  static bool is_whole_image(const PanelView& v, const plexus::BlockLayout& layout, const std::vector<int>& rows) {
+    if (static_cast<std::size_t>(v.nrows) != rows.size() ||
+        !std::equal(rows.begin(), rows.end(), v.row_ids, [](int a, std::int64_t b) { return a == b; }))
+      return false;
+    std::int64_t values = 0;
+    for (int r = 0; r < v.nrows; ++r) {
+      const std::int64_t m = layout.rows.size(static_cast<int>(v.row_ids[r]));
+      for (std::int64_t q = v.row_ptr[r]; q < v.row_ptr[r + 1]; ++q)
+        values += m * layout.cols.size(static_cast<int>(v.cols[q]));
+    }
+    return values == v.data_size;
   }
 
   // Whether every block of the operand is at its tick-0 home already: each k's owner along the
@@ -397,15 +470,12 @@ class Cannon final : public plexus::CommStrategy {
   // offset + t) mod V for t < V-1; and the largest image's index words and values, the capacity
   // of this rank's buffers (every image that reaches it travels along this ring). One
   // MPI_Allgather along the ring of every image's (values, words).
-  static RingSizes ring_sizes(const std::vector<Panel>& images, const Plan& plan, bool is_a, MPI_Comm ring) {
+  // `mine`: each image's (values, index words), from image_sizes.
+  static RingSizes ring_sizes(const std::vector<std::int64_t>& mine, const Plan& plan, bool is_a, MPI_Comm ring) {
     const int n = is_a ? plan.PC : plan.PR, per = is_a ? plan.a : plan.b;
     RingSizes r;
-    if (n == 1 || images.empty()) return r;  // the operand does not move
-    std::vector<std::int64_t> mine(2 * images.size()), all(2 * static_cast<std::size_t>(n * per));
-    for (std::size_t j = 0; j < images.size(); ++j) {
-      mine[2 * j] = images[j].data_size();
-      mine[2 * j + 1] = PanelView::packed_words(images[j].nrows(), images[j].nblocks());
-    }
+    if (n == 1 || mine.empty()) return r;  // the operand does not move
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n * per));
     plexus::mpi::check(MPI_Allgather(mine.data(), 2 * per, MPI_INT64_T, all.data(), 2 * per, MPI_INT64_T, ring),
                        "MPI_Allgather");
     const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
@@ -423,30 +493,46 @@ class Cannon final : public plexus::CommStrategy {
     return r;
   }
 
-  // Every buffer of an operand gets the capacity of the largest image on its ring, so a receive
-  // never overflows: the images' count + 1 buffers (the queue and one receive buffer); none for an
-  // operand without images (it does not move).
-  static void allocate_buffers(std::vector<Panel>& img, const RingSizes& cap, std::vector<ImageBuffer>& buf) {
-    if (img.empty()) return;
-    buf.resize(img.size() + 1);
-    for (std::size_t s = 0; s < buf.size(); ++s) {
-      buf[s].reserve(cap.words, cap.values);
-      if (s < img.size()) {
-        buf[s].pack(img[s]);
-        Panel().data().swap(img[s].data());  // release the image's values early
-      }
+  // Each image's (values, index words), slot by slot.
+  static std::vector<std::int64_t> image_sizes(const Images& img, const DistMatrix& M) {
+    if (img.local) {
+      const PanelView v = M.local().view();
+      return {v.data_size, PanelView::packed_words(v.nrows, v.nblocks)};
     }
+    std::vector<std::int64_t> mine;
+    for (const Panel& p : img.built) {
+      mine.push_back(p.data_size());
+      mine.push_back(PanelView::packed_words(p.nrows(), p.nblocks()));
+    }
+    return mine;
+  }
+
+  // Every buffer of a moving operand gets the capacity of the largest image on its ring, so a
+  // receive never overflows: one per image (the queue) and one receive buffer. The local panel
+  // as the only image needs no buffer of its own, only its packed index.
+  static void allocate_buffers(Images& img, const DistMatrix& M, const RingSizes& cap, int slots, OperandQueue& q) {
+    q.words = cap.words;
+    q.values = cap.values;
+    q.buf.reserve(static_cast<std::size_t>(slots) + 1);  // never reallocated: transfers point into the buffers
+    if (img.local) {
+      q.local = M.local().view();
+      q.local_index.resize(static_cast<std::size_t>(PanelView::packed_words(q.local.nrows, q.local.nblocks)));
+      q.local.pack_to(q.local_index.data());
+      q.queue = {kLocalPanel};
+      q.spare = q.add_buffer();
+      return;
+    }
+    for (int s = 0; s < slots; ++s) {
+      q.queue.push_back(q.add_buffer());
+      q.buf.back().pack(img.built[static_cast<std::size_t>(s)]);
+      Panel().data().swap(img.built[static_cast<std::size_t>(s)].data());  // release the image's values early
+    }
+    q.spare = q.add_buffer();
   }
 
   // V ticks: multiply the front images while the fronts travel to the neighbours.
-  static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, std::vector<ImageBuffer>& a_buf,
-                        std::vector<ImageBuffer>& b_buf, plexus::LocalProduct& product,
-                        Traffic& traffic) {
-    // Queues of buffer indices; the last buffer of each vector is the receive buffer.
-    std::vector<int> a_queue(static_cast<std::size_t>(plan.a)), b_queue(static_cast<std::size_t>(plan.b));
-    std::iota(a_queue.begin(), a_queue.end(), 0);
-    std::iota(b_queue.begin(), b_queue.end(), 0);
-    int a_spare = plan.a, b_spare = plan.b;
+  static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, OperandQueue& a_q,
+                        OperandQueue& b_q, plexus::LocalProduct& product, Traffic& traffic) {
     const MPI_Comm row = A.grid().row_comm(), col = A.grid().col_comm();
     const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
     const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
@@ -459,43 +545,37 @@ class Cannon final : public plexus::CommStrategy {
     });
     for (int t = 0; t < plan.V; ++t) {
       const bool shift = t + 1 < plan.V;
-      if (a_moves) {
-        ImageBuffer& front = a_buf[static_cast<std::size_t>(a_queue.front())];
-        if (shift) post_shift(front, a_buf[static_cast<std::size_t>(a_spare)], left, right, row, Role::A, traffic);
-      }
-      if (b_moves) {
-        ImageBuffer& front = b_buf[static_cast<std::size_t>(b_queue.front())];
-        if (shift) post_shift(front, b_buf[static_cast<std::size_t>(b_spare)], up, down, col, Role::B, traffic);
-      }
-      const PanelView a_view = a_moves ? a_buf[static_cast<std::size_t>(a_queue.front())].view() : A.local().view();
-      const PanelView b_view = b_moves ? b_buf[static_cast<std::size_t>(b_queue.front())].view() : B.local().view();
+      if (a_moves && shift) post_shift(a_q, left, right, row, Role::A, traffic);
+      if (b_moves && shift) post_shift(b_q, up, down, col, Role::B, traffic);
+      const PanelView a_view = a_moves ? a_q.front() : A.local().view();
+      const PanelView b_view = b_moves ? b_q.front() : B.local().view();
       product.multiply(a_view, A.layout(), b_view, B.layout());
       if (!shift) break;
       const plexus::timers::Scoped wait_timer("cannon: shift wait");
       traffic.waitall(Role::A);
       traffic.waitall(Role::B);
-      if (a_moves) rotate(a_queue, a_spare);
-      if (b_moves) rotate(b_queue, b_spare);
+      const bool more_shifts = t + 2 < plan.V;
+      if (a_moves) a_q.rotate(more_shifts);
+      if (b_moves) b_q.rotate(more_shifts);
     }
   }
 
-  static void post_shift(const ImageBuffer& send, ImageBuffer& recv, int to, int from, MPI_Comm comm, Role role,
-                         Traffic& traffic) {
+  // The front goes to `to` (index words, then values), and the spare receives from `from`.
+  static void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Traffic& traffic) {
+    ImageBuffer& recv = q.buf[static_cast<std::size_t>(q.spare)];
     traffic.irecv(recv.index.data(), static_cast<std::int64_t>(recv.index.size()), MPI_INT64_T, from, kTagIndex, comm,
                   role, Payload::Index);
     traffic.irecv(recv.data.data(), static_cast<std::int64_t>(recv.data.size()), MPI_DOUBLE, from, kTagData, comm, role,
                   Payload::Data);
+    if (q.queue.front() == kLocalPanel) {
+      traffic.isend(q.local_index.data(), static_cast<std::int64_t>(q.local_index.size()), MPI_INT64_T, to, kTagIndex,
+                    comm, role, Payload::Index);
+      traffic.isend(q.local.data, q.local.data_size, MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
+      return;
+    }
+    const ImageBuffer& send = q.buf[static_cast<std::size_t>(q.queue.front())];
     traffic.isend(send.index.data(), send.words(), MPI_INT64_T, to, kTagIndex, comm, role, Payload::Index);
     traffic.isend(send.data.data(), send.values(), MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
-  }
-
-  // The front leaves: the received image joins the back and the sent buffer becomes the receive
-  // buffer.
-  static void rotate(std::vector<int>& queue, int& spare) {
-    const int front = queue.front();
-    queue.erase(queue.begin());
-    queue.push_back(spare);
-    spare = front;
   }
 };
 

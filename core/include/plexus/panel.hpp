@@ -30,6 +30,8 @@ struct PanelView {
   static PanelView from_packed(const std::int64_t* words, std::int64_t nwords, const double* data);
   /// Words of the packed index of a panel with these counts.
   static std::int64_t packed_words(std::int64_t nrows, std::int64_t nblocks) { return 3 + 2 * nrows + 1 + 2 * nblocks; }
+  /// Writes the packed index (packed_words(nrows, nblocks) words) to w.
+  void pack_to(std::int64_t* w) const;
 };
 
 class Panel {

@@ -65,6 +65,7 @@ struct LocalProduct::ThreadWork {
   std::int64_t fresh_values = 0;  // values of the new blocks, placed from `base` on
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
+  Scratch<int> placed;        // one pass: the columns of the blocks a batch of products placed
   LocalMultiplyStats stats;
   plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
   bool record_dropped = false;  // the share outgrew the plans' room this tick
@@ -177,6 +178,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     // Held for the accumulator's life (not per tick), so the tracker's peaks do not depend on
     // whether the threads' ticks overlap.
     w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
+    if (host_ && threads == 1) w.placed.resize(kStackCapacity);  // the one pass's (see multiply)
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
@@ -284,7 +286,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // C's size before this tick: blocks placed from here on are new this tick, and their first
   // product is marked (StackEntry::first).
   const std::int64_t tick_start = c_values_;
-  // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list).
+  // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list)
+  // one by one when filtering, else f.row_products(ab, bb, bb_end, m, k, r, list) for those of A
+  // block ab with B's blocks bb .. bb_end - 1 (a loop the functor keeps in registers).
   // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
   // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
   auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
@@ -302,9 +306,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         const int br = b_row_of[static_cast<std::size_t>(kk)];
         if (br < 0) continue;
         const int k = a_layout.cols.size(kk);
-        const double an = filtering ? a_norms[static_cast<std::size_t>(ab)] : 0.0;
+        if (!filtering) {
+          f.row_products(ab, b.row_ptr[br], b.row_ptr[br + 1], m, k, cr - w.row_begin, list);
+          continue;
+        }
+        const double an = a_norms[static_cast<std::size_t>(ab)];
         for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
-          if (filtering && an * b_norms[static_cast<std::size_t>(bb)] < eps) {
+          if (an * b_norms[static_cast<std::size_t>(bb)] < eps) {
             f.skip();
             continue;
           }
@@ -334,6 +342,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // to its own new region.
   struct Place {
     ThreadWork& w;
+    const PanelView& b;
+    const BlockSizes& cols;
     void skip() {}
     void operator()(std::int64_t, std::int64_t, std::size_t j, int m, int n, int, int r, RowList& list) {
       if (w.c_off[j] >= 0) return;
@@ -341,6 +351,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       w.fresh.emplace_back(r, list.size());
       list.emplace_back(static_cast<std::int64_t>(j), w.fresh_values);
       w.fresh_values += std::int64_t{m} * n;
+    }
+    void row_products(std::int64_t ab, std::int64_t bb, std::int64_t end, int m, int k, int r, RowList& list) {
+      for (; bb < end; ++bb) {
+        const auto j = static_cast<std::size_t>(b.cols[bb]);
+        (*this)(ab, bb, j, m, cols.size(static_cast<int>(j)), k, r, list);
+      }
     }
   };
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
@@ -352,7 +368,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       const double t0 = omp_get_wtime();
       w.fresh.clear();
       w.fresh_values = 0;
-      Place place{w};
+      Place place{w, b, layout_.cols};
       for_each_product(w, std::numeric_limits<std::int64_t>::max(), place);
       seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
     });
@@ -386,6 +402,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     std::int64_t* c_grown;              // one pass: the size of C's area the session holds
     plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
     std::int64_t record_room;           // the bytes of entries the thread may record this tick
+    const BlockSizes& cols;             // C's block columns
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
     double kernel_time = 0;
@@ -433,6 +450,56 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       ++products;
       if (size == kStackCapacity) flush();
     }
+    // The same for the products of A block ab with B's blocks bb .. end - 1, a batch at a time (as
+    // many as the stack has room for). The batch's loop calls nothing: the one pass's new blocks
+    // are noted in w.placed and entered in the row's list after it, and the counts live in locals,
+    // so that the compiler keeps them in registers (the entries' 64-bit stores may alias the
+    // struct's counters, and a call would clobber them).
+    void row_products(std::int64_t ab, std::int64_t bb, std::int64_t end, int m, int k, int r, RowList& list) {
+      const std::int64_t a_off = a.offsets[ab];
+      const std::int64_t* const b_cols = b.cols;
+      const std::int64_t* const b_offsets = b.offsets;
+      const int* const n_of = cols.sizes().data();
+      std::int64_t* const c_off = w.c_off.data();
+      StackEntry* const out = entries;
+      int* const placed = w.placed.data();
+      const bool one_pass = c_end != nullptr;
+      while (bb < end) {
+        const std::int64_t stop = std::min(end, bb + static_cast<std::int64_t>(kStackCapacity - size));
+        std::size_t at = size;
+        std::int64_t ns = 0;  // the n of every product, summed
+        std::int64_t next = one_pass ? *c_end : 0;  // where the one pass places the next new block
+        int nplaced = 0;
+        products += stop - bb;
+        for (; bb < stop; ++bb) {
+          const std::int64_t j = b_cols[bb];
+          const int n = n_of[j];
+          std::int64_t c = c_off[j];
+          int first = 0;
+          if (c < -1) {  // the first product into a block the symbolic pass placed this tick
+            c = c_off[j] = -2 - c;
+            first = 1;
+          } else if (one_pass && c < 0) {  // one pass: a new block, placed at the end
+            c = c_off[j] = next;
+            first = 1;
+            placed[nplaced++] = static_cast<int>(j);
+            next += std::int64_t{m} * n;
+          }
+          out[at++] = StackEntry{.m = m, .n = n, .k = k, .first = first, .a = a_off, .b = b_offsets[bb], .c = c};
+          ns += n;
+        }
+        mnk += std::int64_t{m} * k * ns;
+        size = at;
+        if (nplaced > 0) {
+          for (int q = 0; q < nplaced; ++q) {
+            w.fresh.emplace_back(r, list.size());
+            list.emplace_back(placed[q], c_off[placed[q]]);
+          }
+          *c_end = next;
+        }
+        if (size == kStackCapacity) flush();
+      }
+    }
   };
   // A plan beyond what the plans may hold is not kept: each thread records up to its share of the
   // room left, and a thread that would record more drops its copy (and with it the plan).
@@ -458,7 +525,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 one_pass ? &c_end : nullptr,
                 one_pass ? &c_grown : nullptr,
                 record_ ? &w.record : nullptr,
-                record_room};
+                record_room,
+                layout_.cols};
     for_each_product(w, tick_start, stack);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)

@@ -65,7 +65,7 @@ struct LocalProduct::ThreadWork {
   std::int64_t fresh_values = 0;  // values of the new blocks, placed from `base` on
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
-  Scratch<int> placed;        // one pass: the columns of the blocks a batch of products placed
+  Scratch<int> placed;        // the columns of the blocks a batch of products placed (kStackCapacity)
   LocalMultiplyStats stats;
   plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
   bool record_dropped = false;  // the share outgrew the plans' room this tick
@@ -178,7 +178,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     // Held for the accumulator's life (not per tick), so the tracker's peaks do not depend on
     // whether the threads' ticks overlap.
     w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
-    if (host_ && threads == 1) w.placed.resize(kStackCapacity);  // the one pass's (see multiply)
+    w.placed.resize(kStackCapacity);
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
@@ -352,10 +352,29 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       list.emplace_back(static_cast<std::int64_t>(j), w.fresh_values);
       w.fresh_values += std::int64_t{m} * n;
     }
-    void row_products(std::int64_t ab, std::int64_t bb, std::int64_t end, int m, int k, int r, RowList& list) {
-      for (; bb < end; ++bb) {
-        const auto j = static_cast<std::size_t>(b.cols[bb]);
-        (*this)(ab, bb, j, m, cols.size(static_cast<int>(j)), k, r, list);
+    // Those of A block ab with B's blocks bb .. end - 1: a loop without calls, as in Stack's (the
+    // blocks it places are entered in the row's list after each batch).
+    void row_products(std::int64_t, std::int64_t bb, std::int64_t end, int m, int, int r, RowList& list) {
+      const std::int64_t* const b_cols = b.cols;
+      const int* const n_of = cols.sizes().data();
+      std::int64_t* const c_off = w.c_off.data();
+      int* const placed = w.placed.data();
+      while (bb < end) {
+        const std::int64_t stop = std::min(end, bb + static_cast<std::int64_t>(kStackCapacity));
+        std::int64_t next = w.fresh_values;
+        int nplaced = 0;
+        for (; bb < stop; ++bb) {
+          const std::int64_t j = b_cols[bb];
+          if (c_off[j] >= 0) continue;
+          c_off[j] = next;  // >= 0 marks the block as placed for the rest of the row
+          placed[nplaced++] = static_cast<int>(j);
+          next += std::int64_t{m} * n_of[j];
+        }
+        for (int q = 0; q < nplaced; ++q) {
+          w.fresh.emplace_back(r, list.size());
+          list.emplace_back(placed[q], c_off[placed[q]]);
+        }
+        w.fresh_values = next;
       }
     }
   };
@@ -690,6 +709,7 @@ Panel LocalProduct::finish() {
       w->rows.clear();
       Scratch<StackEntry>().swap(w->stack);
       Scratch<std::int64_t>().swap(w->c_off);
+      Scratch<int>().swap(w->placed);
     }
   } else {
     merge_rows(row_ptr, cols, offsets);
@@ -785,6 +805,7 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
     // the same multiply still at work (2.5D finishes the partial panels before its own).
     Scratch<StackEntry>().swap(w.stack);
     Scratch<std::int64_t>().swap(w.c_off);
+    Scratch<int>().swap(w.placed);
   });
 }
 

@@ -34,6 +34,16 @@ constexpr double kCheckTolerance = 1e-10;
 // on rank 0 (with C's block pattern for RetainSparsity), then the product computed densely.
 std::string number(double v) { return fmt::format("{:.3g}", v); }
 
+// Whether multiply n of `total` (from 1) gets its own line at info level: the first ten, then
+// 20, 30, ..., 100, 200, ... (one significant digit) and the last, so that a run of thousands of
+// multiplies logs a few dozen lines; the others go to the debug level.
+bool logged_at_info(int n, int total) {
+  if (n <= 10 || n == total) return true;
+  int unit = 1;
+  while (n / unit >= 10) unit *= 10;
+  return n % unit == 0;
+}
+
 class DenseCheck {
  public:
   DenseCheck() = default;
@@ -172,9 +182,10 @@ class MultiplySolver final : public plexus::Solver {
       MPI_Allreduce(&report.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
       MPI_Allreduce(&report.seconds, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
       if (rank == 0 && !ctx.quiet)
-        plexus::log().info("multiply {}/{}: {:.4f} s, {:.3f} GFLOP/s ({} x {} on {}, {}/{})", rep + 1, repetitions_,
-                           secs, secs > 0 ? flops / secs * 1e-9 : 0.0, m.c->nrows(), m.c->ncols(),
-                           m.a->grid().describe(), report.strategy, report.kernel);
+        plexus::log().log(logged_at_info(rep + 1, repetitions_) ? spdlog::level::info : spdlog::level::debug,
+                          "multiply {}/{}: {:.4f} s, {:.3f} GFLOP/s ({} x {} on {}, {}/{})", rep + 1, repetitions_,
+                          secs, secs > 0 ? flops / secs * 1e-9 : 0.0, m.c->nrows(), m.c->ncols(),
+                          m.a->grid().describe(), report.strategy, report.kernel);
       result.reports.push_back(std::move(report));
     }
     c0.reset();

@@ -366,14 +366,6 @@ class Cannon final : public plexus::CommStrategy {
       return is_a ? M.distribution().local_rows()
                   : plan.group_rows[static_cast<std::size_t>(plan.group_of_b_slot(s))];
     };
-    if (route.stays_home && nslots == 1 && is_whole_image(v, layout, rows_of_slot(0))) {
-      if (!replay) {
-        route.planned_recv = 0;
-        route.exchange = {};
-        route.keep_key(M, plan.kgroup, comm);
-      }
-      return Images{{}, true};
-    }
     if (!route.stays_home && replay) {
       got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
       values = got.values.data();
@@ -399,6 +391,13 @@ class Cannon final : public plexus::CommStrategy {
         route.exchange = {};
         for (auto& blocks : by_slot)
           route.exchange.blocks.insert(route.exchange.blocks.end(), blocks.begin(), blocks.end());
+      }
+      // One slot over the panel's own rows, and values without gaps: the panel is the image.
+      // Decided afresh each time (a panel of the same index may now have gaps), so the block
+      // list above is recorded either way.
+      if (nslots == 1 && is_whole_image(v, layout, rows_of_slot(0))) {
+        if (!replay) route.keep_key(M, plan.kgroup, comm);
+        return Images{{}, true};
       }
       got.blocks.assign(route.exchange.blocks.begin(), route.exchange.blocks.end());
       for (auto& blk : got.blocks) blk.offset = v.offsets[blk.offset];

@@ -163,6 +163,26 @@ Panel reversed_storage(const PanelView& v, const BlockLayout& l) {
   return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
 
+// The local panel with a gap of unused values after each block: the same index, and a value area
+// larger than its blocks (so that it cannot be sent as it is).
+Panel gapped_storage(const PanelView& v, const BlockLayout& l) {
+  IndexArray row_ids(v.row_ids, v.row_ids + v.nrows), row_ptr(v.row_ptr, v.row_ptr + v.nrows + 1),
+      cols(v.cols, v.cols + v.nblocks), offsets(static_cast<std::size_t>(v.nblocks));
+  constexpr std::int64_t kGap = 3;
+  MatrixData data(static_cast<std::size_t>(v.data_size + kGap * v.nblocks), -1.0);
+  std::int64_t at = 0;
+  for (int r = 0; r < v.nrows; ++r) {
+    const int m = l.rows.size(static_cast<int>(v.row_ids[r]));
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const std::int64_t n = std::int64_t{m} * l.cols.size(static_cast<int>(v.cols[b]));
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, data.data() + at);
+      offsets[static_cast<std::size_t>(b)] = at;
+      at += n + kGap;
+    }
+  }
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
 // The local panel without its first block (a pattern that differs on this rank only).
 Panel without_first_block(const PanelView& v, const BlockLayout& l) {
   std::vector<int> rows(v.row_ids, v.row_ids + v.nrows);
@@ -213,6 +233,12 @@ TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperands
       o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
       o.b.set_local(reversed_storage(o.b.local().view(), o.b.layout()));
       EXPECT_EQ(run("the same index, values stored elsewhere", 1.0), first);
+      // The same index with gaps between the values: replayed too, although a panel that stays
+      // home can then no longer be sent as its own image (cannon copies it into one).
+      o.a.set_local(gapped_storage(o.a.local().view(), o.a.layout()));
+      EXPECT_EQ(run("A with gaps", 1.0), first);
+      o.b.set_local(gapped_storage(o.b.local().view(), o.b.layout()));
+      EXPECT_EQ(run("the same index, values with gaps", 1.0), first);
       // New values, same patterns: replayed.
       o.a.scale(2.0);
       const auto scaled = run("other values", 1.0);

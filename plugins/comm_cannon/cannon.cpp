@@ -20,10 +20,12 @@
 // ring sizes' MPI_Allgather, and the images are made from the recorded block lists. Four sync
 // points per moving operand become one, and one for the whole multiply is added.
 //
-// The local panel as the image. An operand that stays home in one slot (B on a PR x 1 grid, A on
-// 1 x PC) would get an image that is a copy of its local panel, packed into a buffer by a second
-// copy. Its panel serves instead: multiplied at tick 0 and sent from where it is (its index packed
-// once), so only the images it receives take buffers.
+// The local panel as the image. An operand that stays home in one slot (B on a PR x 1 grid with
+// B's rows dealt like A's columns, A on 1 x PC, and A in process row 0 of a grid with PR dividing
+// PC, since A's k-groups follow its own columns) would get an image that is a copy of its local
+// panel, packed into a buffer by a second copy. Its panel serves instead, while its values have
+// no gaps: multiplied at tick 0 and sent from where it is (its index packed once), so only the
+// images it receives take buffers.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -108,7 +110,9 @@ struct OperandQueue {
   plexus::CommBuffer<std::int64_t> local_index;
   std::int64_t words = 0, values = 0;  // every owned buffer's capacity
 
-  PanelView front() const { return queue.front() == kLocalPanel ? local : buf[static_cast<std::size_t>(queue.front())].view(); }
+  PanelView front() const {
+    return queue.front() == kLocalPanel ? local : buf[static_cast<std::size_t>(queue.front())].view();
+  }
   // The front leaves: the received image joins the back, and the sent buffer receives next (a
   // new one in place of the local panel, if another shift follows).
   void rotate(bool more_shifts) {
@@ -342,9 +346,9 @@ class Cannon final : public plexus::CommStrategy {
   // multiply recorded is followed (agreed_routes found it fits on every rank); otherwise the
   // exchange is made in full and recorded in `route`.
   //
-  // When the operand stays home in a single slot whose rows are the local panel's (B on a PR x 1
-  // grid, A on 1 x PC, block-cyclic), the image would be a copy of the local panel: none is
-  // made (`local`), and the ticks multiply and send the panel itself.
+  // When the operand stays home in a single slot whose rows are the local panel's, and its values
+  // have no gaps, the image would be a copy of the local panel: none is made (`local`), and the
+  // ticks multiply and send the panel itself.
   static Images pre_shift(const DistMatrix& M, const Plan& plan, bool is_a, Traffic& traffic, OperandRoute& route,
                           bool replay) {
     const MPI_Comm comm = is_a ? M.grid().row_comm() : M.grid().col_comm();
@@ -363,8 +367,7 @@ class Cannon final : public plexus::CommStrategy {
     const double* values = nullptr;
     if (!replay) route.stays_home = stays_home(M, plan, is_a);
     auto rows_of_slot = [&](int s) -> const std::vector<int>& {
-      return is_a ? M.distribution().local_rows()
-                  : plan.group_rows[static_cast<std::size_t>(plan.group_of_b_slot(s))];
+      return is_a ? M.distribution().local_rows() : plan.group_rows[static_cast<std::size_t>(plan.group_of_b_slot(s))];
     };
     if (!route.stays_home && replay) {
       got = plexus::exchange_values(v, layout, comm, route.exchange, traffic, role);
@@ -427,8 +430,8 @@ class Cannon final : public plexus::CommStrategy {
       }
       while (r < p.nrows() && p.row_id(r) < blk.row) ++r;
       if (r == p.nrows() || p.row_id(r) != blk.row)
-        throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " +
-                                  std::to_string(blk.col) + ") to the wrong image");
+        throw Error("cannon", "pre-shift delivered block (" + std::to_string(blk.row) + ", " + std::to_string(blk.col) +
+                                  ") to the wrong image");
       p.append_block(r, blk.col, values + blk.offset, static_cast<int>(values_of(blk.row, blk.col)));
     }
     return Images{std::move(images), false};

@@ -13,21 +13,21 @@
 #include <string>
 
 #include "dense_reference.hpp"
+#include "multiply_fixtures.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/registry.hpp"
-#include "multiply_fixtures.hpp"
 
 using namespace plexus;
 
 namespace {
 
-using test::Case;
-using test::Operands;
 using test::blocks_of;
+using test::Case;
 using test::grids;
 using test::make_operands;
+using test::Operands;
 
 std::unique_ptr<CommStrategy> cannon() { return test::strategy("cannon"); }
 std::unique_ptr<Kernel> kernel(const std::string& name) { return test::kernel(name); }
@@ -66,7 +66,8 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
         if (row == pr && from != pc && dest == pc) pre_recv_a += static_cast<std::int64_t>(v.size()) * 8;
       }
       for (const auto& [kj, v] : B)
-        sizeB[static_cast<std::size_t>(kg[static_cast<std::size_t>(kj.first)] * PC + cB[static_cast<std::size_t>(kj.second)])] +=
+        sizeB[static_cast<std::size_t>(kg[static_cast<std::size_t>(kj.first)] * PC +
+                                       cB[static_cast<std::size_t>(kj.second)])] +=
             static_cast<std::int64_t>(v.size()) * 8;
       for (const auto& [ik, av] : A)
         for (int j = 0; j < nb; ++j)
@@ -114,8 +115,8 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       // it); an operand whose ring is one process long does not move and holds none (its local
       // panel is multiplied in place), so a 1x1 grid holds no buffer at all. An operand whose
       // only image is its local panel (one slot, every k at its tick-0 home already: B on PR x 1,
-      // A on 1 x PC) is sent from the panel: it needs only receive buffers, one when it shifts
-      // once (V = 2).
+      // A on 1 x PC and in process row 0 of 2 x 2) is sent from the panel: it needs only receive
+      // buffers, one when it shifts once (V = 2).
       std::int64_t ring_a = 0, ring_b = 0;
       for (int g = 0; g < V; ++g) {
         ring_a = std::max(ring_a, sizeA[static_cast<std::size_t>(pr * V + g)]);

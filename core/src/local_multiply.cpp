@@ -286,9 +286,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // C's size before this tick: blocks placed from here on are new this tick, and their first
   // product is marked (StackEntry::first).
   const std::int64_t tick_start = c_values_;
-  // Visits the products of thread w's rows that pass the filter: f(ab, bb, j, m, n, k, r, list)
-  // one by one when filtering, else f.row_products(ab, bb, bb_end, m, k, r, list) for those of A
-  // block ab with B's blocks bb .. bb_end - 1 (a loop the functor keeps in registers).
+  // Visits the products of thread w's rows that pass the filter: f.row_products(ab, bb, bb_end, m,
+  // k, r, list) for a run of them, A block ab with B's blocks bb .. bb_end - 1 (a loop the functor
+  // keeps in registers), and f.skip() for each product the filter drops.
   // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
   // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
   auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
@@ -306,19 +306,18 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         const int br = b_row_of[static_cast<std::size_t>(kk)];
         if (br < 0) continue;
         const int k = a_layout.cols.size(kk);
-        if (!filtering) {
-          f.row_products(ab, b.row_ptr[br], b.row_ptr[br + 1], m, k, cr - w.row_begin, list);
-          continue;
-        }
-        const double an = a_norms[static_cast<std::size_t>(ab)];
-        for (std::int64_t bb = b.row_ptr[br]; bb < b.row_ptr[br + 1]; ++bb) {
-          if (an * b_norms[static_cast<std::size_t>(bb)] < eps) {
+        const std::int64_t end = b.row_ptr[br + 1];
+        std::int64_t run = b.row_ptr[br];  // the first product of the run that passes so far
+        if (filtering) {
+          const double an = a_norms[static_cast<std::size_t>(ab)];
+          for (std::int64_t bb = run; bb < end; ++bb) {
+            if (an * b_norms[static_cast<std::size_t>(bb)] >= eps) continue;
+            f.row_products(ab, run, bb, m, k, cr - w.row_begin, list);
             f.skip();
-            continue;
+            run = bb + 1;
           }
-          const auto j = static_cast<std::size_t>(b.cols[bb]);
-          f(ab, bb, j, m, layout_.cols.size(static_cast<int>(j)), k, cr - w.row_begin, list);
         }
+        f.row_products(ab, run, end, m, k, cr - w.row_begin, list);
       }
       for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
     }
@@ -345,15 +344,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const PanelView& b;
     const BlockSizes& cols;
     void skip() {}
-    void operator()(std::int64_t, std::int64_t, std::size_t j, int m, int n, int, int r, RowList& list) {
-      if (w.c_off[j] >= 0) return;
-      w.c_off[j] = w.fresh_values;  // >= 0 marks the block as placed for the rest of the row
-      w.fresh.emplace_back(r, list.size());
-      list.emplace_back(static_cast<std::int64_t>(j), w.fresh_values);
-      w.fresh_values += std::int64_t{m} * n;
-    }
-    // Those of A block ab with B's blocks bb .. end - 1: a loop without calls, as in Stack's (the
-    // blocks it places are entered in the row's list after each batch).
+    // The products of A block ab with B's blocks bb .. end - 1: each C block not yet in the row is
+    // placed. A loop without calls, as in Stack's (the blocks it places are entered in the row's
+    // list after each batch).
     void row_products(std::int64_t, std::int64_t bb, std::int64_t end, int m, int, int r, RowList& list) {
       const std::int64_t* const b_cols = b.cols;
       const int* const n_of = cols.sizes().data();
@@ -450,30 +443,11 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (poll != nullptr) (*poll)();
     }
     void skip() { ++skipped; }
-    void operator()(std::int64_t ab, std::int64_t bb, std::size_t j, int m, int n, int k, int r, RowList& list) {
-      std::int64_t c = w.c_off[j];
-      int first = 0;
-      if (c < -1) {  // the first product into a block the symbolic pass placed this tick
-        c = w.c_off[j] = -2 - c;
-        first = 1;
-      } else if (c_end != nullptr && c < 0) {  // one pass: a new block, placed at the end
-        c = w.c_off[j] = *c_end;
-        first = 1;
-        w.fresh.emplace_back(r, list.size());
-        list.emplace_back(static_cast<std::int64_t>(j), *c_end);
-        *c_end += std::int64_t{m} * n;
-      }
-      entries[size++] =
-          StackEntry{.m = m, .n = n, .k = k, .first = first, .a = a.offsets[ab], .b = b.offsets[bb], .c = c};
-      mnk += std::int64_t{m} * n * k;
-      ++products;
-      if (size == kStackCapacity) flush();
-    }
-    // The same for the products of A block ab with B's blocks bb .. end - 1, a batch at a time (as
-    // many as the stack has room for). The batch's loop calls nothing: the one pass's new blocks
-    // are noted in w.placed and entered in the row's list after it, and the counts live in locals,
-    // so that the compiler keeps them in registers (the entries' 64-bit stores may alias the
-    // struct's counters, and a call would clobber them).
+    // The products of A block ab with B's blocks bb .. end - 1 into the stack, a batch at a time
+    // (as many as the stack has room for); a full stack goes to the backend. The batch's loop
+    // calls nothing: the one pass's new blocks are noted in w.placed and entered in the row's list
+    // after it, and the counts live in locals, so that the compiler keeps them in registers (the
+    // entries' 64-bit stores may alias the struct's counters, and a call would clobber them).
     void row_products(std::int64_t ab, std::int64_t bb, std::int64_t end, int m, int k, int r, RowList& list) {
       const std::int64_t a_off = a.offsets[ab];
       const std::int64_t* const b_cols = b.cols;

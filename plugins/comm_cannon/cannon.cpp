@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "image_queue.hpp"
 #include "plexus/error.hpp"
 #include "plexus/exchange.hpp"
 #include "plexus/memory.hpp"
@@ -87,46 +88,10 @@ Plan make_grid_plan(int PR, int PC, int pr, int pc) {
   return p;
 }
 
-// One image in a fixed-capacity buffer: packed index words and values.
-using ImageBuffer = plexus::PackedPanel;
-
-// The images an operand starts the ticks with, one per slot, or (`local`) none built: its only
-// image is its local panel as it is (see pre_shift).
-struct Images {
-  std::vector<Panel> built;
-  bool local = false;
-};
-
-// One moving operand through the ticks: a queue of images (its front is multiplied and sent on)
-// and a spare buffer that receives the next. An image in the queue is an owned buffer, or
-// kLocalPanel: the local panel itself, sent from where it is with its index packed once. It never
-// receives, so when it leaves the front a fresh buffer takes its place as the spare.
-constexpr int kLocalPanel = -1;
-struct OperandQueue {
-  std::vector<ImageBuffer> buf;
-  std::vector<int> queue;  // buffer indices, front first
-  int spare = -1;
-  PanelView local;
-  plexus::CommBuffer<std::int64_t> local_index;
-  std::int64_t words = 0, values = 0;  // every owned buffer's capacity
-
-  PanelView front() const {
-    return queue.front() == kLocalPanel ? local : buf[static_cast<std::size_t>(queue.front())].view();
-  }
-  // The front leaves: the received image joins the back, and the sent buffer receives next (a
-  // new one in place of the local panel, if another shift follows).
-  void rotate(bool more_shifts) {
-    const int front = queue.front();
-    queue.erase(queue.begin());
-    queue.push_back(spare);
-    spare = front;
-    if (front == kLocalPanel && more_shifts) spare = add_buffer();
-  }
-  int add_buffer() {
-    buf.emplace_back().reserve(words, values);
-    return static_cast<int>(buf.size()) - 1;
-  }
-};
+using plexus::cannon::ImageBuffer;
+using plexus::cannon::Images;
+using plexus::cannon::kLocalPanel;
+using plexus::cannon::OperandQueue;
 
 // What the images of one ring come to (ring_sizes below): the values this rank receives in the
 // ticks, and the largest image's index words and values on the ring.

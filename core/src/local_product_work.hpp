@@ -1,0 +1,59 @@
+#pragma once
+// What LocalProduct's translation units share (local_multiply.cpp: the ticks' passes;
+// local_product_plans.cpp: replaying plans; local_product_finish.cpp: C's panel): the threads'
+// work and scratch, and the threads' loop.
+#include <omp.h>
+
+#include <cstdint>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "plexus/local_multiply.hpp"
+#include "plexus/memory.hpp"
+#include "product_plan.hpp"
+
+namespace plexus {
+
+// Index arrays sized by a block count, and the stack buffers: counted under Category::Other and,
+// from kPoolMinBytes on, served from the tracker's pool. A multiply creates its accumulators
+// afresh, so these would otherwise be freed and allocated again by every multiply; malloc puts
+// such mid-size blocks between long-lived small ones and the heap grows with the number of
+// multiplies (issue 9: a rank's RSS from 90 to 370 MB over 2,000 multiplies).
+template <class T>
+using Scratch = memory::vector<T, memory::Category::Other>;
+constexpr std::size_t kStackCapacity = 4096;  // 160 KiB of StackEntry
+
+// The C rows a thread owns: per row the (column, offset) of its blocks in the shared value area.
+struct LocalProduct::ThreadWork {
+  int row_begin = 0, row_end = 0;
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
+  Scratch<std::int64_t> c_off;                     // global block col -> offset for the current row, -1 if absent
+  std::vector<std::pair<int, std::size_t>> fresh;  // (row, position in its list) of blocks new this tick
+  std::int64_t fresh_values = 0;                   // values of the new blocks, placed from `base` on
+  std::int64_t base = 0;
+  Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
+  Scratch<int> placed;        // the columns of the blocks a batch of products placed (kStackCapacity)
+  LocalMultiplyStats stats;
+  plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
+  bool record_dropped = false;  // the share outgrew the plans' room this tick
+};
+
+// Runs f(t) for every thread slot t in an OpenMP region of `n` threads (also when OpenMP gives
+// fewer), and rethrows the first exception after the region.
+template <class F>
+void for_each_thread(int n, F&& f) {
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(n)
+  for (int t = omp_get_thread_num(); t < n; t += omp_get_num_threads()) {
+    try {
+      f(t);
+    } catch (...) {
+#pragma omp critical(plexus_local_product_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace plexus

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "conformance_specs.hpp"
+#include "core/local_product_testing.hpp"
 #include "raw_stacks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
@@ -37,6 +38,7 @@
 namespace {
 
 using plexus::test::RawProblem;
+using plexus::test::dense_of;
 using plexus::test::random_stack;
 using plexus::test::rel_error;
 
@@ -333,26 +335,6 @@ Panel random_panel(const std::vector<int>& rows, const BlockLayout& layout, doub
   return p;
 }
 
-/// Dense column-major copy (global rows x global cols of the layout) of a panel.
-std::vector<double> to_dense(const plexus::PanelView& p, const BlockLayout& layout) {
-  const std::int64_t nr = layout.rows.total(), nc = layout.cols.total();
-  std::vector<double> d(std::size_t(nr * nc), 0.0);
-  for (int r = 0; r < p.nrows; ++r) {
-    const int gr = static_cast<int>(p.row_ids[r]);
-    const int m = layout.rows.size(gr);
-    const std::int64_t r0 = layout.rows.offset(gr);
-    for (std::int64_t blk = p.row_ptr[r]; blk < p.row_ptr[r + 1]; ++blk) {
-      const int gc = static_cast<int>(p.cols[blk]);
-      const int n = layout.cols.size(gc);
-      const std::int64_t c0 = layout.cols.offset(gc);
-      const double* v = p.data + p.offsets[blk];
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) d[std::size_t((c0 + j) * nr + r0 + i)] = v[i + std::int64_t{j} * m];
-    }
-  }
-  return d;
-}
-
 /// CSR row of a global block row in a view, or -1.
 int row_of(const plexus::PanelView& v, int global_row) {
   const std::int64_t* end = v.row_ids + v.nrows;
@@ -502,7 +484,7 @@ std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const Local
     EXPECT_EQ(v.row_ids[r], lc.c_rows[r]);
     for (std::int64_t blk = v.row_ptr[r]; blk + 1 < v.row_ptr[r + 1]; ++blk) EXPECT_LT(v.cols[blk], v.cols[blk + 1]);
   }
-  return {to_dense(v, lc.cl), stats};
+  return {dense_of(v, lc.cl), stats};
 }
 
 void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_scale = 1.0) {
@@ -515,7 +497,7 @@ void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_sca
                                : choose_eps(lc.ticks[0].a, lc.al, lc.ticks[0].b, lc.bl, lc.c_rows);
   }
   Expected ex;
-  ex.c = to_dense(lc.c_start.view(), lc.cl);
+  ex.c = dense_of(lc.c_start.view(), lc.cl);
   for (double& x : ex.c) x *= c_scale;
   for (const Tick& t : lc.ticks) dense_accumulate(ex, t.a, lc.al, t.b, lc.bl, lc.c_rows, lc.cl, row_eps);
   if (filter && !lc.ticks.empty() && lc.ticks[0].a.nblocks() > 0 && lc.ticks[0].b.nblocks() > 0) {

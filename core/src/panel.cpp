@@ -177,4 +177,49 @@ std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
   return norms;
 }
 
+IndexArray merged_index(const PanelView& x, const PanelView& y, std::int64_t y_shift, std::int64_t data_size) {
+  // The rows of both (each list ascends): counted first, so that the words are sized once.
+  int nrows = 0;
+  for (int rx = 0, ry = 0; rx < x.nrows || ry < y.nrows; ++nrows) {
+    const bool from_x = ry == y.nrows || (rx < x.nrows && x.row_ids[rx] <= y.row_ids[ry]);
+    const bool from_y = rx == x.nrows || (ry < y.nrows && y.row_ids[ry] <= x.row_ids[rx]);
+    rx += from_x ? 1 : 0;
+    ry += from_y ? 1 : 0;
+  }
+  const std::int64_t nblocks = x.nblocks + y.nblocks;
+  IndexArray w(static_cast<std::size_t>(PanelView::packed_words(nrows, nblocks)));
+  w[0] = nrows;
+  w[1] = nblocks;
+  w[2] = data_size;
+  std::int64_t* const row_ids = w.data() + 3;
+  std::int64_t* const row_ptr = row_ids + nrows;
+  std::int64_t* const cols = row_ptr + nrows + 1;
+  std::int64_t* const offsets = cols + nblocks;
+  std::int64_t at = 0;
+  row_ptr[0] = 0;
+  for (int r = 0, rx = 0, ry = 0; r < nrows; ++r) {
+    const bool from_x = ry == y.nrows || (rx < x.nrows && x.row_ids[rx] <= y.row_ids[ry]);
+    const bool from_y = rx == x.nrows || (ry < y.nrows && y.row_ids[ry] <= x.row_ids[rx]);
+    row_ids[r] = from_x ? x.row_ids[rx] : y.row_ids[ry];
+    std::int64_t qx = from_x ? x.row_ptr[rx] : 0, ex = from_x ? x.row_ptr[rx + 1] : 0;
+    std::int64_t qy = from_y ? y.row_ptr[ry] : 0, ey = from_y ? y.row_ptr[ry + 1] : 0;
+    while (qx < ex || qy < ey) {
+      if (qx < ex && qy < ey && x.cols[qx] == y.cols[qy])
+        throw Error("merged_index", "block (" + std::to_string(row_ids[r]) + ", " + std::to_string(x.cols[qx]) +
+                                        ") is in both panels");
+      if (qy == ey || (qx < ex && x.cols[qx] < y.cols[qy])) {
+        cols[at] = x.cols[qx];
+        offsets[at++] = x.offsets[qx++];
+      } else {
+        cols[at] = y.cols[qy];
+        offsets[at++] = y.offsets[qy++] + y_shift;
+      }
+    }
+    row_ptr[r + 1] = at;
+    rx += from_x ? 1 : 0;
+    ry += from_y ? 1 : 0;
+  }
+  return w;
+}
+
 }  // namespace plexus

@@ -26,10 +26,18 @@
 // panel, packed into a buffer by a second copy. Its panel serves instead, while its values have
 // no gaps: multiplied at tick 0 and sent from where it is (its index packed once), so only the
 // images it receives take buffers.
+//
+// Fused ticks (FuseTicks). Where there are two ticks (V = 2: 2 x 1, 1 x 2 and 2 x 2 grids) they
+// can go in one pass: the one shift is posted, the received image lands next to tick 0's in one
+// value area, and one local product takes both. C's blocks are then read and written once instead
+// of once per tick (on H2O-like blocks of 23 the products ran about 20 % faster), at the price of
+// the shift's overlap with the products and, where tick 0's image is the local panel, a copy of it.
+// Each C block then sums its products in ascending k, as on one rank.
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -44,6 +52,8 @@
 #include "plexus/multiply.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/timers.hpp"
+#include "routes.hpp"
+#include "schedule.hpp"
 
 namespace {
 
@@ -58,100 +68,30 @@ using plexus::mpi::Traffic;
 
 constexpr int kTagIndex = 7101, kTagData = 7102;
 
-// Where the images are: the virtual grid, the k-groups, and the slots.
-struct Plan {
-  int pr = 0, pc = 0, PR = 1, PC = 1;
-  int V = 1, a = 1, b = 1;
-  std::vector<int> kgroup;                   // block column of A (row of B) -> k-group
-  std::vector<std::vector<int>> group_rows;  // k-group -> its k indices (rows of a B image)
-  int group_of_a_slot(int j) const { return (pc * a + j + pr * b) % V; }
-  int group_of_b_slot(int j) const { return (pr * b + j + pc * a) % V; }
-  // The process (along the ring of A, or of B) and slot that hold k-group g at tick 0.
-  int a_home(int g, int& slot) const { return home(g, pr * b, a, slot); }
-  int b_home(int g, int& slot) const { return home(g, pc * a, b, slot); }
-  int home(int g, int offset, int per, int& slot) const {
-    const int pos = ((g - offset) % V + V) % V;
-    slot = pos % per;
-    return pos / per;
-  }
-};
-
-Plan make_grid_plan(int PR, int PC, int pr, int pc) {
-  Plan p;
-  p.pr = pr;
-  p.pc = pc;
-  p.PR = PR;
-  p.PC = PC;
-  p.V = std::lcm(PR, PC);
-  p.a = p.V / PC;
-  p.b = p.V / PR;
-  return p;
-}
-
+using plexus::cannon::FusedOperand;
 using plexus::cannon::ImageBuffer;
 using plexus::cannon::Images;
+using plexus::cannon::kKeptRoutes;
 using plexus::cannon::kLocalPanel;
+using plexus::cannon::make_grid_plan;
 using plexus::cannon::OperandQueue;
+using plexus::cannon::OperandRoute;
+using plexus::cannon::Plan;
+using plexus::cannon::ring_sizes;
+using plexus::cannon::RingSizes;
+using plexus::cannon::Routes;
 
-// What the images of one ring come to (ring_sizes below): the values this rank receives in the
-// ticks, and the largest image's index words and values on the ring.
-struct RingSizes {
-  std::int64_t shift_values = 0, words = 0, values = 0;
-};
-
-template <class T>
-using Kept = plexus::memory::vector<T, plexus::memory::Category::Other>;
-
-// How one operand's pre-shift went in one multiply, and what it depended on.
-struct OperandRoute {
-  // The key: the local panel's index and block sizes, the distribution, the k-groups (from A's
-  // column distribution) and the ring.
-  Kept<std::int64_t> row_ids, row_ptr, cols;
-  plexus::BlockLayout layout;
-  std::vector<int> row_dist, col_dist, k_dist;
-  MPI_Comm ring = MPI_COMM_NULL;
-  // The route: the received blocks (by slot, row, col), where their values come from (the
-  // exchange's buffer, or the local panel when no block changes rank), and the ring's sizes.
-  bool stays_home = false;
-  plexus::ExchangeRoute exchange;  // its blocks also serve the stays-home case (offsets in the panel)
-  std::int64_t planned_recv = 0;
-  RingSizes sizes;
-
-  bool matches(const plexus::DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) const {
-    const PanelView v = M.local().view();
-    return ring == comm && static_cast<std::int64_t>(cols.size()) == v.nblocks &&
-           static_cast<int>(row_ids.size()) == v.nrows && std::equal(cols.begin(), cols.end(), v.cols) &&
-           std::equal(row_ids.begin(), row_ids.end(), v.row_ids) &&
-           std::equal(row_ptr.begin(), row_ptr.end(), v.row_ptr) && layout == M.layout() &&
-           row_dist == M.distribution().row_dist() && col_dist == M.distribution().col_dist() && k_dist == k_owner;
-  }
-  void keep_key(const plexus::DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) {
-    const PanelView v = M.local().view();
-    row_ids.assign(v.row_ids, v.row_ids + v.nrows);
-    row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
-    cols.assign(v.cols, v.cols + v.nblocks);
-    layout = M.layout();
-    row_dist = M.distribution().row_dist();
-    col_dist = M.distribution().col_dist();
-    k_dist = k_owner;
-    ring = comm;
-  }
-};
-
-// The routes of one multiply: A's (along the process row) and B's (along the column); an operand
-// that does not move has none.
-struct Routes {
-  bool valid = false;
-  std::uint64_t used = 0;  // when it was last recorded or replayed (the same on every rank)
-  int PR = 0, PC = 0, pr = -1, pc = -1;
-  OperandRoute a, b;
-};
-// The routes kept: enough for the few products an iteration alternates between (X*X and X*X^2 of
-// a sign or purification step), the least recently used replaced.
-constexpr int kKeptRoutes = 4;
+// FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where every
+// image moving along the rings holds at least kFuseValues values. S-E-like images (blocks of 6 at
+// 1 %, 0.2 MiB on two ranks) lost by fusing: the shift's latency, no longer hidden behind the
+// products, cost more than C's second pass. H2O-like (7.8 MiB) gained, dense (17 MiB) did not
+// lose. The threshold lies between them; it is not tuned beyond that.
+enum class Fuse { Auto, Always, Never };
+constexpr std::int64_t kFuseValues = std::int64_t{1} << 17;  // 1 MiB of values
 
 class Cannon final : public plexus::CommStrategy {
  public:
+  explicit Cannon(Fuse fuse) : fuse_(fuse) {}
   std::string name() const override { return "cannon"; }
 
   // The schedule: pre-shift, then V ticks multiplying the front images while they travel.
@@ -164,6 +104,7 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["virtual_grid"] = plan.V;
     report.extra["images_a"] = plan.a;
     report.extra["images_b"] = plan.b;
+    report.extra["fused_ticks"] = 0.0;
     Traffic preshift, ticks;
     if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
       product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout());
@@ -205,10 +146,21 @@ class Cannon final : public plexus::CommStrategy {
     const std::int64_t pre_b = plan.PR > 1 ? routes.b.planned_recv : 0;
     const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
     const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
-    if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
-    if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
+    const bool fused = fuses(plan, a_sizes.values, b_sizes.values);
+    if (fused) report.extra["fused_ticks"] = 1.0;
+    FusedOperand a_f, b_f;
+    if (fused) {
+      if (plan.PC > 1) allocate_fused(a_img, A, a_sizes, a_f);
+      if (plan.PR > 1) allocate_fused(b_img, B, b_sizes, b_f);
+    } else {
+      if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
+      if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
+    }
     buffer_timer.stop();
-    run_ticks(plan, A, B, a_q, b_q, product, ticks);
+    if (fused)
+      run_fused(plan, A, B, a_f, b_f, product, ticks);
+    else
+      run_ticks(plan, A, B, a_q, b_q, product, ticks);
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
     report_schedule(report, preshift, ticks, predicted_a, predicted_b);
@@ -245,14 +197,26 @@ class Cannon final : public plexus::CommStrategy {
     }
     // Buffers (allocate_buffers): one per image and a receive buffer, but a single one for an operand
     // whose only image is its local panel (one slot, at home at tick 0) when it shifts once (V = 2).
-    auto buffers = [&](int slots, bool home) { return slots == 1 && home && p.V == 2 ? 1 : slots + 1; };
+    // Fused ticks (allocate_fused): room for two images, tick 0's and the received one.
+    const bool fused = fuses(p, img_a / 8, img_b / 8);
+    auto buffers = [&](int slots, bool home) { return fused ? 2 : slots == 1 && home && p.V == 2 ? 1 : slots + 1; };
     m.buffer_bytes = (p.PC > 1 ? buffers(p.a, p.pr * p.b % p.V == 0) * img_a : 0) +
                      (p.PR > 1 ? buffers(p.b, p.pc * p.a % p.V == 0) * img_b : 0);
-    m.note = "V=" + std::to_string(p.V);
+    m.note = "V=" + std::to_string(p.V) + (fused ? ", fused" : "");
     return m;
   }
 
  private:
+  Fuse fuse_;
+
+  // Whether the ticks go in one pass (FuseTicks), given the largest image on A's and on B's ring
+  // (in values; the same on every rank of a ring).
+  bool fuses(const Plan& plan, std::int64_t a_values, std::int64_t b_values) const {
+    if (plan.V != 2 || fuse_ == Fuse::Never) return false;
+    return fuse_ == Fuse::Always ||
+           ((plan.PC == 1 || a_values >= kFuseValues) && (plan.PR == 1 || b_values >= kFuseValues));
+  }
+
   // Earlier multiplies' routes. Every rank records, replays and replaces alike (each choice is
   // collective), so an entry's position means the same multiply on every rank.
   std::array<Routes, kKeptRoutes> routes_;
@@ -432,34 +396,6 @@ class Cannon final : public plexus::CommStrategy {
     return true;
   }
 
-  // What the images of one ring (my process row for A, column for B) come to: the values this rank
-  // receives in the ticks, the fronts of its right (A) or lower (B) neighbour, g = (q*per +
-  // offset + t) mod V for t < V-1; and the largest image's index words and values, the capacity
-  // of this rank's buffers (every image that reaches it travels along this ring). One
-  // MPI_Allgather along the ring of every image's (values, words).
-  // `mine`: each image's (values, index words), from image_sizes.
-  static RingSizes ring_sizes(const std::vector<std::int64_t>& mine, const Plan& plan, bool is_a, MPI_Comm ring) {
-    const int n = is_a ? plan.PC : plan.PR, per = is_a ? plan.a : plan.b;
-    RingSizes r;
-    if (n == 1 || mine.empty()) return r;  // the operand does not move
-    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n * per));
-    plexus::mpi::check(MPI_Allgather(mine.data(), 2 * per, MPI_INT64_T, all.data(), 2 * per, MPI_INT64_T, ring),
-                       "MPI_Allgather");
-    const int offset = is_a ? plan.pr * plan.b : plan.pc * plan.a;
-    std::vector<std::int64_t> size_of(static_cast<std::size_t>(plan.V), 0);
-    for (int q = 0; q < n; ++q)
-      for (int j = 0; j < per; ++j) {
-        const auto at = 2 * static_cast<std::size_t>(q * per + j);
-        size_of[static_cast<std::size_t>((q * per + j + offset) % plan.V)] = all[at];
-        r.values = std::max(r.values, all[at]);
-        r.words = std::max(r.words, all[at + 1]);
-      }
-    const int next = ((is_a ? plan.pc : plan.pr) + 1) % n;
-    for (int t = 0; t + 1 < plan.V; ++t)
-      r.shift_values += size_of[static_cast<std::size_t>((next * per + offset + t) % plan.V)];
-    return r;
-  }
-
   // Each image's (values, index words), slot by slot.
   static std::vector<std::int64_t> image_sizes(const Images& img, const DistMatrix& M) {
     if (img.local) {
@@ -497,6 +433,47 @@ class Cannon final : public plexus::CommStrategy {
     q.spare = q.add_buffer();
   }
 
+  // Fused ticks: the one image of a moving operand (one slot when V = 2) and room for the one it
+  // receives, in one area.
+  static void allocate_fused(Images& img, const DistMatrix& M, const RingSizes& cap, FusedOperand& f) {
+    if (!img.local && img.built.size() != 1) throw Error("cannon", "fused ticks need one image per operand");
+    f.allocate(img.local ? M.local().view() : img.built.front().view(), img.local, cap.words, cap.values);
+    if (!img.local) Panel().data().swap(img.built.front().data());  // its values are in the area now
+  }
+
+  // Both ticks in one pass: the one shift travels, tick 0's local panel is copied next to where
+  // the received image lands, and one local product takes both images of each moving operand.
+  static void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, FusedOperand& a_f,
+                        FusedOperand& b_f, plexus::LocalProduct& product, Traffic& traffic) {
+    const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;
+    const std::function<void()> poll = [&traffic] {
+      traffic.test(Role::A);
+      traffic.test(Role::B);
+    };
+    if (a_moves) {
+      const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
+      post(a_f.front_index.data(), static_cast<std::int64_t>(a_f.front_index.size()), a_f.front, a_f.recv_index,
+           a_f.recv_values(), a_f.recv_capacity(), left, right, A.grid().row_comm(), Role::A, traffic);
+    }
+    if (b_moves) {
+      const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
+      post(b_f.front_index.data(), static_cast<std::int64_t>(b_f.front_index.size()), b_f.front, b_f.recv_index,
+           b_f.recv_values(), b_f.recv_capacity(), up, down, A.grid().col_comm(), Role::B, traffic);
+    }
+    {
+      const plexus::timers::Scoped copy_timer("cannon: fused copy");
+      a_f.copy_local(poll);
+      b_f.copy_local(poll);
+    }
+    {
+      const plexus::timers::Scoped wait_timer("cannon: shift wait");
+      traffic.waitall(Role::A);
+      traffic.waitall(Role::B);
+    }
+    product.multiply(a_moves ? a_f.both() : A.local().view(), A.layout(), b_moves ? b_f.both() : B.local().view(),
+                     B.layout());
+  }
+
   // V ticks: multiply the front images while the fronts travel to the neighbours.
   static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, OperandQueue& a_q,
                         OperandQueue& b_q, plexus::LocalProduct& product, Traffic& traffic) {
@@ -530,23 +507,42 @@ class Cannon final : public plexus::CommStrategy {
   // The front goes to `to` (index words, then values), and the spare receives from `from`.
   static void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Traffic& traffic) {
     ImageBuffer& recv = q.buf[static_cast<std::size_t>(q.spare)];
-    traffic.irecv(recv.index.data(), static_cast<std::int64_t>(recv.index.size()), MPI_INT64_T, from, kTagIndex, comm,
-                  role, Payload::Index);
-    traffic.irecv(recv.data.data(), static_cast<std::int64_t>(recv.data.size()), MPI_DOUBLE, from, kTagData, comm, role,
-                  Payload::Data);
     if (q.queue.front() == kLocalPanel) {
-      traffic.isend(q.local_index.data(), static_cast<std::int64_t>(q.local_index.size()), MPI_INT64_T, to, kTagIndex,
-                    comm, role, Payload::Index);
-      traffic.isend(q.local.data, q.local.data_size, MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
+      post(q.local_index.data(), static_cast<std::int64_t>(q.local_index.size()), q.local, recv.index, recv.data.data(),
+           static_cast<std::int64_t>(recv.data.size()), to, from, comm, role, traffic);
       return;
     }
     const ImageBuffer& send = q.buf[static_cast<std::size_t>(q.queue.front())];
-    traffic.isend(send.index.data(), send.words(), MPI_INT64_T, to, kTagIndex, comm, role, Payload::Index);
-    traffic.isend(send.data.data(), send.values(), MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
+    post(send.index.data(), send.words(), send.view(), recv.index, recv.data.data(),
+         static_cast<std::int64_t>(recv.data.size()), to, from, comm, role, traffic);
+  }
+
+  // One shift: the image `send` (its packed index `words`, its values) goes to `to`, and an image
+  // from `from` is received into `recv_index` and up to `capacity` values at `recv_values`.
+  static void post(const std::int64_t* words, std::int64_t nwords, const PanelView& send,
+                   CommBuffer<std::int64_t>& recv_index, double* recv_values, std::int64_t capacity, int to, int from,
+                   MPI_Comm comm, Role role, Traffic& traffic) {
+    traffic.irecv(recv_index.data(), static_cast<std::int64_t>(recv_index.size()), MPI_INT64_T, from, kTagIndex, comm,
+                  role, Payload::Index);
+    traffic.irecv(recv_values, capacity, MPI_DOUBLE, from, kTagData, comm, role, Payload::Data);
+    traffic.isend(words, nwords, MPI_INT64_T, to, kTagIndex, comm, role, Payload::Index);
+    traffic.isend(send.data, send.data_size, MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
   }
 };
 
-plexus::ParameterListPtr cannon_parameters() { return Teuchos::rcp(new plexus::ParameterList("cannon")); }
+plexus::ParameterListPtr cannon_parameters() {
+  auto p = Teuchos::rcp(new plexus::ParameterList("cannon"));
+  plexus::declare_choice(
+      *p, "FuseTicks", "auto", {"auto", "always", "never"},
+      "where there are two ticks (V = 2: 2x1, 1x2 and 2x2 grids), multiply both in one pass once the one shift has "
+      "arrived: C is read and written once instead of twice, and each C block sums in ascending k as on one rank, "
+      "but the shift no longer overlaps the products and a local panel sent as tick 0's image is copied (one "
+      "image's memory more). auto: where every image moving along the grid holds at least 1 MiB. Other grids "
+      "never fuse");
+  return p;
+}
+
+Fuse fuse_of(const std::string& s) { return s == "always" ? Fuse::Always : s == "never" ? Fuse::Never : Fuse::Auto; }
 
 const plexus::PluginDescriptor& describe() {
   static const plexus::PluginDescriptor d = [] {
@@ -558,9 +554,12 @@ const plexus::PluginDescriptor& describe() {
     c.name = "cannon";
     c.summary =
         "Cannon's algorithm as in DBCSR: virtual grid V = lcm(PR,PC), pre-shift, V ticks of double-buffered "
-        "Isend/Irecv of A (left) and B (up) images overlapping the local multiply. No parameters.";
+        "Isend/Irecv of A (left) and B (up) images overlapping the local multiply; the two ticks of a 2x1, 1x2 or "
+        "2x2 grid fused into one pass where the images are large (FuseTicks).";
     c.valid_parameters = cannon_parameters;
-    c.make_comm = [](const plexus::ParameterList&) { return std::make_unique<Cannon>(); };
+    c.make_comm = [](const plexus::ParameterList& params) {
+      return std::make_unique<Cannon>(fuse_of(params.get<std::string>("FuseTicks")));
+    };
     p.components.push_back(std::move(c));
     return p;
   }();

@@ -1,7 +1,10 @@
 #pragma once
 // Cannon's images on their way through the ticks (cannon.cpp): the images an operand starts with,
-// and the queue of buffers they rotate through.
+// the queue of buffers they rotate through, and the one area both ticks' images share when the two
+// ticks of a V = 2 schedule go in one pass.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "plexus/memory.hpp"
@@ -47,6 +50,57 @@ struct OperandQueue {
   int add_buffer() {
     buf.emplace_back().reserve(words, values);
     return static_cast<int>(buf.size()) - 1;
+  }
+};
+
+// One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
+// FuseTicks): tick 0's image and the one it receives side by side in one value area, so that a
+// single local product takes both. Tick 0's image is sent as it is: the local panel from where it
+// is, a built image from the head of the area.
+struct FusedOperand {
+  PanelView front;                       // tick 0's image as sent
+  CommBuffer<std::int64_t> front_index;  // its packed index
+  CommBuffer<std::int64_t> recv_index;   // the received image's packed index
+  CommBuffer<double> values;             // [tick 0's values | the received values]
+  bool copy_pending = false;             // the local panel's values are still to be copied to the head
+  IndexArray merged;                     // both images' packed index over `values`, once received
+
+  // Room for tick 0's image and for the largest image of the ring (`words`, `max_values`). A
+  // built image's values go to the head now; the local panel's (`is_local`, values without gaps)
+  // once the shift is posted (copy_local).
+  void allocate(const PanelView& image, bool is_local, std::int64_t words, std::int64_t max_values) {
+    front_index.resize(static_cast<std::size_t>(PanelView::packed_words(image.nrows, image.nblocks)));
+    image.pack_to(front_index.data());
+    recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
+    values.resize(static_cast<std::size_t>(image.data_size + std::max<std::int64_t>(max_values, 1)));
+    front = PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), image.data);
+    copy_pending = is_local;
+    if (!is_local) {
+      std::copy(image.data, image.data + image.data_size, values.data());
+      front.data = values.data();
+    }
+  }
+  double* recv_values() { return values.data() + front.data_size; }
+  std::int64_t recv_capacity() const { return static_cast<std::int64_t>(values.size()) - front.data_size; }
+  // The local panel's values to the head, a piece at a time with `poll` after each, so that the
+  // shift in flight moves on meanwhile.
+  void copy_local(const std::function<void()>& poll) {
+    if (!copy_pending) return;
+    constexpr std::int64_t kPiece = std::int64_t{1} << 17;  // 1 MiB
+    for (std::int64_t at = 0; at < front.data_size; at += kPiece) {
+      std::copy(front.data + at, front.data + std::min(front.data_size, at + kPiece), values.data() + at);
+      poll();
+    }
+    copy_pending = false;
+  }
+  // Both images as one panel (once the receives are complete and the head is copied).
+  PanelView both() {
+    const PanelView head =
+        PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), values.data());
+    const PanelView recv =
+        PanelView::from_packed(recv_index.data(), PanelView::packed_words(recv_index[0], recv_index[1]), recv_values());
+    merged = merged_index(head, recv, head.data_size, head.data_size + recv.data_size);
+    return PanelView::from_packed(merged.data(), static_cast<std::int64_t>(merged.size()), values.data());
   }
 };
 

@@ -92,3 +92,43 @@ TEST(PackedPanel, PackViewAndCapacity) {
   small.reserve(PanelView::packed_words(2, 2), 4);  // one value short
   EXPECT_THROW(small.pack(p), Error);
 }
+
+// Two panels' blocks as one panel over one value area (cannon's fused ticks): every block of
+// either found at its (row, col) with its values, rows and columns ascending.
+TEST(MergedIndex, UnionOfTwoPanelsOverOneArea) {
+  Panel x(std::vector<int>{1, 4, 7}), y(std::vector<int>{0, 4, 9});
+  x.append_block(0, 3, 2)[0] = 13;
+  x.append_block(1, 0, 2)[0] = 40;
+  x.append_block(1, 5, 2)[0] = 45;
+  x.append_block(2, 2, 2)[0] = 72;
+  y.append_block(0, 1, 2)[0] = 1;
+  y.append_block(1, 2, 2)[0] = 42;
+  y.append_block(1, 6, 2)[0] = 46;
+  y.append_block(2, 0, 2)[0] = 90;
+  // One area: x's values, then y's.
+  std::vector<double> area(x.data().begin(), x.data().end());
+  area.insert(area.end(), y.data().begin(), y.data().end());
+  const IndexArray w = merged_index(x.view(), y.view(), x.data_size(), static_cast<std::int64_t>(area.size()));
+  const PanelView v = PanelView::from_packed(w.data(), static_cast<std::int64_t>(w.size()), area.data());
+  ASSERT_EQ(v.nrows, 5);
+  EXPECT_EQ(v.nblocks, 8);
+  EXPECT_EQ(v.data_size, 16);
+  const std::vector<std::int64_t> rows(v.row_ids, v.row_ids + v.nrows);
+  EXPECT_EQ(rows, (std::vector<std::int64_t>{0, 1, 4, 7, 9}));
+  std::vector<std::int64_t> cols;
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      cols.push_back(v.cols[b]);  // each block's first value: 10 * row + col by construction
+      EXPECT_EQ(v.data[v.offsets[b]], static_cast<double>(10 * v.row_ids[r] + v.cols[b]));
+    }
+  EXPECT_EQ(cols, (std::vector<std::int64_t>{1, 3, 0, 2, 5, 6, 2, 0}));
+  // One empty panel: the other's index as it is, moved where it lies.
+  const IndexArray only_y = merged_index(Panel().view(), y.view(), 5, 5 + y.data_size());
+  const PanelView vy = PanelView::from_packed(only_y.data(), static_cast<std::int64_t>(only_y.size()), area.data());
+  EXPECT_EQ(vy.nblocks, y.nblocks());
+  EXPECT_EQ(vy.offsets[0], 5 + y.view().offsets[0]);
+  // A block in both is an error.
+  Panel z(std::vector<int>{4});
+  z.append_block(0, 5, 2);
+  EXPECT_THROW(merged_index(x.view(), z.view(), 0, 0), Error);
+}

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "dense_reference.hpp"
@@ -34,14 +37,16 @@ std::unique_ptr<Kernel> kernel(const std::string& name) { return test::kernel(na
 
 }  // namespace
 
+// With the two ticks of a V = 2 grid fused into one pass (FuseTicks=always) or not (the default
+// for images this small): the same messages, other buffers.
 TEST(Cannon, TrafficEqualsTheScheduleVolume) {
-  for (const double occupancy : {1.0, 0.3}) {
+  for (const auto& [fuse, occupancy] : std::vector<std::pair<bool, double>>{{false, 1.0}, {false, 0.3}, {true, 1.0}, {true, 0.3}}) {
     for (const auto& grid : grids()) {
-      SCOPED_TRACE("grid " + grid->describe() + " occupancy " + std::to_string(occupancy));
+      SCOPED_TRACE("grid " + grid->describe() + " occupancy " + std::to_string(occupancy) + (fuse ? " fused" : ""));
       const int nb = 12;  // divisible by every V = lcm(PR, PC) of the tested grids
       Case k{"volume", nb, nb, nb, {4}, occupancy, 1.0, 0.0, "block-cyclic", "reference"};
       Operands o = make_operands(k, grid);
-      auto strategy = cannon();
+      auto strategy = fuse ? test::strategy("cannon", {"FuseTicks=always"}) : cannon();
       auto kern = kernel("reference");
       const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
 
@@ -82,6 +87,7 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
         if (PR > 1) shift_b += sizeB[static_cast<std::size_t>(g * PC + pc)];
       }
       EXPECT_EQ(rep.ticks, V);
+      EXPECT_EQ(rep.extra.at("fused_ticks"), fuse && V == 2 ? 1.0 : 0.0);
       EXPECT_EQ(rep.extra.at("shift_bytes_a"), static_cast<double>(shift_a));
       EXPECT_EQ(rep.extra.at("shift_bytes_b"), static_cast<double>(shift_b));
       EXPECT_EQ(rep.extra.at("preshift_bytes_a"), static_cast<double>(pre_sent_a));
@@ -98,10 +104,11 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
         const std::int64_t N = nb * 4;
         EXPECT_EQ(shift_a, (V - 1) * (N / PR) * (N / V) * 8);
       }
+      std::optional<ModelPrediction> m;
       if (occupancy == 1.0) {
         // The dry-run model predicts the counted bytes received from the panel sizes alone.
         const std::int64_t S = std::int64_t{nb / PR * 4} * (nb / PC * 4) * 8;
-        const auto m = strategy->model(ModelSpec{PR, PC, S, S, S}, pr, pc);
+        m = strategy->model(ModelSpec{PR, PC, S, S, S}, pr, pc);
         ASSERT_TRUE(m.has_value());
         EXPECT_EQ(m->bytes_a, rep.traffic[0].bytes_received);
         EXPECT_EQ(m->bytes_b, rep.traffic[1].bytes_received);
@@ -116,7 +123,8 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       // panel is multiplied in place), so a 1x1 grid holds no buffer at all. An operand whose
       // only image is its local panel (one slot, every k at its tick-0 home already: B on PR x 1,
       // A on 1 x PC and in process row 0 of 2 x 2) is sent from the panel: it needs only receive
-      // buffers, one when it shifts once (V = 2).
+      // buffers, one when it shifts once (V = 2). Fused ticks hold two images in one area: tick
+      // 0's (a copy of the local panel, or the image built) and the one received.
       std::int64_t ring_a = 0, ring_b = 0;
       for (int g = 0; g < V; ++g) {
         ring_a = std::max(ring_a, sizeA[static_cast<std::size_t>(pr * V + g)]);
@@ -129,7 +137,12 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
         b_home = b_home && ((kg[q] - pc * a) % V + V) % V / b == rB[q];
       }
       const std::int64_t a_buffers = a_home && V == 2 ? 1 : a + 1, b_buffers = b_home && V == 2 ? 1 : b + 1;
-      const std::int64_t bytes = (PC > 1 ? a_buffers * ring_a : 0) + (PR > 1 ? b_buffers * ring_b : 0);
+      std::int64_t bytes = (PC > 1 ? a_buffers * ring_a : 0) + (PR > 1 ? b_buffers * ring_b : 0);
+      if (fuse && V == 2) {  // tick 0's image (group g0) and the largest of the ring
+        const int g0 = (pc * a + pr * b) % V;
+        bytes = (PC > 1 ? sizeA[static_cast<std::size_t>(pr * V + g0)] + ring_a : 0) +
+                (PR > 1 ? sizeB[static_cast<std::size_t>(g0 * PC + pc)] + ring_b : 0);
+      }
       if (bytes == 0) {
         EXPECT_EQ(rep.peak_buffer_bytes, 0);
       } else {
@@ -140,8 +153,66 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       if ((PR == 1 && PC > 1 && a_home) || (PC == 1 && PR > 1 && b_home)) {
         EXPECT_LT(rep.peak_buffer_bytes, bytes + (PC > 1 ? ring_a : ring_b));
       }
+      // The dry-run model counts the same buffers (its images are the panels' even shares).
+      if (m) {
+        EXPECT_EQ(m->buffer_bytes, bytes);
+      }
     }
   }
+}
+
+// FuseTicks=auto fuses the two ticks of a V = 2 grid where the images that move reach 1 MiB, and
+// no other grid's; `never` never fuses, `always` every V = 2 grid. Read from the dry-run model,
+// which takes the run's rule on images of even size, and which counts two images of buffers for
+// each moving operand of a fused schedule.
+TEST(Cannon, AutoFusesTwoTicksWhereTheImagesReachOneMiB) {
+  const std::int64_t MiB = std::int64_t{1} << 20;
+  struct Grid2 {
+    int PR, PC;
+  };
+  for (const auto [PR, PC] : {Grid2{2, 1}, Grid2{1, 2}, Grid2{2, 2}, Grid2{3, 1}, Grid2{2, 4}}) {
+    const int V = std::lcm(PR, PC);
+    for (const std::int64_t panel : {MiB / 2, MiB, 2 * MiB}) {
+      SCOPED_TRACE(std::to_string(PR) + "x" + std::to_string(PC) + " panel " + std::to_string(panel));
+      // An image is the panel's share of one k-group: PC/V of A's panel, PR/V of B's.
+      const bool large = (PC == 1 || panel * PC / V >= MiB) && (PR == 1 || panel * PR / V >= MiB);
+      for (const std::string mode : {"auto", "always", "never"}) {
+        const auto m = test::strategy("cannon", {"FuseTicks=" + mode})->model(ModelSpec{PR, PC, panel, panel, panel}, 0, 0);
+        ASSERT_TRUE(m.has_value());
+        const bool fused = V == 2 && (mode == "always" || (mode == "auto" && large));
+        EXPECT_EQ(m->note.find("fused") != std::string::npos, fused) << mode << ": " << m->note;
+        if (fused) {
+          EXPECT_EQ(m->buffer_bytes, (PC > 1 ? 2 * panel * PC / V : 0) + (PR > 1 ? 2 * panel * PR / V : 0));
+        }
+      }
+    }
+  }
+}
+
+// Fused ticks: each C block sums its products in ascending k, as a one-rank multiply does, so C
+// equals the one-rank product to the last bit (the same kernel); on grids with V > 2 nothing is
+// fused. Blocks that change rank in the pre-shift (random distribution) and blocks that do not.
+TEST(Cannon, FusedTicksGiveTheOneRankProductToTheLastBit) {
+  const auto self = Grid::create(MPI_COMM_SELF);
+  auto kern = kernel("cpu");
+  for (const std::string dist : {"block-cyclic", "random"})
+    for (const auto& grid : grids()) {
+      SCOPED_TRACE("grid " + grid->describe() + " " + dist);
+      const int V = std::lcm(grid->nprows(), grid->npcols());
+      for (const double beta : {0.0, 0.5}) {
+        Case k{"fused", 10, 14, 9, {3, 7, 2}, 0.5, 1.0, beta, dist, "cpu"};
+        Operands o = make_operands(k, grid), one = make_operands(k, self);
+        ASSERT_EQ(blocks_of(o.a), blocks_of(one.a));
+        ASSERT_EQ(blocks_of(o.b), blocks_of(one.b));
+        const MultiplyReport rep =
+            test::strategy("cannon", {"FuseTicks=always"})->multiply(1.0, o.a, o.b, beta, o.c, *kern, MultiplyOptions{});
+        cannon()->multiply(1.0, one.a, one.b, beta, one.c, *kern, MultiplyOptions{});
+        EXPECT_EQ(rep.extra.at("fused_ticks"), V == 2 ? 1.0 : 0.0);
+        if (V == 2) {
+          EXPECT_EQ(blocks_of(o.c), blocks_of(one.c));
+        }
+      }
+    }
 }
 
 namespace {

@@ -177,7 +177,8 @@ std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
   return norms;
 }
 
-IndexArray merged_index(const PanelView& x, const PanelView& y, std::int64_t y_shift, std::int64_t data_size) {
+IndexArray merged_index(const PanelView& x, std::int64_t x_shift, const PanelView& y, std::int64_t y_shift,
+                        std::int64_t data_size) {
   // The rows of both (each list ascends): counted first, so that the words are sized once.
   int nrows = 0;
   for (int rx = 0, ry = 0; rx < x.nrows || ry < y.nrows; ++nrows) {
@@ -209,7 +210,7 @@ IndexArray merged_index(const PanelView& x, const PanelView& y, std::int64_t y_s
                                         ") is in both panels");
       if (qy == ey || (qx < ex && x.cols[qx] < y.cols[qy])) {
         cols[at] = x.cols[qx];
-        offsets[at++] = x.offsets[qx++];
+        offsets[at++] = x.offsets[qx++] + x_shift;
       } else {
         cols[at] = y.cols[qy];
         offsets[at++] = y.offsets[qy++] + y_shift;

@@ -32,13 +32,13 @@
 // value area, and one local product takes both. C's blocks are then read and written once instead
 // of once per tick (on H2O-like blocks of 23 the products ran about 20 % faster), at the price of
 // the shift's overlap with the products and, where tick 0's image is the local panel, a copy of it.
-// Each C block then sums its products in ascending k, as on one rank.
+// Each C block then sums its products in ascending k, as on one rank. A ring of two processes on
+// one node (SharedWindow) shares one MPI window instead: each rank copies its image into its own
+// segment, and the product reads the peer's where it is; only the index travels as a message.
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <functional>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,22 +54,18 @@
 #include "plexus/timers.hpp"
 #include "routes.hpp"
 #include "schedule.hpp"
+#include "ticks.hpp"
 
 namespace {
 
-using plexus::CommBuffer;
 using plexus::DistMatrix;
 using plexus::Error;
 using plexus::Panel;
 using plexus::PanelView;
-using plexus::mpi::Payload;
 using plexus::mpi::Role;
 using plexus::mpi::Traffic;
 
-constexpr int kTagIndex = 7101, kTagData = 7102;
-
 using plexus::cannon::FusedOperand;
-using plexus::cannon::ImageBuffer;
 using plexus::cannon::Images;
 using plexus::cannon::kKeptRoutes;
 using plexus::cannon::kLocalPanel;
@@ -80,6 +76,9 @@ using plexus::cannon::Plan;
 using plexus::cannon::ring_sizes;
 using plexus::cannon::RingSizes;
 using plexus::cannon::Routes;
+using plexus::cannon::run_fused;
+using plexus::cannon::run_ticks;
+using plexus::cannon::SharedRing;
 
 // FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where every
 // image moving along the rings holds at least kFuseValues values. S-E-like images (blocks of 6 at
@@ -91,7 +90,7 @@ constexpr std::int64_t kFuseValues = std::int64_t{1} << 17;  // 1 MiB of values
 
 class Cannon final : public plexus::CommStrategy {
  public:
-  explicit Cannon(Fuse fuse) : fuse_(fuse) {}
+  Cannon(Fuse fuse, bool shared_window) : fuse_(fuse), shared_window_(shared_window) {}
   std::string name() const override { return "cannon"; }
 
   // The schedule: pre-shift, then V ticks multiplying the front images while they travel.
@@ -105,6 +104,7 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["images_a"] = plan.a;
     report.extra["images_b"] = plan.b;
     report.extra["fused_ticks"] = 0.0;
+    report.extra["shared_window"] = 0.0;
     Traffic preshift, ticks;
     if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
       product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout());
@@ -138,6 +138,7 @@ class Cannon final : public plexus::CommStrategy {
       routes.PC = plan.PC;
       routes.pr = plan.pr;
       routes.pc = plan.pc;
+      routes.fused = agree_fused(plan, routes.a.sizes, routes.b.sizes, A.grid());
       routes.valid = true;
     }
     const RingSizes& a_sizes = routes.a.sizes;
@@ -146,12 +147,19 @@ class Cannon final : public plexus::CommStrategy {
     const std::int64_t pre_b = plan.PR > 1 ? routes.b.planned_recv : 0;
     const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
     const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
-    const bool fused = fuses(plan, a_sizes.values, b_sizes.values);
-    if (fused) report.extra["fused_ticks"] = 1.0;
+    const bool fused = routes.fused;
+    // A ring of two processes goes through its shared window where it has one that fits (the
+    // same on both ranks of the ring: made together, for the ring's largest image).
+    const SharedRing* a_win =
+        fused && plan.PC == 2 && a_ring_.fits(A.grid().row_comm(), a_sizes.values) ? &a_ring_ : nullptr;
+    const SharedRing* b_win =
+        fused && plan.PR == 2 && b_ring_.fits(A.grid().col_comm(), b_sizes.values) ? &b_ring_ : nullptr;
+    report.extra["fused_ticks"] = fused ? 1.0 : 0.0;
+    report.extra["shared_window"] = a_win != nullptr || b_win != nullptr ? 1.0 : 0.0;
     FusedOperand a_f, b_f;
     if (fused) {
-      if (plan.PC > 1) allocate_fused(a_img, A, a_sizes, a_f);
-      if (plan.PR > 1) allocate_fused(b_img, B, b_sizes, b_f);
+      if (plan.PC > 1) allocate_fused(a_img, A, a_sizes, a_win, a_f);
+      if (plan.PR > 1) allocate_fused(b_img, B, b_sizes, b_win, b_f);
     } else {
       if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
       if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
@@ -208,6 +216,25 @@ class Cannon final : public plexus::CommStrategy {
 
  private:
   Fuse fuse_;
+  bool shared_window_;
+  SharedRing a_ring_, b_ring_;  // the shared windows of fused ticks on rings of two on one node
+
+  // Whether this multiply's ticks go in one pass, agreed over the grid (every rank of a ring must
+  // take the same path, and a ring makes its shared window together) in one MPI_Allreduce, made
+  // only where V = 2 and FuseTicks may fuse; the shared windows made where they do not fit yet.
+  bool agree_fused(const Plan& plan, const RingSizes& a, const RingSizes& b, const plexus::Grid& grid) {
+    if (plan.V != 2 || fuse_ == Fuse::Never) return false;
+    const MPI_Comm row = grid.row_comm(), col = grid.col_comm();
+    // Against fusing, A's windows to make, B's: the largest over the grid.
+    int vote[3] = {fuses(plan, a.values, b.values) ? 0 : 1,
+                   shared_window_ && plan.PC == 2 && !a_ring_.fits(row, a.values) ? 1 : 0,
+                   shared_window_ && plan.PR == 2 && !b_ring_.fits(col, b.values) ? 1 : 0};
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, vote, 3, MPI_INT, MPI_MAX, grid.plane_comm()), "MPI_Allreduce");
+    if (vote[0] != 0) return false;
+    if (vote[1] != 0) a_ring_.create(row, a.values);
+    if (vote[2] != 0) b_ring_.create(col, b.values);
+    return true;
+  }
 
   // Whether the ticks go in one pass (FuseTicks), given the largest image on A's and on B's ring
   // (in values; the same on every rank of a ring).
@@ -433,100 +460,13 @@ class Cannon final : public plexus::CommStrategy {
     q.spare = q.add_buffer();
   }
 
-  // Fused ticks: the one image of a moving operand (one slot when V = 2) and room for the one it
-  // receives, in one area.
-  static void allocate_fused(Images& img, const DistMatrix& M, const RingSizes& cap, FusedOperand& f) {
+  // Fused ticks: the one image of a moving operand (one slot when V = 2), and room for the one it
+  // receives next to it, or its shared window.
+  static void allocate_fused(Images& img, const DistMatrix& M, const RingSizes& cap, const SharedRing* window,
+                             FusedOperand& f) {
     if (!img.local && img.built.size() != 1) throw Error("cannon", "fused ticks need one image per operand");
-    f.allocate(img.local ? M.local().view() : img.built.front().view(), img.local, cap.words, cap.values);
-    if (!img.local) Panel().data().swap(img.built.front().data());  // its values are in the area now
-  }
-
-  // Both ticks in one pass: the one shift travels, tick 0's local panel is copied next to where
-  // the received image lands, and one local product takes both images of each moving operand.
-  static void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, FusedOperand& a_f,
-                        FusedOperand& b_f, plexus::LocalProduct& product, Traffic& traffic) {
-    const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;
-    const std::function<void()> poll = [&traffic] {
-      traffic.test(Role::A);
-      traffic.test(Role::B);
-    };
-    if (a_moves) {
-      const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
-      post(a_f.front_index.data(), static_cast<std::int64_t>(a_f.front_index.size()), a_f.front, a_f.recv_index,
-           a_f.recv_values(), a_f.recv_capacity(), left, right, A.grid().row_comm(), Role::A, traffic);
-    }
-    if (b_moves) {
-      const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
-      post(b_f.front_index.data(), static_cast<std::int64_t>(b_f.front_index.size()), b_f.front, b_f.recv_index,
-           b_f.recv_values(), b_f.recv_capacity(), up, down, A.grid().col_comm(), Role::B, traffic);
-    }
-    {
-      const plexus::timers::Scoped copy_timer("cannon: fused copy");
-      a_f.copy_local(poll);
-      b_f.copy_local(poll);
-    }
-    {
-      const plexus::timers::Scoped wait_timer("cannon: shift wait");
-      traffic.waitall(Role::A);
-      traffic.waitall(Role::B);
-    }
-    product.multiply(a_moves ? a_f.both() : A.local().view(), A.layout(), b_moves ? b_f.both() : B.local().view(),
-                     B.layout());
-  }
-
-  // V ticks: multiply the front images while the fronts travel to the neighbours.
-  static void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, OperandQueue& a_q,
-                        OperandQueue& b_q, plexus::LocalProduct& product, Traffic& traffic) {
-    const MPI_Comm row = A.grid().row_comm(), col = A.grid().col_comm();
-    const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
-    const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
-    const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;  // else no buffers: the local panel
-    // The shifts progress while the products run (a large message moves only inside MPI calls);
-    // the waits below are then mostly for the slower neighbour, not for the transfer.
-    const plexus::ProgressScope progress({&product}, [&traffic] {
-      traffic.test(Role::A);
-      traffic.test(Role::B);
-    });
-    for (int t = 0; t < plan.V; ++t) {
-      const bool shift = t + 1 < plan.V;
-      if (a_moves && shift) post_shift(a_q, left, right, row, Role::A, traffic);
-      if (b_moves && shift) post_shift(b_q, up, down, col, Role::B, traffic);
-      const PanelView a_view = a_moves ? a_q.front() : A.local().view();
-      const PanelView b_view = b_moves ? b_q.front() : B.local().view();
-      product.multiply(a_view, A.layout(), b_view, B.layout());
-      if (!shift) break;
-      const plexus::timers::Scoped wait_timer("cannon: shift wait");
-      traffic.waitall(Role::A);
-      traffic.waitall(Role::B);
-      const bool more_shifts = t + 2 < plan.V;
-      if (a_moves) a_q.rotate(more_shifts);
-      if (b_moves) b_q.rotate(more_shifts);
-    }
-  }
-
-  // The front goes to `to` (index words, then values), and the spare receives from `from`.
-  static void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Traffic& traffic) {
-    ImageBuffer& recv = q.buf[static_cast<std::size_t>(q.spare)];
-    if (q.queue.front() == kLocalPanel) {
-      post(q.local_index.data(), static_cast<std::int64_t>(q.local_index.size()), q.local, recv.index, recv.data.data(),
-           static_cast<std::int64_t>(recv.data.size()), to, from, comm, role, traffic);
-      return;
-    }
-    const ImageBuffer& send = q.buf[static_cast<std::size_t>(q.queue.front())];
-    post(send.index.data(), send.words(), send.view(), recv.index, recv.data.data(),
-         static_cast<std::int64_t>(recv.data.size()), to, from, comm, role, traffic);
-  }
-
-  // One shift: the image `send` (its packed index `words`, its values) goes to `to`, and an image
-  // from `from` is received into `recv_index` and up to `capacity` values at `recv_values`.
-  static void post(const std::int64_t* words, std::int64_t nwords, const PanelView& send,
-                   CommBuffer<std::int64_t>& recv_index, double* recv_values, std::int64_t capacity, int to, int from,
-                   MPI_Comm comm, Role role, Traffic& traffic) {
-    traffic.irecv(recv_index.data(), static_cast<std::int64_t>(recv_index.size()), MPI_INT64_T, from, kTagIndex, comm,
-                  role, Payload::Index);
-    traffic.irecv(recv_values, capacity, MPI_DOUBLE, from, kTagData, comm, role, Payload::Data);
-    traffic.isend(words, nwords, MPI_INT64_T, to, kTagIndex, comm, role, Payload::Index);
-    traffic.isend(send.data, send.data_size, MPI_DOUBLE, to, kTagData, comm, role, Payload::Data);
+    f.allocate(img.local ? M.local().view() : img.built.front().view(), img.local, cap.words, cap.values, window);
+    if (!img.local && window == nullptr) Panel().data().swap(img.built.front().data());  // its values are in the area
   }
 };
 
@@ -539,6 +479,11 @@ plexus::ParameterListPtr cannon_parameters() {
       "but the shift no longer overlaps the products and a local panel sent as tick 0's image is copied (one "
       "image's memory more). auto: where every image moving along the grid holds at least 1 MiB. Other grids "
       "never fuse");
+  plexus::declare_bool(
+      *p, "SharedWindow", true,
+      "fused ticks on a ring of two processes on one node exchange their images through an MPI shared-memory "
+      "window (each rank copies its image into its segment, and the local product reads the peer's where it is) "
+      "instead of messages");
   return p;
 }
 
@@ -558,7 +503,7 @@ const plexus::PluginDescriptor& describe() {
         "2x2 grid fused into one pass where the images are large (FuseTicks).";
     c.valid_parameters = cannon_parameters;
     c.make_comm = [](const plexus::ParameterList& params) {
-      return std::make_unique<Cannon>(fuse_of(params.get<std::string>("FuseTicks")));
+      return std::make_unique<Cannon>(fuse_of(params.get<std::string>("FuseTicks")), params.get<bool>("SharedWindow"));
     };
     p.components.push_back(std::move(c));
     return p;

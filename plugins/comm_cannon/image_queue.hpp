@@ -9,6 +9,7 @@
 
 #include "plexus/memory.hpp"
 #include "plexus/panel.hpp"
+#include "shared_ring.hpp"
 
 namespace plexus::cannon {
 
@@ -55,52 +56,63 @@ struct OperandQueue {
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
 // FuseTicks): tick 0's image and the one it receives side by side in one value area, so that a
-// single local product takes both. Tick 0's image is sent as it is: the local panel from where it
-// is, a built image from the head of the area.
+// single local product takes both. By messages, the area is `values`: tick 0's image at its head
+// (a built image copied there now, the local panel once the shift is posted, while it travels)
+// and the received one after it; tick 0's image is sent from where it is. Through a shared window
+// (`shared`, shared_ring.hpp), the area is the window: tick 0's image is copied into this rank's
+// segment and the peer's is read from its own.
 struct FusedOperand {
-  PanelView front;                       // tick 0's image as sent
-  CommBuffer<std::int64_t> front_index;  // its packed index
+  PanelView front;                       // tick 0's image where it is (the local panel, or a built image)
+  CommBuffer<std::int64_t> front_index;  // its packed index, as sent
   CommBuffer<std::int64_t> recv_index;   // the received image's packed index
-  CommBuffer<double> values;             // [tick 0's values | the received values]
-  bool copy_pending = false;             // the local panel's values are still to be copied to the head
-  IndexArray merged;                     // both images' packed index over `values`, once received
+  CommBuffer<double> values;             // messages: [tick 0's values | the received values]
+  const SharedRing* shared = nullptr;    // or the shared window
+  bool copy_pending = false;             // tick 0's values are still to be copied into the area
+  IndexArray merged;                     // both images' packed index over the area, once received
 
-  // Room for tick 0's image and for the largest image of the ring (`words`, `max_values`). A
-  // built image's values go to the head now; the local panel's (`is_local`, values without gaps)
-  // once the shift is posted (copy_local).
-  void allocate(const PanelView& image, bool is_local, std::int64_t words, std::int64_t max_values) {
+  // Tick 0's image (`is_local`: the local panel, values without gaps), and room for the largest
+  // image of the ring (`words`, `max_values`). By messages, a built image's values go to the head
+  // of `values` now.
+  void allocate(const PanelView& image, bool is_local, std::int64_t words, std::int64_t max_values,
+                const SharedRing* window) {
+    front = image;
     front_index.resize(static_cast<std::size_t>(PanelView::packed_words(image.nrows, image.nblocks)));
     image.pack_to(front_index.data());
     recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
+    shared = window;
+    copy_pending = true;
+    if (shared != nullptr) return;
     values.resize(static_cast<std::size_t>(image.data_size + std::max<std::int64_t>(max_values, 1)));
-    front = PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), image.data);
-    copy_pending = is_local;
-    if (!is_local) {
-      std::copy(image.data, image.data + image.data_size, values.data());
-      front.data = values.data();
-    }
+    if (!is_local) copy_front([] {});
   }
+  double* head() { return shared != nullptr ? shared->mine() : values.data(); }
   double* recv_values() { return values.data() + front.data_size; }
   std::int64_t recv_capacity() const { return static_cast<std::int64_t>(values.size()) - front.data_size; }
-  // The local panel's values to the head, a piece at a time with `poll` after each, so that the
-  // shift in flight moves on meanwhile.
-  void copy_local(const std::function<void()>& poll) {
+  // Tick 0's values into the area, a piece at a time with `poll` after each, so that a shift in
+  // flight moves on meanwhile; afterwards the image is sent from there.
+  void copy_front(const std::function<void()>& poll) {
     if (!copy_pending) return;
     constexpr std::int64_t kPiece = std::int64_t{1} << 17;  // 1 MiB
+    double* const to = head();
     for (std::int64_t at = 0; at < front.data_size; at += kPiece) {
-      std::copy(front.data + at, front.data + std::min(front.data_size, at + kPiece), values.data() + at);
+      std::copy(front.data + at, front.data + std::min(front.data_size, at + kPiece), to + at);
       poll();
     }
+    front.data = to;
     copy_pending = false;
   }
-  // Both images as one panel (once the receives are complete and the head is copied).
+  // Both images as one panel (once the receives are complete and tick 0's values copied).
   PanelView both() {
-    const PanelView head =
-        PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), values.data());
+    const double* area = shared != nullptr ? shared->base() : values.data();
+    const std::int64_t mine = shared != nullptr ? shared->mine_offset() : 0;
+    const std::int64_t theirs = shared != nullptr ? shared->peer_offset() : front.data_size;
+    const PanelView head_view =
+        PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), area + mine);
     const PanelView recv =
-        PanelView::from_packed(recv_index.data(), PanelView::packed_words(recv_index[0], recv_index[1]), recv_values());
-    merged = merged_index(head, recv, head.data_size, head.data_size + recv.data_size);
-    return PanelView::from_packed(merged.data(), static_cast<std::int64_t>(merged.size()), values.data());
+        PanelView::from_packed(recv_index.data(), PanelView::packed_words(recv_index[0], recv_index[1]), area + theirs);
+    const std::int64_t size = std::max(mine + head_view.data_size, theirs + recv.data_size);
+    merged = merged_index(head_view, mine, recv, theirs, size);
+    return PanelView::from_packed(merged.data(), static_cast<std::int64_t>(merged.size()), area);
   }
 };
 

@@ -62,6 +62,7 @@ struct Routes {
   bool valid = false;
   std::uint64_t used = 0;  // when it was last recorded or replayed (the same on every rank)
   int PR = 0, PC = 0, pr = -1, pc = -1;
+  bool fused = false;  // the two ticks in one pass (agreed over the grid when recorded)
   OperandRoute a, b;
 };
 // The routes kept: enough for the few products an iteration alternates between (X*X and X*X^2 of

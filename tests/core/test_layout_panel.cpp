@@ -108,7 +108,7 @@ TEST(MergedIndex, UnionOfTwoPanelsOverOneArea) {
   // One area: x's values, then y's.
   std::vector<double> area(x.data().begin(), x.data().end());
   area.insert(area.end(), y.data().begin(), y.data().end());
-  const IndexArray w = merged_index(x.view(), y.view(), x.data_size(), static_cast<std::int64_t>(area.size()));
+  const IndexArray w = merged_index(x.view(), 0, y.view(), x.data_size(), static_cast<std::int64_t>(area.size()));
   const PanelView v = PanelView::from_packed(w.data(), static_cast<std::int64_t>(w.size()), area.data());
   ASSERT_EQ(v.nrows, 5);
   EXPECT_EQ(v.nblocks, 8);
@@ -122,13 +122,24 @@ TEST(MergedIndex, UnionOfTwoPanelsOverOneArea) {
       EXPECT_EQ(v.data[v.offsets[b]], static_cast<double>(10 * v.row_ids[r] + v.cols[b]));
     }
   EXPECT_EQ(cols, (std::vector<std::int64_t>{1, 3, 0, 2, 5, 6, 2, 0}));
+  // y's values first and x's after a gap of 3: the same blocks and values.
+  std::vector<double> other(y.data().begin(), y.data().end());
+  other.resize(other.size() + 3, -1.0);
+  other.insert(other.end(), x.data().begin(), x.data().end());
+  const IndexArray w2 = merged_index(x.view(), y.data_size() + 3, y.view(), 0, static_cast<std::int64_t>(other.size()));
+  const PanelView v2 = PanelView::from_packed(w2.data(), static_cast<std::int64_t>(w2.size()), other.data());
+  ASSERT_EQ(v2.nblocks, v.nblocks);
+  for (std::int64_t b = 0; b < v.nblocks; ++b) {
+    EXPECT_EQ(v2.cols[b], v.cols[b]);
+    EXPECT_EQ(v2.data[v2.offsets[b]], v.data[v.offsets[b]]);
+  }
   // One empty panel: the other's index as it is, moved where it lies.
-  const IndexArray only_y = merged_index(Panel().view(), y.view(), 5, 5 + y.data_size());
+  const IndexArray only_y = merged_index(Panel().view(), 0, y.view(), 5, 5 + y.data_size());
   const PanelView vy = PanelView::from_packed(only_y.data(), static_cast<std::int64_t>(only_y.size()), area.data());
   EXPECT_EQ(vy.nblocks, y.nblocks());
   EXPECT_EQ(vy.offsets[0], 5 + y.view().offsets[0]);
   // A block in both is an error.
   Panel z(std::vector<int>{4});
   z.append_block(0, 5, 2);
-  EXPECT_THROW(merged_index(x.view(), z.view(), 0, 0), Error);
+  EXPECT_THROW(merged_index(x.view(), 0, z.view(), 0, 0), Error);
 }

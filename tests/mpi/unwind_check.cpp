@@ -4,7 +4,8 @@
 // never join it). Run under mpiexec on 2 or more ranks:
 //
 //   plexus-unwind-check --list                      the components it can check, one per line
-//   plexus-unwind-check multiply NAME [POINT]       a multiply with strategy NAME
+//   plexus-unwind-check multiply NAME [POINT]       a multiply with strategy NAME (NAME:Key=Value:...
+//                                                   with parameters)
 //   plexus-unwind-check collectives NAME [POINT]    allreduce, bcast and circulate of NAME
 //
 // Every rank does the operation once, whole. Then the last rank arms the fault hook
@@ -33,8 +34,15 @@ namespace {
 
 using namespace plexus;
 
-std::shared_ptr<MultiplyAlgorithm> algorithm(const std::string& name) {
+// A strategy by spec: NAME, or NAME:Key=Value[:Key=Value...] with parameters.
+std::shared_ptr<MultiplyAlgorithm> algorithm(const std::string& spec) {
+  const std::string name = spec.substr(0, spec.find(':'));
   ParameterList p(name);
+  for (std::size_t at = spec.find(':'); at != std::string::npos;) {
+    const std::size_t next = spec.find(':', at + 1);
+    apply_override(p, spec.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+    at = next;
+  }
   return Registry::global().make_comm(name, p, "Communication/" + name);
 }
 

@@ -104,8 +104,9 @@ std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout);
 
 /// The packed index (PanelView::from_packed) of the blocks of two panels as one panel over one
 /// value area of `data_size` values: the rows of both, each row's blocks by column, x's offsets
-/// as they are and y's moved by `y_shift` (y's values placed after x's, say). Throws if a block
-/// is in both.
-IndexArray merged_index(const PanelView& x, const PanelView& y, std::int64_t y_shift, std::int64_t data_size);
+/// moved by `x_shift` and y's by `y_shift` (where each panel's values start in the area). Throws if
+/// a block is in both.
+IndexArray merged_index(const PanelView& x, std::int64_t x_shift, const PanelView& y, std::int64_t y_shift,
+                        std::int64_t data_size);
 
 }  // namespace plexus

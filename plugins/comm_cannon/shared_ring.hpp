@@ -1,0 +1,109 @@
+#pragma once
+// Fused ticks on a ring of two processes on one node (cannon.cpp, SharedWindow): the two tick-0
+// images meet in one MPI shared-memory window instead of travelling as messages. Each rank copies
+// its image into its own segment; the segments lie one after the other, so the local product reads
+// both images where they are, as one value area. A message carries each image's index, and it
+// tells the peer that the segment is written. The window is made once per ring and size, kept
+// across multiplies, and freed with the strategy.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
+#include "plexus/progress.hpp"
+
+namespace plexus::cannon {
+
+class SharedRing {
+ public:
+  SharedRing() = default;
+  ~SharedRing() { free(); }
+  SharedRing(const SharedRing&) = delete;
+  SharedRing& operator=(const SharedRing&) = delete;
+
+  // Whether the window serves `ring` with segments of at least `values` values.
+  bool fits(MPI_Comm ring, std::int64_t values) const {
+    return win_ != MPI_WIN_NULL && comm_ == ring && capacity_ >= values;
+  }
+  // Makes the window over `ring` with segments of `values` values (a larger one than a window it
+  // replaces). Collective over the ring, whose ranks must call it together. false, and no window,
+  // where the ring is not two processes on one node or its segments do not make one area.
+  bool create(MPI_Comm ring, std::int64_t values) {
+    free();
+    if (ring == apart_ || mpi::size(ring) != 2) return false;
+    MPI_Comm node = MPI_COMM_NULL;
+    mpi::check(MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    const int on_node = mpi::size(node);
+    mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
+    if (on_node != 2) {
+      apart_ = ring;  // not asked again: both ranks know it now
+      return false;
+    }
+    values = std::max<std::int64_t>(values, 1);
+    double* mine = nullptr;
+    mpi::check(MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
+                                       sizeof(double), MPI_INFO_NULL, ring, &mine, &win_),
+               "MPI_Win_allocate_shared");
+    memory::on_allocate(memory::Category::CommBuffer, static_cast<std::size_t>(values) * sizeof(double));
+    capacity_ = values;
+    comm_ = ring;
+    me_ = mpi::rank(ring);
+    double* seg[2] = {nullptr, nullptr};
+    for (int q = 0; q < 2; ++q) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      mpi::check(MPI_Win_shared_query(win_, q, &size, &unit, &seg[q]), "MPI_Win_shared_query");
+    }
+    mpi::check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+    // MPI allocates the segments contiguously unless told otherwise (alloc_shared_noncontig); the
+    // second must start at or after the end of the first, in whole values. Both ranks see the
+    // same layout, so both decide alike.
+    const auto gap = reinterpret_cast<std::uintptr_t>(seg[1]) - reinterpret_cast<std::uintptr_t>(seg[0]);
+    if (seg[1] < seg[0] + values || gap % sizeof(double) != 0) {
+      free();
+      return false;
+    }
+    base_ = seg[0];
+    peer_offset_ = me_ == 0 ? static_cast<std::int64_t>(seg[1] - seg[0]) : 0;
+    mine_offset_ = me_ == 0 ? 0 : static_cast<std::int64_t>(seg[1] - seg[0]);
+    return true;
+  }
+  // MPI_Win_free is collective: never while the stack unwinds (the peer may be inside a multiply
+  // and never join it); the window is then left to the end of the process.
+  void free() {
+    if (win_ == MPI_WIN_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && !progress::unwinding()) {
+      MPI_Win_unlock_all(win_);
+      MPI_Win_free(&win_);
+    }
+    memory::on_release(memory::Category::CommBuffer, static_cast<std::size_t>(capacity_) * sizeof(double));
+    win_ = MPI_WIN_NULL;
+    comm_ = MPI_COMM_NULL;
+    base_ = nullptr;
+    capacity_ = 0;
+  }
+
+  MPI_Win win() const { return win_; }
+  MPI_Comm comm() const { return comm_; }
+  int peer() const { return 1 - me_; }
+  // The area's start (rank 0's segment), and where each segment starts in it, in values.
+  const double* base() const { return base_; }
+  double* mine() const { return base_ + mine_offset_; }
+  std::int64_t mine_offset() const { return mine_offset_; }
+  std::int64_t peer_offset() const { return peer_offset_; }
+  std::int64_t capacity() const { return capacity_; }
+
+ private:
+  MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm apart_ = MPI_COMM_NULL;  // a ring found not to be on one node
+  double* base_ = nullptr;
+  std::int64_t capacity_ = 0, mine_offset_ = 0, peer_offset_ = 0;
+  int me_ = 0;
+};
+
+}  // namespace plexus::cannon

@@ -476,14 +476,15 @@ plexus::ParameterListPtr cannon_parameters() {
       *p, "FuseTicks", "auto", {"auto", "always", "never"},
       "where there are two ticks (V = 2: 2x1, 1x2 and 2x2 grids), multiply both in one pass once the one shift has "
       "arrived: C is read and written once instead of twice, and each C block sums in ascending k as on one rank, "
-      "but the shift no longer overlaps the products and a local panel sent as tick 0's image is copied (one "
-      "image's memory more). auto: where every image moving along the grid holds at least 1 MiB. Other grids "
-      "never fuse");
+      "but the shift no longer overlaps the products, and by messages a local panel sent as tick 0's image is "
+      "copied next to the received one (one image's memory more). auto: where every image moving along the grid "
+      "holds at least 1 MiB. Other grids never fuse");
   plexus::declare_bool(
       *p, "SharedWindow", true,
       "fused ticks on a ring of two processes on one node exchange their images through an MPI shared-memory "
-      "window (each rank copies its image into its segment, and the local product reads the peer's where it is) "
-      "instead of messages");
+      "window instead of messages: each rank copies its image into its segment, and the local product reads the "
+      "peer's where it is. The window holds the ring's largest image per rank and is kept across multiplies "
+      "(plexus model counts the buffers of fused ticks by messages)");
   return p;
 }
 

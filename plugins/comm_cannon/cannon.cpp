@@ -80,8 +80,8 @@ using plexus::cannon::run_fused;
 using plexus::cannon::run_ticks;
 using plexus::cannon::SharedRing;
 
-// FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where every
-// image moving along the rings holds at least kFuseValues values. S-E-like images (blocks of 6 at
+// FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where the
+// largest image on every ring that moves holds at least kFuseValues values, on every rank. S-E-like images (blocks of 6 at
 // 1 %, 0.2 MiB on two ranks) lost by fusing: the shift's latency, no longer hidden behind the
 // products, cost more than C's second pass. H2O-like (7.8 MiB) gained, dense (17 MiB) did not
 // lose. The threshold lies between them; it is not tuned beyond that.
@@ -477,8 +477,8 @@ plexus::ParameterListPtr cannon_parameters() {
       "where there are two ticks (V = 2: 2x1, 1x2 and 2x2 grids), multiply both in one pass once the one shift has "
       "arrived: C is read and written once instead of twice, and each C block sums in ascending k as on one rank, "
       "but the shift no longer overlaps the products, and by messages a local panel sent as tick 0's image is "
-      "copied next to the received one (one image's memory more). auto: where every image moving along the grid "
-      "holds at least 1 MiB. Other grids never fuse");
+      "copied next to the received one (one image's memory more). auto: where the largest image on every ring "
+      "that moves holds at least 1 MiB. Other grids never fuse");
   plexus::declare_bool(
       *p, "SharedWindow", true,
       "fused ticks on a ring of two processes on one node exchange their images through an MPI shared-memory "

@@ -32,15 +32,19 @@
 // value area, and one local product takes both. C's blocks are then read and written once instead
 // of once per tick (on H2O-like blocks of 23 the products ran about 20 % faster), at the price of
 // the shift's overlap with the products and, where tick 0's image is the local panel, a copy of it.
-// Each C block then sums its products in ascending k, as on one rank. A ring of two processes on
-// one node (SharedWindow) shares one MPI window instead: each rank copies its image into its own
-// segment, and the product reads the peer's where it is; only the index travels as a message.
+// Each C block then sums its products in ascending k, as on one rank. Fused ticks need no
+// pre-shift: the two ranks of a ring hold all of their row's A (column's B) between them, and one
+// pass multiplies all of it, so each local panel is its rank's tick-0 image. A ring of two
+// processes on one node (SharedWindow) shares one MPI window instead of messages: each rank copies
+// its panel into its own segment, and the product reads the peer's where it is; only the index
+// travels as a message.
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -125,20 +129,30 @@ class Cannon final : public plexus::CommStrategy {
     Routes& routes = routes_[static_cast<std::size_t>(replay ? agreed : least_recently_used())];
     if (!replay) routes.valid = false;  // recorded afresh below; a failure leaves none
     routes.used = ++clock_;
+    // Fused ticks need no pre-shift: the two ranks of a ring hold all of their row's A (column's
+    // B) between them, whatever the k-groups, and one pass multiplies all of it, so each rank's
+    // local panel serves as its tick-0 image. Decided on the local panels, before any block moves.
+    if (!replay) routes.fused = fuses_on_panels(plan, A, B, routes);
+    const bool fused = routes.fused;
     Images a_img, b_img;
-    if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
-    if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
+    if (fused) {
+      a_img.local = b_img.local = true;
+    } else {
+      if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
+      if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
+    }
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
     if (!replay) {
-      routes.a.sizes = ring_sizes(image_sizes(a_img, A), plan, true, A.grid().row_comm());
-      routes.b.sizes = ring_sizes(image_sizes(b_img, B), plan, false, A.grid().col_comm());
+      if (!fused) {
+        routes.a.sizes = ring_sizes(image_sizes(a_img, A), plan, true, A.grid().row_comm());
+        routes.b.sizes = ring_sizes(image_sizes(b_img, B), plan, false, A.grid().col_comm());
+      }
       routes.PR = plan.PR;
       routes.PC = plan.PC;
       routes.pr = plan.pr;
       routes.pc = plan.pc;
-      routes.fused = agree_fused(plan, routes.a.sizes, routes.b.sizes, A.grid());
       routes.valid = true;
     }
     const RingSizes& a_sizes = routes.a.sizes;
@@ -147,7 +161,6 @@ class Cannon final : public plexus::CommStrategy {
     const std::int64_t pre_b = plan.PR > 1 ? routes.b.planned_recv : 0;
     const std::int64_t predicted_a = 8 * (pre_a + a_sizes.shift_values);
     const std::int64_t predicted_b = 8 * (pre_b + b_sizes.shift_values);
-    const bool fused = routes.fused;
     // A ring of two processes goes through its shared window where it has one that fits (the
     // same on both ranks of the ring: made together, for the ring's largest image).
     const SharedRing* a_win =
@@ -197,8 +210,10 @@ class Cannon final : public plexus::CommStrategy {
     // Received in the ticks: V-1 images along each ring longer than one process.
     m.bytes_a = p.PC > 1 ? (p.V - 1) * img_a : 0;
     m.bytes_b = p.PR > 1 ? (p.V - 1) * img_b : 0;
-    // The pre-shift: the images of my row (column) that are at home elsewhere come to me.
-    for (int g = 0; g < p.V; ++g) {
+    // The pre-shift: the images of my row (column) that are at home elsewhere come to me (none when
+    // the ticks are fused: the local panels serve as the images).
+    const bool fused = fuses(p, img_a / 8, img_b / 8);
+    for (int g = 0; g < p.V && !fused; ++g) {
       int slot = 0;
       if (g % p.PC != pc && p.a_home(g, slot) == pc) m.bytes_a += img_a;
       if (g % p.PR != pr && p.b_home(g, slot) == pr) m.bytes_b += img_b;
@@ -206,7 +221,6 @@ class Cannon final : public plexus::CommStrategy {
     // Buffers (allocate_buffers): one per image and a receive buffer, but a single one for an operand
     // whose only image is its local panel (one slot, at home at tick 0) when it shifts once (V = 2).
     // Fused ticks (allocate_fused): room for two images, tick 0's and the received one.
-    const bool fused = fuses(p, img_a / 8, img_b / 8);
     auto buffers = [&](int slots, bool home) { return fused ? 2 : slots == 1 && home && p.V == 2 ? 1 : slots + 1; };
     m.buffer_bytes = (p.PC > 1 ? buffers(p.a, p.pr * p.b % p.V == 0) * img_a : 0) +
                      (p.PR > 1 ? buffers(p.b, p.pc * p.a % p.V == 0) * img_b : 0);
@@ -220,11 +234,18 @@ class Cannon final : public plexus::CommStrategy {
   SharedRing a_ring_, b_ring_;  // the shared windows of fused ticks on rings of two on one node
 
   // Whether this multiply's ticks go in one pass, agreed over the grid (every rank of a ring must
-  // take the same path, and a ring makes its shared window together) in one MPI_Allreduce, made
-  // only where V = 2 and FuseTicks may fuse; the shared windows made where they do not fit yet.
-  bool agree_fused(const Plan& plan, const RingSizes& a, const RingSizes& b, const plexus::Grid& grid) {
+  // take the same path, and a ring makes its shared window together), only where V = 2 and
+  // FuseTicks may fuse: the local panels' sizes along each moving ring (one MPI_Allgather each),
+  // then one MPI_Allreduce; the shared windows made where they do not fit yet. A multiply that
+  // fuses records its routes here: the panels' keys and sizes (nothing is exchanged before the
+  // ticks).
+  bool fuses_on_panels(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Routes& routes) {
     if (plan.V != 2 || fuse_ == Fuse::Never) return false;
+    const plexus::Grid& grid = A.grid();
     const MPI_Comm row = grid.row_comm(), col = grid.col_comm();
+    const Images local{{}, true};
+    const RingSizes a = ring_sizes(image_sizes(local, A), plan, true, row);
+    const RingSizes b = ring_sizes(image_sizes(local, B), plan, false, col);
     // Against fusing, A's windows to make, B's: the largest over the grid.
     int vote[3] = {fuses(plan, a.values, b.values) ? 0 : 1,
                    shared_window_ && plan.PC == 2 && !a_ring_.fits(row, a.values) ? 1 : 0,
@@ -233,6 +254,11 @@ class Cannon final : public plexus::CommStrategy {
     if (vote[0] != 0) return false;
     if (vote[1] != 0) a_ring_.create(row, a.values);
     if (vote[2] != 0) b_ring_.create(col, b.values);
+    for (auto [route, M, comm, sizes] : {std::tuple{&routes.a, &A, row, a}, std::tuple{&routes.b, &B, col, b}}) {
+      route->keep_key(*M, plan.kgroup, comm);
+      route->planned_recv = 0;
+      route->sizes = sizes;
+    }
     return true;
   }
 

@@ -85,10 +85,10 @@ using plexus::cannon::run_ticks;
 using plexus::cannon::SharedRing;
 
 // FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where the
-// largest image on every ring that moves holds at least kFuseValues values, on every rank. S-E-like images (blocks of 6 at
-// 1 %, 0.2 MiB on two ranks) lost by fusing: the shift's latency, no longer hidden behind the
-// products, cost more than C's second pass. H2O-like (7.8 MiB) gained, dense (17 MiB) did not
-// lose. The threshold lies between them; it is not tuned beyond that.
+// largest image on every ring that moves holds at least kFuseValues values, on every rank.
+// S-E-like images (blocks of 6 at 1 %, 0.2 MiB on two ranks) lost by fusing: the shift's latency,
+// no longer hidden behind the products, cost more than C's second pass. H2O-like (7.8 MiB)
+// gained, dense (17 MiB) did not lose. The threshold lies between them; not tuned beyond that.
 enum class Fuse { Auto, Always, Never };
 constexpr std::int64_t kFuseValues = std::int64_t{1} << 17;  // 1 MiB of values
 
@@ -135,12 +135,8 @@ class Cannon final : public plexus::CommStrategy {
     if (!replay) routes.fused = fuses_on_panels(plan, A, B, routes);
     const bool fused = routes.fused;
     Images a_img, b_img;
-    if (fused) {
-      a_img.local = b_img.local = true;
-    } else {
-      if (plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
-      if (plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
-    }
+    if (!fused && plan.PC > 1) a_img = pre_shift(A, plan, /*is_a=*/true, preshift, routes.a, replay);
+    if (!fused && plan.PR > 1) b_img = pre_shift(B, plan, /*is_a=*/false, preshift, routes.b, replay);
     pre_timer.stop();
     plexus::timers::Scoped buffer_timer("cannon: sizes and buffers");
     // The data bytes the schedule will bring here: the pre-shift's and the ticks'.
@@ -171,8 +167,8 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["shared_window"] = a_win != nullptr || b_win != nullptr ? 1.0 : 0.0;
     FusedOperand a_f, b_f;
     if (fused) {
-      if (plan.PC > 1) allocate_fused(a_img, A, a_sizes, a_win, a_f);
-      if (plan.PR > 1) allocate_fused(b_img, B, b_sizes, b_win, b_f);
+      if (plan.PC > 1) a_f.allocate(A.local().view(), a_sizes.words, a_sizes.values, a_win);
+      if (plan.PR > 1) b_f.allocate(B.local().view(), b_sizes.words, b_sizes.values, b_win);
     } else {
       if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
       if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
@@ -220,7 +216,7 @@ class Cannon final : public plexus::CommStrategy {
     }
     // Buffers (allocate_buffers): one per image and a receive buffer, but a single one for an operand
     // whose only image is its local panel (one slot, at home at tick 0) when it shifts once (V = 2).
-    // Fused ticks (allocate_fused): room for two images, tick 0's and the received one.
+    // Fused ticks by messages (FusedOperand): room for two images, tick 0's and the received one.
     auto buffers = [&](int slots, bool home) { return fused ? 2 : slots == 1 && home && p.V == 2 ? 1 : slots + 1; };
     m.buffer_bytes = (p.PC > 1 ? buffers(p.a, p.pr * p.b % p.V == 0) * img_a : 0) +
                      (p.PR > 1 ? buffers(p.b, p.pc * p.a % p.V == 0) * img_b : 0);
@@ -484,15 +480,6 @@ class Cannon final : public plexus::CommStrategy {
       Panel().data().swap(img.built[static_cast<std::size_t>(s)].data());  // release the image's values early
     }
     q.spare = q.add_buffer();
-  }
-
-  // Fused ticks: the one image of a moving operand (one slot when V = 2), and room for the one it
-  // receives next to it, or its shared window.
-  static void allocate_fused(Images& img, const DistMatrix& M, const RingSizes& cap, const SharedRing* window,
-                             FusedOperand& f) {
-    if (!img.local && img.built.size() != 1) throw Error("cannon", "fused ticks need one image per operand");
-    f.allocate(img.local ? M.local().view() : img.built.front().view(), img.local, cap.words, cap.values, window);
-    if (!img.local && window == nullptr) Panel().data().swap(img.built.front().data());  // its values are in the area
   }
 };
 

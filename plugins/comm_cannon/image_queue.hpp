@@ -55,14 +55,14 @@ struct OperandQueue {
 };
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
-// FuseTicks): tick 0's image and the one it receives side by side in one value area, so that a
-// single local product takes both. By messages, the area is `values`: tick 0's image at its head
-// (a built image copied there now, the local panel once the shift is posted, while it travels)
-// and the received one after it; tick 0's image is sent from where it is. Through a shared window
-// (`shared`, shared_ring.hpp), the area is the window: tick 0's image is copied into this rank's
-// segment and the peer's is read from its own.
+// FuseTicks): this rank's local panel, which serves as its tick-0 image (no pre-shift), and the
+// peer's, side by side in one value area, so that a single local product takes both. By messages
+// the area is `values`: the local panel is sent from where it is and copied to the head while it
+// travels, and the peer's lands after it. Through a shared window (`shared`, shared_ring.hpp) the
+// area is the window: the local panel is copied into this rank's segment, and the peer's is read
+// from its own. The panel's whole value area is copied, gaps and all, so its offsets still hold.
 struct FusedOperand {
-  PanelView front;                       // tick 0's image where it is (the local panel, or a built image)
+  PanelView front;                       // tick 0's image: the local panel, then its copy in the area
   CommBuffer<std::int64_t> front_index;  // its packed index, as sent
   CommBuffer<std::int64_t> recv_index;   // the received image's packed index
   CommBuffer<double> values;             // messages: [tick 0's values | the received values]
@@ -70,20 +70,17 @@ struct FusedOperand {
   bool copy_pending = false;             // tick 0's values are still to be copied into the area
   IndexArray merged;                     // both images' packed index over the area, once received
 
-  // Tick 0's image (`is_local`: the local panel, values without gaps), and room for the largest
-  // image of the ring (`words`, `max_values`). By messages, a built image's values go to the head
-  // of `values` now.
-  void allocate(const PanelView& image, bool is_local, std::int64_t words, std::int64_t max_values,
-                const SharedRing* window) {
-    front = image;
-    front_index.resize(static_cast<std::size_t>(PanelView::packed_words(image.nrows, image.nblocks)));
-    image.pack_to(front_index.data());
+  // The local panel as tick 0's image, and room for the largest image of the ring (`words`,
+  // `max_values`, the same on both of its ranks).
+  void allocate(const PanelView& local, std::int64_t words, std::int64_t max_values, const SharedRing* window) {
+    front = local;
+    front_index.resize(static_cast<std::size_t>(PanelView::packed_words(local.nrows, local.nblocks)));
+    local.pack_to(front_index.data());
     recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
     shared = window;
     copy_pending = true;
-    if (shared != nullptr) return;
-    values.resize(static_cast<std::size_t>(image.data_size + std::max<std::int64_t>(max_values, 1)));
-    if (!is_local) copy_front([] {});
+    if (shared == nullptr)
+      values.resize(static_cast<std::size_t>(local.data_size + std::max<std::int64_t>(max_values, 1)));
   }
   double* head() { return shared != nullptr ? shared->mine() : values.data(); }
   double* recv_values() { return values.data() + front.data_size; }

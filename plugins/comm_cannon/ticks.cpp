@@ -87,7 +87,7 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
     traffic.isend(f.front_index.data(), words, MPI_INT64_T, r.to, kTagIndex, r.comm, r.role, Payload::Index);
     traffic.add_sent(r.role, Payload::Data, 8 * f.front.data_size, 0);  // what the peer reads from the segment
   }
-  for (const Ring& r : rings) r.f->copy_front(poll);  // by messages, a local panel still to copy
+  for (const Ring& r : rings) r.f->copy_front(poll);  // by messages: the local panel, while it travels
   copy_timer.stop();
   {
     const timers::Scoped wait_timer("cannon: shift wait");

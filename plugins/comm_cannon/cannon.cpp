@@ -44,7 +44,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -250,11 +249,13 @@ class Cannon final : public plexus::CommStrategy {
     if (vote[0] != 0) return false;
     if (vote[1] != 0) a_ring_.create(row, a.values);
     if (vote[2] != 0) b_ring_.create(col, b.values);
-    for (auto [route, M, comm, sizes] : {std::tuple{&routes.a, &A, row, a}, std::tuple{&routes.b, &B, col, b}}) {
-      route->keep_key(*M, plan.kgroup, comm);
-      route->planned_recv = 0;
-      route->sizes = sizes;
-    }
+    auto record = [&](OperandRoute& route, const DistMatrix& M, MPI_Comm comm, const RingSizes& sizes) {
+      route.keep_key(M, plan.kgroup, comm);
+      route.planned_recv = 0;
+      route.sizes = sizes;
+    };
+    if (plan.PC > 1) record(routes.a, A, row, a);
+    if (plan.PR > 1) record(routes.b, B, col, b);
     return true;
   }
 

@@ -24,8 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "conformance_specs.hpp"
 #include "plexus/algebra.hpp"
 #include "plexus/context.hpp"
+#include "plexus/error.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/registry.hpp"
@@ -34,16 +36,13 @@ namespace {
 
 using namespace plexus;
 
-// A strategy by spec: NAME, or NAME:Key=Value[:Key=Value...] with parameters.
+// A strategy by spec: NAME, or NAME:Key=Value[:Key=Value...] with parameters (conformance_specs.hpp).
 std::shared_ptr<MultiplyAlgorithm> algorithm(const std::string& spec) {
-  const std::string name = spec.substr(0, spec.find(':'));
-  ParameterList p(name);
-  for (std::size_t at = spec.find(':'); at != std::string::npos;) {
-    const std::size_t next = spec.find(':', at + 1);
-    apply_override(p, spec.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
-    at = next;
-  }
-  return Registry::global().make_comm(name, p, "Communication/" + name);
+  const std::vector<test::Spec> parsed = test::parse_specs(spec.c_str());
+  if (parsed.size() != 1) throw Error("plexus-unwind-check", "one strategy spec expected, got '" + spec + "'");
+  ParameterList p(parsed.front().name);
+  for (const auto& kv : parsed.front().params) apply_override(p, kv);
+  return Registry::global().make_comm(parsed.front().name, p, "Communication/" + parsed.front().name);
 }
 
 std::shared_ptr<Kernel> reference_kernel() {

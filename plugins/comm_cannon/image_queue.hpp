@@ -85,8 +85,8 @@ struct FusedOperand {
   double* head() { return shared != nullptr ? shared->mine() : values.data(); }
   double* recv_values() { return values.data() + front.data_size; }
   std::int64_t recv_capacity() const { return static_cast<std::int64_t>(values.size()) - front.data_size; }
-  // Tick 0's values into the area, a piece at a time with `poll` after each, so that a shift in
-  // flight moves on meanwhile; afterwards the image is sent from there.
+  // Tick 0's values (the local panel's whole value area) into the area, a piece at a time with
+  // `poll` after each, so that a shift in flight moves on meanwhile.
   void copy_front(const std::function<void()>& poll) {
     if (!copy_pending) return;
     constexpr std::int64_t kPiece = std::int64_t{1} << 17;  // 1 MiB

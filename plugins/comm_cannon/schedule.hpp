@@ -18,6 +18,12 @@ struct Plan {
   int V = 1, a = 1, b = 1;
   std::vector<int> kgroup;                   // block column of A (row of B) -> k-group
   std::vector<std::vector<int>> group_rows;  // k-group -> its k indices (rows of a B image)
+  // The neighbours a shift sends to and receives from: A goes left (receives from the right), B
+  // up (receives from below).
+  int left() const { return (pc + PC - 1) % PC; }
+  int right() const { return (pc + 1) % PC; }
+  int up() const { return (pr + PR - 1) % PR; }
+  int down() const { return (pr + 1) % PR; }
   int group_of_a_slot(int j) const { return (pc * a + j + pr * b) % V; }
   int group_of_b_slot(int j) const { return (pr * b + j + pc * a) % V; }
   // The process (along the ring of A, or of B) and slot that hold k-group g at tick 0.

@@ -57,10 +57,8 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
     Role role;
   };
   std::vector<Ring> rings;
-  if (plan.PC > 1)
-    rings.push_back({&a_f, A.grid().row_comm(), (plan.pc + plan.PC - 1) % plan.PC, (plan.pc + 1) % plan.PC, Role::A});
-  if (plan.PR > 1)
-    rings.push_back({&b_f, A.grid().col_comm(), (plan.pr + plan.PR - 1) % plan.PR, (plan.pr + 1) % plan.PR, Role::B});
+  if (plan.PC > 1) rings.push_back({&a_f, A.grid().row_comm(), plan.left(), plan.right(), Role::A});
+  if (plan.PR > 1) rings.push_back({&b_f, A.grid().col_comm(), plan.up(), plan.down(), Role::B});
   const std::function<void()> poll = [&traffic] {
     traffic.test(Role::A);
     traffic.test(Role::B);
@@ -107,8 +105,6 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
 void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, OperandQueue& a_q, OperandQueue& b_q,
                LocalProduct& product, Traffic& traffic) {
   const MPI_Comm row = A.grid().row_comm(), col = A.grid().col_comm();
-  const int left = (plan.pc + plan.PC - 1) % plan.PC, right = (plan.pc + 1) % plan.PC;
-  const int up = (plan.pr + plan.PR - 1) % plan.PR, down = (plan.pr + 1) % plan.PR;
   const bool a_moves = plan.PC > 1, b_moves = plan.PR > 1;  // else no buffers: the local panel
   // The shifts progress while the products run (a large message moves only inside MPI calls);
   // the waits below are then mostly for the slower neighbour, not for the transfer.
@@ -118,8 +114,8 @@ void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Opera
   });
   for (int t = 0; t < plan.V; ++t) {
     const bool shift = t + 1 < plan.V;
-    if (a_moves && shift) post_shift(a_q, left, right, row, Role::A, traffic);
-    if (b_moves && shift) post_shift(b_q, up, down, col, Role::B, traffic);
+    if (a_moves && shift) post_shift(a_q, plan.left(), plan.right(), row, Role::A, traffic);
+    if (b_moves && shift) post_shift(b_q, plan.up(), plan.down(), col, Role::B, traffic);
     const PanelView a_view = a_moves ? a_q.front() : A.local().view();
     const PanelView b_view = b_moves ? b_q.front() : B.local().view();
     product.multiply(a_view, A.layout(), b_view, B.layout());

@@ -232,8 +232,8 @@ class Cannon final : public plexus::CommStrategy {
   // take the same path, and a ring makes its shared window together), only where V = 2 and
   // FuseTicks may fuse: the local panels' sizes along each moving ring (one MPI_Allgather each),
   // then one MPI_Allreduce; the shared windows made where they do not fit yet. A multiply that
-  // fuses records its routes here: the panels' keys and sizes (nothing is exchanged before the
-  // ticks).
+  // fuses records its routes here: the panels' keys (with the sizes of their value areas, which
+  // travel as they are) and the ring sizes (nothing is exchanged before the ticks).
   bool fuses_on_panels(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Routes& routes) {
     if (plan.V != 2 || fuse_ == Fuse::Never) return false;
     const plexus::Grid& grid = A.grid();
@@ -251,6 +251,7 @@ class Cannon final : public plexus::CommStrategy {
     if (vote[2] != 0) b_ring_.create(col, b.values);
     auto record = [&](OperandRoute& route, const DistMatrix& M, MPI_Comm comm, const RingSizes& sizes) {
       route.keep_key(M, plan.kgroup, comm);
+      route.fused_values = M.local().view().data_size;
       route.planned_recv = 0;
       route.sizes = sizes;
     };

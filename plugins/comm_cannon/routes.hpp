@@ -28,6 +28,10 @@ struct OperandRoute {
   BlockLayout layout;
   std::vector<int> row_dist, col_dist, k_dist;
   MPI_Comm ring = MPI_COMM_NULL;
+  // Of fused ticks also the local panel's value area (data_size, gaps included), or -1: it is
+  // sent or copied as it is, so the ring's sizes (the peer's buffer, the shared window) hold only
+  // for that size.
+  std::int64_t fused_values = -1;
   // The route: the received blocks (by slot, row, col), where their values come from (the
   // exchange's buffer, or the local panel when no block changes rank), and the ring's sizes.
   bool stays_home = false;
@@ -41,7 +45,8 @@ struct OperandRoute {
            static_cast<int>(row_ids.size()) == v.nrows && std::equal(cols.begin(), cols.end(), v.cols) &&
            std::equal(row_ids.begin(), row_ids.end(), v.row_ids) &&
            std::equal(row_ptr.begin(), row_ptr.end(), v.row_ptr) && layout == M.layout() &&
-           row_dist == M.distribution().row_dist() && col_dist == M.distribution().col_dist() && k_dist == k_owner;
+           row_dist == M.distribution().row_dist() && col_dist == M.distribution().col_dist() && k_dist == k_owner &&
+           (fused_values < 0 || fused_values == v.data_size);
   }
   void keep_key(const DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) {
     const PanelView v = M.local().view();
@@ -53,6 +58,7 @@ struct OperandRoute {
     col_dist = M.distribution().col_dist();
     k_dist = k_owner;
     ring = comm;
+    fused_values = -1;
   }
 };
 

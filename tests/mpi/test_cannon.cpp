@@ -314,61 +314,66 @@ Panel without_first_block(const PanelView& v, const BlockLayout& l) {
 // pre-shift (only values move); one rank's change of pattern makes every rank exchange in full.
 // C against the dense product every time, and a replayed C is the same to the last bit as the
 // recorded one's. On every grid, with blocks that change rank in the pre-shift (random
-// distribution) and without (block-cyclic: on PR x 1 and 1 x PC grids B, or A, stays home).
+// distribution) and without (block-cyclic: on PR x 1 and 1 x PC grids B, or A, stays home), with
+// the two ticks of a V = 2 grid fused or not.
 TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperandsAsBefore) {
-  for (const std::string dist : {"random", "block-cyclic"})
-    for (const auto& grid : grids()) {
-      SCOPED_TRACE("grid " + grid->describe() + ", distribution " + dist);
-      const int V = std::lcm(grid->nprows(), grid->npcols());
-      Case k{"routes", 13, 11, 12, {3, 5}, 0.4, 1.0, 0.0, dist, "reference"};
-      Operands o = make_operands(k, grid);
-      auto strategy = cannon();
-      auto kern = kernel("reference");
-      auto run = [&](const char* what, double replayed) {
-        SCOPED_TRACE(what);
-        const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
-        if (V > 1) {
-          EXPECT_EQ(rep.extra.at("routes_replayed"), replayed);
-        }
-        std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
-        test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
-        EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-13);
-        return blocks_of(o.c);
-      };
-      const auto first = run("first multiply", 0.0);
-      EXPECT_EQ(run("the same operands", 1.0), first) << "a replayed pre-shift gives C to the last bit";
-      // The same index stored elsewhere on every rank: replayed, the values read where they are now.
-      o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
-      o.b.set_local(reversed_storage(o.b.local().view(), o.b.layout()));
-      EXPECT_EQ(run("the same index, values stored elsewhere", 1.0), first);
-      // The same index with gaps between the values: replayed too, although a panel that stays
-      // home can then no longer be sent as its own image (cannon copies it into one).
-      o.a.set_local(gapped_storage(o.a.local().view(), o.a.layout()));
-      EXPECT_EQ(run("A with gaps", 1.0), first);
-      o.b.set_local(gapped_storage(o.b.local().view(), o.b.layout()));
-      EXPECT_EQ(run("the same index, values with gaps", 1.0), first);
-      // New values, same patterns: replayed.
-      o.a.scale(2.0);
-      const auto scaled = run("other values", 1.0);
-      const Panel a_before = Panel::copy_of(o.a.local().view());
-      // One block fewer on rank 0 only: no rank replays (where the operand moves at all: A does
-      // not on a PR x 1 grid, B not on 1 x PC), and the next multiply replays again.
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      auto drop_on_rank0 = [&](DistMatrix& m) {
-        int changed = rank == 0 && m.local().nblocks() > 0;
-        if (changed) m.set_local(without_first_block(m.local().view(), m.layout()));
-        MPI_Bcast(&changed, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        return changed != 0;
-      };
-      const bool a_changed = drop_on_rank0(o.a);
-      run("A's pattern changed on rank 0", a_changed && grid->npcols() > 1 ? 0.0 : 1.0);
-      run("the changed operands again", 1.0);
-      // Back to the earlier A: its multiply's routes are still kept (products an iteration
-      // alternates between each replay their own).
-      o.a.set_local(Panel::copy_of(a_before.view()));
-      EXPECT_EQ(run("the earlier operands again", 1.0), scaled);
-      const bool b_changed = drop_on_rank0(o.b);
-      run("B's pattern changed on rank 0", b_changed && grid->nprows() > 1 ? 0.0 : 1.0);
-    }
+  for (const std::string fuse : {"never", "always"})
+    for (const std::string dist : {"random", "block-cyclic"})
+      for (const auto& grid : grids()) {
+        SCOPED_TRACE("grid " + grid->describe() + ", distribution " + dist + ", FuseTicks=" + fuse);
+        const int V = std::lcm(grid->nprows(), grid->npcols());
+        Case k{"routes", 13, 11, 12, {3, 5}, 0.4, 1.0, 0.0, dist, "reference"};
+        Operands o = make_operands(k, grid);
+        auto strategy = test::strategy("cannon", {"FuseTicks=" + fuse});
+        auto kern = kernel("reference");
+        auto run = [&](const char* what, double replayed) {
+          SCOPED_TRACE(what);
+          const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
+          if (V > 1) {
+            EXPECT_EQ(rep.extra.at("routes_replayed"), replayed);
+          }
+          std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
+          test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
+          EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-13);
+          return blocks_of(o.c);
+        };
+        const auto first = run("first multiply", 0.0);
+        EXPECT_EQ(run("the same operands", 1.0), first) << "a replayed pre-shift gives C to the last bit";
+        // The same index stored elsewhere on every rank: replayed, the values read where they are now.
+        o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
+        o.b.set_local(reversed_storage(o.b.local().view(), o.b.layout()));
+        EXPECT_EQ(run("the same index, values stored elsewhere", 1.0), first);
+        // The same index with gaps between the values: replayed too, although a panel that stays
+        // home can then no longer be sent as its own image (cannon copies it into one). Not so
+        // where the ticks are fused and the operand moves: its panel's whole value area travels,
+        // and the ring's buffers were sized for the one without gaps.
+        const bool fused = fuse == "always" && V == 2;
+        o.a.set_local(gapped_storage(o.a.local().view(), o.a.layout()));
+        EXPECT_EQ(run("A with gaps", fused && grid->npcols() > 1 ? 0.0 : 1.0), first);
+        o.b.set_local(gapped_storage(o.b.local().view(), o.b.layout()));
+        EXPECT_EQ(run("the same index, values with gaps", fused && grid->nprows() > 1 ? 0.0 : 1.0), first);
+        // New values, same patterns: replayed.
+        o.a.scale(2.0);
+        const auto scaled = run("other values", 1.0);
+        const Panel a_before = Panel::copy_of(o.a.local().view());
+        // One block fewer on rank 0 only: no rank replays (where the operand moves at all: A does
+        // not on a PR x 1 grid, B not on 1 x PC), and the next multiply replays again.
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        auto drop_on_rank0 = [&](DistMatrix& m) {
+          int changed = rank == 0 && m.local().nblocks() > 0;
+          if (changed) m.set_local(without_first_block(m.local().view(), m.layout()));
+          MPI_Bcast(&changed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+          return changed != 0;
+        };
+        const bool a_changed = drop_on_rank0(o.a);
+        run("A's pattern changed on rank 0", a_changed && grid->npcols() > 1 ? 0.0 : 1.0);
+        run("the changed operands again", 1.0);
+        // Back to the earlier A: its multiply's routes are still kept (products an iteration
+        // alternates between each replay their own).
+        o.a.set_local(Panel::copy_of(a_before.view()));
+        EXPECT_EQ(run("the earlier operands again", 1.0), scaled);
+        const bool b_changed = drop_on_rank0(o.b);
+        run("B's pattern changed on rank 0", b_changed && grid->nprows() > 1 ? 0.0 : 1.0);
+      }
 }

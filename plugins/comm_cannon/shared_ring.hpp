@@ -19,28 +19,56 @@ namespace plexus::cannon {
 class SharedRing {
  public:
   SharedRing() = default;
-  ~SharedRing() { free(); }
+  ~SharedRing() {
+    free();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (key_ != MPI_KEYVAL_INVALID && !finalized) MPI_Comm_free_keyval(&key_);
+  }
   SharedRing(const SharedRing&) = delete;
   SharedRing& operator=(const SharedRing&) = delete;
 
-  // Whether the window serves `ring` with segments of at least `values` values.
+  // Whether the window serves `ring` with segments of at least `values` values: the communicator
+  // it was made over, still alive (a handle that MPI hands out again for another one does not
+  // match, since the freed one's attribute told this ring it is gone).
   bool fits(MPI_Comm ring, std::int64_t values) const {
-    return win_ != MPI_WIN_NULL && comm_ == ring && capacity_ >= values;
+    return win_ != MPI_WIN_NULL && comm_alive_ && comm_ == ring && capacity_ >= values;
+  }
+  // Whether `ring` is two processes on one node. Collective over the ring (MPI_Comm_split_type)
+  // the first time a communicator is asked about, so its ranks must ask together. The answer is
+  // kept as an attribute of the communicator, not by its handle: a handle that MPI hands out again
+  // for another communicator, on one rank of a ring and not the other, would otherwise leave one
+  // rank asking alone (a hang).
+  static bool shares_node(MPI_Comm ring) {
+    static const int key = [] {
+      int k = MPI_KEYVAL_INVALID;
+      mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k, nullptr),
+                 "MPI_Comm_create_keyval");
+      return k;
+    }();
+    static int yes = 1, no = 0;
+    int* answer = nullptr;
+    int found = 0;
+    mpi::check(MPI_Comm_get_attr(ring, key, &answer, &found), "MPI_Comm_get_attr");
+    if (found == 0) {
+      bool together = false;
+      if (mpi::size(ring) == 2) {
+        MPI_Comm node = MPI_COMM_NULL;
+        mpi::check(MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+        together = mpi::size(node) == 2;
+        mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
+      }
+      answer = together ? &yes : &no;
+      mpi::check(MPI_Comm_set_attr(ring, key, answer), "MPI_Comm_set_attr");
+    }
+    return *answer != 0;
   }
   // Makes the window over `ring` with segments of `values` values (a larger one than a window it
   // replaces). Collective over the ring, whose ranks must call it together. false, and no window,
   // where the ring is not two processes on one node or its segments do not make one area.
   bool create(MPI_Comm ring, std::int64_t values) {
     free();
-    if (ring == apart_ || mpi::size(ring) != 2) return false;
-    MPI_Comm node = MPI_COMM_NULL;
-    mpi::check(MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-    const int on_node = mpi::size(node);
-    mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
-    if (on_node != 2) {
-      apart_ = ring;  // not asked again: both ranks know it now
-      return false;
-    }
+    if (!shares_node(ring)) return false;
     values = std::max<std::int64_t>(values, 1);
     double* mine = nullptr;
     mpi::check(MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
@@ -68,6 +96,13 @@ class SharedRing {
     base_ = seg[0];
     peer_offset_ = me_ == 0 ? static_cast<std::int64_t>(seg[1] - seg[0]) : 0;
     mine_offset_ = me_ == 0 ? 0 : static_cast<std::int64_t>(seg[1] - seg[0]);
+    // An attribute of this ring's own key on the communicator: freeing the communicator deletes
+    // it, and its callback marks the ring's communicator gone.
+    if (key_ == MPI_KEYVAL_INVALID)
+      mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &SharedRing::comm_gone, &key_, nullptr),
+                 "MPI_Comm_create_keyval");
+    mpi::check(MPI_Comm_set_attr(ring, key_, this), "MPI_Comm_set_attr");
+    comm_alive_ = true;
     return true;
   }
   // MPI_Win_free is collective: never while the stack unwinds (the peer may be inside a multiply
@@ -80,6 +115,8 @@ class SharedRing {
       MPI_Win_unlock_all(win_);
       MPI_Win_free(&win_);
     }
+    if (!finalized && comm_alive_) MPI_Comm_delete_attr(comm_, key_);  // local; comm_gone runs
+    comm_alive_ = false;
     memory::on_release(memory::Category::CommBuffer, static_cast<std::size_t>(capacity_) * sizeof(double));
     win_ = MPI_WIN_NULL;
     comm_ = MPI_COMM_NULL;
@@ -98,9 +135,16 @@ class SharedRing {
   std::int64_t capacity() const { return capacity_; }
 
  private:
+  // The attribute's delete callback: the communicator is being freed, or free() dropped it.
+  static int comm_gone(MPI_Comm /*comm*/, int /*key*/, void* ring, void* /*extra*/) {
+    static_cast<SharedRing*>(ring)->comm_alive_ = false;
+    return MPI_SUCCESS;
+  }
+
   MPI_Win win_ = MPI_WIN_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm apart_ = MPI_COMM_NULL;  // a ring found not to be on one node
+  bool comm_alive_ = false;  // comm_ not freed since the window was made over it
+  int key_ = MPI_KEYVAL_INVALID;
   double* base_ = nullptr;
   std::int64_t capacity_ = 0, mine_offset_ = 0, peer_offset_ = 0;
   int me_ = 0;

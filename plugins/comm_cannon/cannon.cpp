@@ -83,11 +83,16 @@ using plexus::cannon::run_fused;
 using plexus::cannon::run_ticks;
 using plexus::cannon::SharedRing;
 
-// FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses where the
-// largest image on every ring that moves holds at least kFuseValues values, on every rank.
-// S-E-like images (blocks of 6 at 1 %, 0.2 MiB on two ranks) lost by fusing: the shift's latency,
-// no longer hidden behind the products, cost more than C's second pass. H2O-like (7.8 MiB)
-// gained, dense (17 MiB) did not lose. The threshold lies between them; not tuned beyond that.
+// FuseTicks: whether the two ticks of a V = 2 schedule go in one pass. `Auto` fuses
+// - on a 2 x 2 grid always: both operands move, and fusing saves the pre-shift and one of the two
+//   shifts, each a point where the ranks wait for each other (S-E-like blocks of 6 at 1 % on four
+//   ranks: 0.44 -> 0.27 ms a multiply through shared windows, 0.32 ms by messages);
+// - on 2 x 1 and 1 x 2 grids where the ring that moves shares a window (two processes on one
+//   node): fusing gained or tied on every class measured (0.72 -> 0.64 ms on blocks of 13 at 20 %);
+// - else by messages where the largest image on the moving ring holds at least kFuseValues values
+//   on every rank: H2O-like images (7.8 MiB) gained, while small ones tied or lost (S-E-like
+//   0.2 MiB: the shift's latency is no longer hidden behind tick 0's products). The threshold lies
+//   between them; not tuned beyond that.
 enum class Fuse { Auto, Always, Never };
 constexpr std::int64_t kFuseValues = std::int64_t{1} << 17;  // 1 MiB of values
 
@@ -206,8 +211,9 @@ class Cannon final : public plexus::CommStrategy {
     m.bytes_a = p.PC > 1 ? (p.V - 1) * img_a : 0;
     m.bytes_b = p.PR > 1 ? (p.V - 1) * img_b : 0;
     // The pre-shift: the images of my row (column) that are at home elsewhere come to me (none when
-    // the ticks are fused: the local panels serve as the images).
-    const bool fused = fuses(p, img_a / 8, img_b / 8);
+    // the ticks are fused: the local panels serve as the images). The model cannot know where the
+    // ranks run, so it takes messages, not shared windows.
+    const bool fused = fuses(p, img_a / 8, img_b / 8, false, false);
     for (int g = 0; g < p.V && !fused; ++g) {
       int slot = 0;
       if (g % p.PC != pc && p.a_home(g, slot) == pc) m.bytes_a += img_a;
@@ -241,10 +247,12 @@ class Cannon final : public plexus::CommStrategy {
     const Images local{{}, true};
     const RingSizes a = ring_sizes(image_sizes(local, A), plan, true, row);
     const RingSizes b = ring_sizes(image_sizes(local, B), plan, false, col);
+    // Whether each moving ring would share a window (asked of the ring's two ranks together).
+    const bool a_window = shared_window_ && plan.PC == 2 && SharedRing::shares_node(row);
+    const bool b_window = shared_window_ && plan.PR == 2 && SharedRing::shares_node(col);
     // Against fusing, A's windows to make, B's: the largest over the grid.
-    int vote[3] = {fuses(plan, a.values, b.values) ? 0 : 1,
-                   shared_window_ && plan.PC == 2 && !a_ring_.fits(row, a.values) ? 1 : 0,
-                   shared_window_ && plan.PR == 2 && !b_ring_.fits(col, b.values) ? 1 : 0};
+    int vote[3] = {fuses(plan, a.values, b.values, a_window, b_window) ? 0 : 1,
+                   a_window && !a_ring_.fits(row, a.values) ? 1 : 0, b_window && !b_ring_.fits(col, b.values) ? 1 : 0};
     plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, vote, 3, MPI_INT, MPI_MAX, grid.plane_comm()), "MPI_Allreduce");
     if (vote[0] != 0) return false;
     if (vote[1] != 0) a_ring_.create(row, a.values);
@@ -261,11 +269,12 @@ class Cannon final : public plexus::CommStrategy {
   }
 
   // Whether the ticks go in one pass (FuseTicks), given the largest image on A's and on B's ring
-  // (in values; the same on every rank of a ring).
-  bool fuses(const Plan& plan, std::int64_t a_values, std::int64_t b_values) const {
+  // (in values; the same on every rank of a ring) and whether each ring shares a window.
+  bool fuses(const Plan& plan, std::int64_t a_values, std::int64_t b_values, bool a_window, bool b_window) const {
     if (plan.V != 2 || fuse_ == Fuse::Never) return false;
-    return fuse_ == Fuse::Always ||
-           ((plan.PC == 1 || a_values >= kFuseValues) && (plan.PR == 1 || b_values >= kFuseValues));
+    if (fuse_ == Fuse::Always || (plan.PR == 2 && plan.PC == 2)) return true;
+    return (plan.PC == 1 || a_window || a_values >= kFuseValues) &&
+           (plan.PR == 1 || b_window || b_values >= kFuseValues);
   }
 
   // Earlier multiplies' routes. Every rank records, replays and replaces alike (each choice is
@@ -492,8 +501,10 @@ plexus::ParameterListPtr cannon_parameters() {
       "where there are two ticks (V = 2: 2x1, 1x2 and 2x2 grids), multiply both in one pass once the one shift has "
       "arrived: C is read and written once instead of twice, and each C block sums in ascending k as on one rank, "
       "but the shift no longer overlaps the products, and by messages a local panel sent as tick 0's image is "
-      "copied next to the received one (one image's memory more). auto: where the largest image on every ring "
-      "that moves holds at least 1 MiB. Other grids never fuse");
+      "copied next to the received one (one image's memory more). auto: on 2x2 grids (no pre-shift then, and "
+      "one shift instead of two); on 2x1 and 1x2 grids where the ring that moves is two processes on one node "
+      "and SharedWindow is on, or else where the largest image on it holds at least 1 MiB. Other grids never "
+      "fuse");
   plexus::declare_bool(
       *p, "SharedWindow", true,
       "fused ticks on a ring of two processes on one node exchange their images through an MPI shared-memory "
@@ -516,7 +527,7 @@ const plexus::PluginDescriptor& describe() {
     c.summary =
         "Cannon's algorithm as in DBCSR: virtual grid V = lcm(PR,PC), pre-shift, V ticks of double-buffered "
         "Isend/Irecv of A (left) and B (up) images overlapping the local multiply; the two ticks of a 2x1, 1x2 or "
-        "2x2 grid fused into one pass where the images are large (FuseTicks).";
+        "2x2 grid fused into one pass (FuseTicks).";
     c.valid_parameters = cannon_parameters;
     c.make_comm = [](const plexus::ParameterList& params) {
       return std::make_unique<Cannon>(fuse_of(params.get<std::string>("FuseTicks")), params.get<bool>("SharedWindow"));

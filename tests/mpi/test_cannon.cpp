@@ -11,9 +11,9 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "dense_reference.hpp"
 #include "multiply_fixtures.hpp"
@@ -37,16 +37,20 @@ std::unique_ptr<Kernel> kernel(const std::string& name) { return test::kernel(na
 
 }  // namespace
 
-// With the two ticks of a V = 2 grid fused into one pass (FuseTicks=always) or not (the default
-// for images this small), fused by messages or through shared windows (every ring of two is on
-// this one node): the same volume, other buffers.
+// With the two ticks of a V = 2 grid fused into one pass (FuseTicks=always) or not (never), fused
+// by messages or through shared windows (every ring of two is on this one node): the same volume,
+// other buffers.
 TEST(Cannon, TrafficEqualsTheScheduleVolume) {
   struct Variant {
     bool fuse, shared;
     double occupancy;
   };
-  for (const auto& [fuse, shared, occupancy] : std::vector<Variant>{
-           {false, false, 1.0}, {false, false, 0.3}, {true, false, 1.0}, {true, false, 0.3}, {true, true, 1.0}, {true, true, 0.3}}) {
+  for (const auto& [fuse, shared, occupancy] : std::vector<Variant>{{false, false, 1.0},
+                                                                    {false, false, 0.3},
+                                                                    {true, false, 1.0},
+                                                                    {true, false, 0.3},
+                                                                    {true, true, 1.0},
+                                                                    {true, true, 0.3}}) {
     for (const auto& grid : grids()) {
       SCOPED_TRACE("grid " + grid->describe() + " occupancy " + std::to_string(occupancy) +
                    (fuse ? shared ? " fused, shared window" : " fused, messages" : ""));
@@ -55,7 +59,7 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
       Operands o = make_operands(k, grid);
       auto strategy =
           fuse ? test::strategy("cannon", {"FuseTicks=always", shared ? "SharedWindow=true" : "SharedWindow=false"})
-               : cannon();
+               : test::strategy("cannon", {"FuseTicks=never"});
       auto kern = kernel("reference");
       const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
 
@@ -190,11 +194,12 @@ TEST(Cannon, TrafficEqualsTheScheduleVolume) {
   }
 }
 
-// FuseTicks=auto fuses the two ticks of a V = 2 grid where the images that move reach 1 MiB, and
-// no other grid's; `never` never fuses, `always` every V = 2 grid. Read from the dry-run model,
-// which takes the run's rule on images of even size, and which counts two images of buffers for
-// each moving operand of a fused schedule.
-TEST(Cannon, AutoFusesTwoTicksWhereTheImagesReachOneMiB) {
+// FuseTicks=auto fuses the two ticks of every 2 x 2 grid, and of a 2 x 1 or 1 x 2 grid where the
+// image that moves reaches 1 MiB (by messages: the model cannot know where the ranks run); no
+// other grid's. `never` never fuses, `always` every V = 2 grid. Read from the dry-run model, which
+// takes the run's rule on images of even size, and which counts two images of buffers for each
+// moving operand of a fused schedule.
+TEST(Cannon, AutoFusesTwoByTwoGridsAndImagesOfOneMiB) {
   const std::int64_t MiB = std::int64_t{1} << 20;
   struct Grid2 {
     int PR, PC;
@@ -206,9 +211,10 @@ TEST(Cannon, AutoFusesTwoTicksWhereTheImagesReachOneMiB) {
       // An image is the panel's share of one k-group: PC/V of A's panel, PR/V of B's.
       const bool large = (PC == 1 || panel * PC / V >= MiB) && (PR == 1 || panel * PR / V >= MiB);
       for (const std::string mode : {"auto", "always", "never"}) {
-        const auto m = test::strategy("cannon", {"FuseTicks=" + mode})->model(ModelSpec{PR, PC, panel, panel, panel}, 0, 0);
+        const auto m =
+            test::strategy("cannon", {"FuseTicks=" + mode})->model(ModelSpec{PR, PC, panel, panel, panel}, 0, 0);
         ASSERT_TRUE(m.has_value());
-        const bool fused = V == 2 && (mode == "always" || (mode == "auto" && large));
+        const bool fused = V == 2 && (mode == "always" || (mode == "auto" && (large || (PR == 2 && PC == 2))));
         EXPECT_EQ(m->note.find("fused") != std::string::npos, fused) << mode << ": " << m->note;
         if (fused) {
           EXPECT_EQ(m->buffer_bytes, (PC > 1 ? 2 * panel * PC / V : 0) + (PR > 1 ? 2 * panel * PR / V : 0));
@@ -216,6 +222,41 @@ TEST(Cannon, AutoFusesTwoTicksWhereTheImagesReachOneMiB) {
       }
     }
   }
+}
+
+// FuseTicks=auto in a run, with images far below 1 MiB: every 2 x 2 grid fuses, and a 2 x 1 or
+// 1 x 2 grid where its moving ring is two processes on one node and SharedWindow is on (the
+// ticks then go through the window). Where a ring is on one node is asked of MPI here, apart from
+// the strategy. C against the dense product.
+TEST(Cannon, AutoFusesSmallImagesOnTwoByTwoGridsAndThroughSharedWindows) {
+  for (const bool window : {true, false})
+    for (const auto& grid : grids()) {
+      SCOPED_TRACE("grid " + grid->describe() + (window ? ", SharedWindow=true" : ", SharedWindow=false"));
+      const int PR = grid->nprows(), PC = grid->npcols();
+      auto on_one_node = [](MPI_Comm ring) {
+        MPI_Comm node = MPI_COMM_NULL;
+        MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        int n = 0;
+        MPI_Comm_size(node, &n);
+        MPI_Comm_free(&node);
+        return n == 2;
+      };
+      const bool a_shares = PC == 2 && on_one_node(grid->row_comm());
+      const bool b_shares = PR == 2 && on_one_node(grid->col_comm());
+      const bool square = PR == 2 && PC == 2;
+      const bool fused =
+          std::lcm(PR, PC) == 2 && (square || (window && (PC == 1 || a_shares) && (PR == 1 || b_shares)));
+      Case k{"auto", 12, 10, 14, {3, 5}, 0.4, 1.0, 0.0, "block-cyclic", "reference"};
+      Operands o = make_operands(k, grid);
+      auto strategy = test::strategy("cannon", {window ? "SharedWindow=true" : "SharedWindow=false"});
+      auto kern = kernel("reference");
+      const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
+      EXPECT_EQ(rep.extra.at("fused_ticks"), fused ? 1.0 : 0.0);
+      EXPECT_EQ(rep.extra.at("shared_window"), fused && window && (a_shares || b_shares) ? 1.0 : 0.0);
+      std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
+      test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
+      EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-13);
+    }
 }
 
 // Fused ticks: each C block sums its products in ascending k, as a one-rank multiply does, so C

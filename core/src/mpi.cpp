@@ -28,6 +28,35 @@ int size(MPI_Comm comm) {
   return s;
 }
 
+CommWatch::~CommWatch() {
+  forget();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (key_ != MPI_KEYVAL_INVALID && finalized == 0) MPI_Comm_free_keyval(&key_);
+}
+
+void CommWatch::watch(MPI_Comm comm) {
+  forget();
+  if (key_ == MPI_KEYVAL_INVALID)
+    check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &CommWatch::gone, &key_, nullptr), "MPI_Comm_create_keyval");
+  check(MPI_Comm_set_attr(comm, key_, this), "MPI_Comm_set_attr");
+  comm_ = comm;
+  alive_ = true;
+}
+
+void CommWatch::forget() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (alive_ && finalized == 0) MPI_Comm_delete_attr(comm_, key_);  // gone() runs
+  alive_ = false;
+  comm_ = MPI_COMM_NULL;
+}
+
+int CommWatch::gone(MPI_Comm /*comm*/, int /*key*/, void* self, void* /*extra*/) {
+  static_cast<CommWatch*>(self)->alive_ = false;
+  return MPI_SUCCESS;
+}
+
 const char* role_name(Role r) {
   switch (r) {
     case Role::A: return "A";

@@ -19,12 +19,7 @@ namespace plexus::cannon {
 class SharedRing {
  public:
   SharedRing() = default;
-  ~SharedRing() {
-    free();
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (key_ != MPI_KEYVAL_INVALID && !finalized) MPI_Comm_free_keyval(&key_);
-  }
+  ~SharedRing() { free(); }
   SharedRing(const SharedRing&) = delete;
   SharedRing& operator=(const SharedRing&) = delete;
 
@@ -32,7 +27,7 @@ class SharedRing {
   // it was made over, still alive (a handle that MPI hands out again for another one does not
   // match, since the freed one's attribute told this ring it is gone).
   bool fits(MPI_Comm ring, std::int64_t values) const {
-    return win_ != MPI_WIN_NULL && comm_alive_ && comm_ == ring && capacity_ >= values;
+    return win_ != MPI_WIN_NULL && comm_.is(ring) && capacity_ >= values;
   }
   // Whether `ring` is two processes on one node. Collective over the ring (MPI_Comm_split_type)
   // the first time a communicator is asked about, so its ranks must ask together. The answer is
@@ -76,7 +71,7 @@ class SharedRing {
                "MPI_Win_allocate_shared");
     memory::on_allocate(memory::Category::CommBuffer, static_cast<std::size_t>(values) * sizeof(double));
     capacity_ = values;
-    comm_ = ring;
+    comm_.watch(ring);
     me_ = mpi::rank(ring);
     double* seg[2] = {nullptr, nullptr};
     for (int q = 0; q < 2; ++q) {
@@ -96,13 +91,6 @@ class SharedRing {
     base_ = seg[0];
     peer_offset_ = me_ == 0 ? static_cast<std::int64_t>(seg[1] - seg[0]) : 0;
     mine_offset_ = me_ == 0 ? 0 : static_cast<std::int64_t>(seg[1] - seg[0]);
-    // An attribute of this ring's own key on the communicator: freeing the communicator deletes
-    // it, and its callback marks the ring's communicator gone.
-    if (key_ == MPI_KEYVAL_INVALID)
-      mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &SharedRing::comm_gone, &key_, nullptr),
-                 "MPI_Comm_create_keyval");
-    mpi::check(MPI_Comm_set_attr(ring, key_, this), "MPI_Comm_set_attr");
-    comm_alive_ = true;
     return true;
   }
   // MPI_Win_free is collective: never while the stack unwinds (the peer may be inside a multiply
@@ -115,17 +103,14 @@ class SharedRing {
       MPI_Win_unlock_all(win_);
       MPI_Win_free(&win_);
     }
-    if (!finalized && comm_alive_) MPI_Comm_delete_attr(comm_, key_);  // local; comm_gone runs
-    comm_alive_ = false;
     memory::on_release(memory::Category::CommBuffer, static_cast<std::size_t>(capacity_) * sizeof(double));
     win_ = MPI_WIN_NULL;
-    comm_ = MPI_COMM_NULL;
+    comm_.forget();
     base_ = nullptr;
     capacity_ = 0;
   }
 
   MPI_Win win() const { return win_; }
-  MPI_Comm comm() const { return comm_; }
   int peer() const { return 1 - me_; }
   // The area's start (rank 0's segment), and where each segment starts in it, in values.
   const double* base() const { return base_; }
@@ -135,16 +120,8 @@ class SharedRing {
   std::int64_t capacity() const { return capacity_; }
 
  private:
-  // The attribute's delete callback: the communicator is being freed, or free() dropped it.
-  static int comm_gone(MPI_Comm /*comm*/, int /*key*/, void* ring, void* /*extra*/) {
-    static_cast<SharedRing*>(ring)->comm_alive_ = false;
-    return MPI_SUCCESS;
-  }
-
   MPI_Win win_ = MPI_WIN_NULL;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  bool comm_alive_ = false;  // comm_ not freed since the window was made over it
-  int key_ = MPI_KEYVAL_INVALID;
+  mpi::CommWatch comm_;  // the ring the window was made over, while it lives
   double* base_ = nullptr;
   std::int64_t capacity_ = 0, mine_offset_ = 0, peer_offset_ = 0;
   int me_ = 0;

@@ -70,9 +70,9 @@ class Rma25d final : public plexus::CommStrategy {
     // Set-up: stage the pieces of A and B, and decide with a non-blocking reduction, overlapped
     // with the rest of the set-up, whether windows must grow.
     Staged sa = stage(A, geo, true), sb = stage(B, geo, false);
-    const bool new_comm = window_comm_ != comm;
-    // Decided together, because the windows are keyed by a communicator handle that MPI may hand
-    // out again for another communicator on some ranks only.
+    // A communicator other than the windows' (or theirs freed since: a handle that MPI hands out
+    // again does not count as theirs). Decided together all the same, as a rank's sizes may not.
+    const bool new_comm = !window_comm_.is(comm);
     int renew = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
                  sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
                  sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
@@ -93,7 +93,7 @@ class Rma25d final : public plexus::CommStrategy {
     if (renew) {
       a_win_.create(comm, sa.words, sa.values);
       b_win_.create(comm, sb.words, sb.values);
-      window_comm_ = comm;
+      window_comm_.watch(comm);
       ++window_creations_;
     }
     // Expose: copy the pieces into the windows, then publish the directory (non-blocking).
@@ -453,7 +453,7 @@ class Rma25d final : public plexus::CommStrategy {
   int layers_;
   bool strict_;
   bool warned_ = false;
-  MPI_Comm window_comm_ = MPI_COMM_NULL;
+  plexus::mpi::CommWatch window_comm_;  // the communicator the windows were made over, while it lives
   int window_creations_ = 0;
   Exposed a_win_, b_win_;
 };

@@ -1,7 +1,8 @@
 // Grids with layers: every shape PR x PC x L of the job's ranks and every layered view of every 2D
 // grid, each communicator's size, ranks and members checked against the coordinates every rank
 // reports (an allgather), the rank order against the documented formulas, the pool's count of
-// communicators and its release, bad shapes, and distributions over a layered grid.
+// communicators and its release, bad shapes, and distributions over a layered grid; and CommWatch,
+// which knows a communicator by more than its handle.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -335,4 +336,38 @@ TEST(LayeredDistribution, EqualMapsOnGridsThatPlaceBlocksApartAreNotAligned) {
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-12) << i;
   }
   pool.release();
+}
+
+// CommWatch knows a communicator as an object: it holds for the watched one while it lives, for no
+// other, and never again once that one is freed, even for the same handle value (MPI may hand it
+// out again to a new communicator, on some ranks only). Two watches of one communicator are
+// independent, and forget() ends a watch without freeing anything.
+TEST(CommWatch, HoldsForTheWatchedCommunicatorUntilItIsFreed) {
+  MPI_Comm a = MPI_COMM_NULL, b = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  plexus::mpi::CommWatch w, v;
+  EXPECT_FALSE(w.is(a));
+  EXPECT_FALSE(w.is(MPI_COMM_NULL));
+  w.watch(a);
+  v.watch(a);
+  EXPECT_TRUE(w.is(a));
+  EXPECT_FALSE(w.is(b));
+  v.forget();
+  EXPECT_FALSE(v.is(a));
+  EXPECT_TRUE(w.is(a)) << "forgetting one watch leaves the other";
+  const MPI_Comm freed = a;
+  MPI_Comm_free(&a);
+  EXPECT_FALSE(w.is(freed)) << "the freed communicator's handle no longer counts";
+  w.watch(b);
+  EXPECT_TRUE(w.is(b));
+  // A new communicator, whatever handle it gets (the freed one's again, here or not), is not b.
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  EXPECT_FALSE(w.is(c));
+  EXPECT_FALSE(v.is(c));
+  const MPI_Comm b_freed = b;
+  MPI_Comm_free(&b);
+  EXPECT_FALSE(w.is(b_freed));
+  MPI_Comm_free(&c);
 }

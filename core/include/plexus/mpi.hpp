@@ -18,6 +18,31 @@ void check(int rc, const char* call);
 int rank(MPI_Comm comm);
 int size(MPI_Comm comm);
 
+/// Knows one communicator as an object, not by its handle. After watch(c), is(c) holds while c
+/// lives; once c is freed, is() never holds again, not even for a new communicator to which MPI
+/// hands out the same handle (on some ranks only, which would otherwise make ranks that keep
+/// resources per communicator decide differently). It sets an attribute of its own key on c,
+/// whose delete callback marks c gone; forget() and the destructor drop it. Local calls only.
+/// Not copyable or movable: MPI keeps its address.
+class CommWatch {
+ public:
+  CommWatch() = default;
+  ~CommWatch();
+  CommWatch(const CommWatch&) = delete;
+  CommWatch& operator=(const CommWatch&) = delete;
+  /// Watches `comm` instead of the communicator watched before.
+  void watch(MPI_Comm comm);
+  /// Stops watching: is() holds for nothing.
+  void forget();
+  bool is(MPI_Comm comm) const { return alive_ && comm_ == comm; }
+
+ private:
+  static int gone(MPI_Comm comm, int key, void* self, void* extra);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool alive_ = false;
+  int key_ = MPI_KEYVAL_INVALID;
+};
+
 /// The role of the data in a message: which matrix it belongs to, or other (set-up, reductions).
 enum class Role : int { A = 0, B = 1, C = 2, Other = 3 };
 inline constexpr int kRoles = 4;

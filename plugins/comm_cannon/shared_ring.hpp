@@ -29,22 +29,16 @@ class SharedRing {
   bool fits(MPI_Comm ring, std::int64_t values) const {
     return win_ != MPI_WIN_NULL && comm_.is(ring) && capacity_ >= values;
   }
-  // Whether `ring` is two processes on one node. Collective over the ring (MPI_Comm_split_type)
-  // the first time a communicator is asked about, so its ranks must ask together. The answer is
-  // kept as an attribute of the communicator, not by its handle: a handle that MPI hands out again
-  // for another communicator, on one rank of a ring and not the other, would otherwise leave one
-  // rank asking alone (a hang).
+  // Whether `ring` is two processes on one node that can share a window. Collective over the ring
+  // (MPI_Comm_split_type) the first time a communicator is asked about, so its ranks must ask
+  // together. The answer is kept as an attribute of the communicator, not by its handle: a handle
+  // that MPI hands out again for another communicator, on one rank of a ring and not the other,
+  // would otherwise leave one rank asking alone (a hang). create() turns it to false where MPI
+  // could not make the window.
   static bool shares_node(MPI_Comm ring) {
-    static const int key = [] {
-      int k = MPI_KEYVAL_INVALID;
-      mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k, nullptr),
-                 "MPI_Comm_create_keyval");
-      return k;
-    }();
-    static int yes = 1, no = 0;
     int* answer = nullptr;
     int found = 0;
-    mpi::check(MPI_Comm_get_attr(ring, key, &answer, &found), "MPI_Comm_get_attr");
+    mpi::check(MPI_Comm_get_attr(ring, node_key(), &answer, &found), "MPI_Comm_get_attr");
     if (found == 0) {
       bool together = false;
       if (mpi::size(ring) == 2) {
@@ -53,8 +47,8 @@ class SharedRing {
         together = mpi::size(node) == 2;
         mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
       }
-      answer = together ? &yes : &no;
-      mpi::check(MPI_Comm_set_attr(ring, key, answer), "MPI_Comm_set_attr");
+      remember(ring, together);
+      return together;
     }
     return *answer != 0;
   }
@@ -65,10 +59,25 @@ class SharedRing {
     free();
     if (!shares_node(ring)) return false;
     values = std::max<std::int64_t>(values, 1);
+    // MPI may be unable to make a shared window although the two processes share a node (Open MPI
+    // with only its UCX one-sided component, OMPI_MCA_osc=ucx: MPI_ERR_INTERN). Asked with errors
+    // returned, and agreed by both ranks; then the ring goes by messages from now on. Should one
+    // rank have its window and the other not, that one is left unfreed (freeing is collective).
     double* mine = nullptr;
-    mpi::check(MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
-                                       sizeof(double), MPI_INFO_NULL, ring, &mine, &win_),
-               "MPI_Win_allocate_shared");
+    MPI_Errhandler was = MPI_ERRHANDLER_NULL;
+    mpi::check(MPI_Comm_get_errhandler(ring, &was), "MPI_Comm_get_errhandler");
+    mpi::check(MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
+                                           sizeof(double), MPI_INFO_NULL, ring, &mine, &win_);
+    mpi::check(MPI_Comm_set_errhandler(ring, was), "MPI_Comm_set_errhandler");
+    mpi::check(MPI_Errhandler_free(&was), "MPI_Errhandler_free");
+    int made = rc == MPI_SUCCESS ? 1 : 0;
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT, MPI_MIN, ring), "MPI_Allreduce");
+    if (made == 0) {
+      win_ = MPI_WIN_NULL;
+      remember(ring, false);
+      return false;
+    }
     memory::on_allocate(memory::Category::CommBuffer, static_cast<std::size_t>(values) * sizeof(double));
     capacity_ = values;
     comm_.watch(ring);
@@ -120,6 +129,21 @@ class SharedRing {
   std::int64_t capacity() const { return capacity_; }
 
  private:
+  // The attribute key of shares_node()'s answers, and an answer kept.
+  static int node_key() {
+    static const int key = [] {
+      int k = MPI_KEYVAL_INVALID;
+      mpi::check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k, nullptr),
+                 "MPI_Comm_create_keyval");
+      return k;
+    }();
+    return key;
+  }
+  static void remember(MPI_Comm ring, bool together) {
+    static int yes = 1, no = 0;
+    mpi::check(MPI_Comm_set_attr(ring, node_key(), together ? &yes : &no), "MPI_Comm_set_attr");
+  }
+
   MPI_Win win_ = MPI_WIN_NULL;
   mpi::CommWatch comm_;  // the ring the window was made over, while it lives
   double* base_ = nullptr;

@@ -54,7 +54,8 @@ class SharedRing {
   }
   // Makes the window over `ring` with segments of `values` values (a larger one than a window it
   // replaces). Collective over the ring, whose ranks must call it together. false, and no window,
-  // where the ring is not two processes on one node or its segments do not make one area.
+  // where the ring is not two processes on one node, MPI cannot make the window, or its segments
+  // do not make one area (each remembered by shares_node(), as both ranks see it alike).
   bool create(MPI_Comm ring, std::int64_t values) {
     free();
     if (!shares_node(ring)) return false;
@@ -95,6 +96,7 @@ class SharedRing {
     const auto gap = reinterpret_cast<std::uintptr_t>(seg[1]) - reinterpret_cast<std::uintptr_t>(seg[0]);
     if (seg[1] < seg[0] + values || gap % sizeof(double) != 0) {
       free();
+      remember(ring, false);  // it would come out alike next time
       return false;
     }
     base_ = seg[0];

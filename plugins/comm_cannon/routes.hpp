@@ -12,6 +12,7 @@
 #include "plexus/layout.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/memory.hpp"
+#include "plexus/mpi.hpp"
 #include "plexus/panel.hpp"
 #include "schedule.hpp"
 
@@ -27,7 +28,7 @@ struct OperandRoute {
   Kept<std::int64_t> row_ids, row_ptr, cols;
   BlockLayout layout;
   std::vector<int> row_dist, col_dist, k_dist;
-  MPI_Comm ring = MPI_COMM_NULL;
+  mpi::CommWatch ring;  // the communicator itself, not a handle MPI may hand out again
   // Of fused ticks also the local panel's value area (data_size, gaps included), or -1: it is
   // sent or copied as it is, so the ring's sizes (the peer's buffer, the shared window) hold only
   // for that size.
@@ -41,7 +42,7 @@ struct OperandRoute {
 
   bool matches(const DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) const {
     const PanelView v = M.local().view();
-    return ring == comm && static_cast<std::int64_t>(cols.size()) == v.nblocks &&
+    return ring.is(comm) && static_cast<std::int64_t>(cols.size()) == v.nblocks &&
            static_cast<int>(row_ids.size()) == v.nrows && std::equal(cols.begin(), cols.end(), v.cols) &&
            std::equal(row_ids.begin(), row_ids.end(), v.row_ids) &&
            std::equal(row_ptr.begin(), row_ptr.end(), v.row_ptr) && layout == M.layout() &&
@@ -57,7 +58,7 @@ struct OperandRoute {
     row_dist = M.distribution().row_dist();
     col_dist = M.distribution().col_dist();
     k_dist = k_owner;
-    ring = comm;
+    ring.watch(comm);
     fused_values = -1;
   }
 };

@@ -29,52 +29,46 @@ class SharedRing {
   bool fits(MPI_Comm ring, std::int64_t values) const {
     return win_ != MPI_WIN_NULL && comm_.is(ring) && capacity_ >= values;
   }
-  // Whether `ring` is two processes on one node that can share a window. Collective over the ring
-  // (MPI_Comm_split_type) the first time a communicator is asked about, so its ranks must ask
-  // together. The answer is kept as an attribute of the communicator, not by its handle: a handle
-  // that MPI hands out again for another communicator, on one rank of a ring and not the other,
-  // would otherwise leave one rank asking alone (a hang). create() turns it to false where MPI
-  // could not make the window.
+  // Whether `ring` is two processes on one node that can share a window: MPI_Comm_split_type, and
+  // then a window of one value made and freed, since MPI may be unable to make one although the
+  // processes share a node (Open MPI with only its UCX one-sided component, OMPI_MCA_osc=ucx:
+  // MPI_ERR_INTERN). Collective over the ring the first time a communicator is asked about, so
+  // its ranks must ask together. The answer is kept as an attribute of the communicator, not by
+  // its handle: a handle that MPI hands out again for another communicator, on one rank of a ring
+  // and not the other, would otherwise leave one rank asking alone (a hang).
   static bool shares_node(MPI_Comm ring) {
     int* answer = nullptr;
     int found = 0;
     mpi::check(MPI_Comm_get_attr(ring, node_key(), &answer, &found), "MPI_Comm_get_attr");
-    if (found == 0) {
-      bool together = false;
-      if (mpi::size(ring) == 2) {
-        MPI_Comm node = MPI_COMM_NULL;
-        mpi::check(MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-        together = mpi::size(node) == 2;
-        mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
-      }
-      remember(ring, together);
-      return together;
+    if (found != 0) return *answer != 0;
+    bool together = false;
+    if (mpi::size(ring) == 2) {
+      MPI_Comm node = MPI_COMM_NULL;
+      mpi::check(MPI_Comm_split_type(ring, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+      together = mpi::size(node) == 2;
+      mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
     }
-    return *answer != 0;
+    if (together) {
+      MPI_Win probe = MPI_WIN_NULL;
+      double* mine = nullptr;
+      together = allocate(ring, 1, &mine, &probe);
+      if (together) mpi::check(MPI_Win_free(&probe), "MPI_Win_free");
+    }
+    remember(ring, together);
+    return together;
   }
   // Makes the window over `ring` with segments of `values` values (a larger one than a window it
   // replaces). Collective over the ring, whose ranks must call it together. false, and no window,
-  // where the ring is not two processes on one node, MPI cannot make the window, or its segments
-  // do not make one area (each remembered by shares_node(), as both ranks see it alike).
+  // where the ring shares no window (shares_node()), MPI cannot make this one, or its segments do
+  // not make one area (the latter two remembered by shares_node(), as both ranks see them alike).
   bool create(MPI_Comm ring, std::int64_t values) {
     free();
     if (!shares_node(ring)) return false;
     values = std::max<std::int64_t>(values, 1);
-    // MPI may be unable to make a shared window although the two processes share a node (Open MPI
-    // with only its UCX one-sided component, OMPI_MCA_osc=ucx: MPI_ERR_INTERN). Asked with errors
-    // returned, and agreed by both ranks; then the ring goes by messages from now on. Should one
-    // rank have its window and the other not, that one is left unfreed (freeing is collective).
+    // shares_node() made one already; should this one fail all the same (its size), the ring goes
+    // by messages from now on.
     double* mine = nullptr;
-    MPI_Errhandler was = MPI_ERRHANDLER_NULL;
-    mpi::check(MPI_Comm_get_errhandler(ring, &was), "MPI_Comm_get_errhandler");
-    mpi::check(MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
-                                           sizeof(double), MPI_INFO_NULL, ring, &mine, &win_);
-    mpi::check(MPI_Comm_set_errhandler(ring, was), "MPI_Comm_set_errhandler");
-    mpi::check(MPI_Errhandler_free(&was), "MPI_Errhandler_free");
-    int made = rc == MPI_SUCCESS ? 1 : 0;
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT, MPI_MIN, ring), "MPI_Allreduce");
-    if (made == 0) {
+    if (!allocate(ring, values, &mine, &win_)) {
       win_ = MPI_WIN_NULL;
       remember(ring, false);
       return false;
@@ -140,6 +134,21 @@ class SharedRing {
       return k;
     }();
     return key;
+  }
+  // MPI_Win_allocate_shared with errors returned, not fatal; whether both ranks have their window.
+  // A failure inside the call on one rank only may leave the other waiting in it; where one rank
+  // has its window and the other not, that one is left unfreed (freeing is collective).
+  static bool allocate(MPI_Comm ring, std::int64_t values, double** mine, MPI_Win* win) {
+    MPI_Errhandler was = MPI_ERRHANDLER_NULL;
+    mpi::check(MPI_Comm_get_errhandler(ring, &was), "MPI_Comm_get_errhandler");
+    mpi::check(MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
+                                           sizeof(double), MPI_INFO_NULL, ring, mine, win);
+    mpi::check(MPI_Comm_set_errhandler(ring, was), "MPI_Comm_set_errhandler");
+    mpi::check(MPI_Errhandler_free(&was), "MPI_Errhandler_free");
+    int made = rc == MPI_SUCCESS ? 1 : 0;
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT, MPI_MIN, ring), "MPI_Allreduce");
+    return made != 0;
   }
   static void remember(MPI_Comm ring, bool together) {
     static int yes = 1, no = 0;

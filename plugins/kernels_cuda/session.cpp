@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -117,7 +118,7 @@ std::string bytes_text(std::int64_t bytes) {
   return text;
 }
 
-namespace {
+namespace detail {
 
 /// Device or pinned memory of a session, counted by the memory tracker while held.
 class Buffer {
@@ -220,37 +221,161 @@ class Owned {
 using OwnedStream = Owned<Stream>;
 using OwnedEvent = Owned<Event>;
 
-class DeviceSession final : public plexus::KernelSession {
- public:
-  DeviceSession(std::shared_ptr<Device> device, const Options& o, plexus::MatrixData c, int slots, std::string who)
-      : device_ptr_(std::move(device)), device_(*device_ptr_), who_(std::move(who)), batch_(o.batch) {
-    if (slots < 1) throw Error(who_, "begin() with " + std::to_string(slots) + " thread slots");
-    device_.make_current();
-    copy_ = std::make_unique<OwnedStream>(device_, device_.create_stream());
-    for (int s = 0; s < o.streams; ++s) compute_.emplace_back(device_, device_.create_stream());
-    for (auto& set : panels_) {
-      set.copied = std::make_unique<OwnedEvent>(device_, device_.create_event());
-      for (int s = 0; s < o.streams; ++s) set.done.emplace_back(device_, device_.create_event());
+/// memcpy of `values` doubles with `threads` threads: one thread copies at a fraction of the
+/// host's memory bandwidth, and the copies into and out of page-locked memory delay every
+/// tick's transfer and C's.
+void parallel_copy(double* dst, const double* src, std::int64_t values, int threads) {
+  constexpr std::int64_t kChunk = std::int64_t{1} << 17;  // values (1 MiB)
+  const std::int64_t chunks = (values + kChunk - 1) / kChunk;
+  if (threads <= 1 || chunks < 4) {
+    if (values > 0) std::memcpy(dst, src, static_cast<std::size_t>(values) * sizeof(double));
+    return;
+  }
+  const int team = static_cast<int>(std::min<std::int64_t>(threads, chunks));
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (std::int64_t i = 0; i < chunks; ++i) {
+    const std::int64_t first = i * kChunk, n = std::min(kChunk, values - first);
+    std::memcpy(dst + first, src + first, static_cast<std::size_t>(n) * sizeof(double));
+  }
+}
+
+/// A tick's panels: pinned and device copies of A and B, and the events that order their reuse.
+struct PanelSet {
+  Buffer host_a, host_b, dev_a, dev_b;
+  std::unique_ptr<OwnedEvent> copied;  // after the panels' copies (compute streams wait for it)
+  std::vector<OwnedEvent> done;        // per compute stream, after the tick's products
+  bool used = false;
+};
+
+/// A thread slot's batches: entries collected on the host, sent through two pinned buffers and
+/// two device buffers in turn (one is filled while the other's products run).
+struct Lane {
+  std::vector<DeviceEntry> pending;
+  std::array<Buffer, 2> host, dev;
+  std::array<std::unique_ptr<OwnedEvent>, 2> done;  // after the products that read dev[q]
+  std::array<bool, 2> used{};
+  std::vector<int> shape;
+  int next = 0;
+  std::atomic<bool> busy{false};
+};
+
+/// What a session holds on the device: streams, events, C's area, the panels' and the stacks'
+/// buffers. Allocating page-locked memory and device memory, and freeing them (each free waits
+/// for the whole device), cost more than a small multiply's products, so a session takes these
+/// from its kernel's pool and gives them back, idle, at its end: the next multiply reuses them
+/// as they are (buffers grow when a larger one is needed). Idle means every stream has passed
+/// all its work; a session that could not wait for its streams frees them instead.
+struct DeviceResources {
+  explicit DeviceResources(Device& device, int streams) {
+    device.make_current();
+    copy = std::make_unique<OwnedStream>(device, device.create_stream());
+    for (int s = 0; s < streams; ++s) compute.emplace_back(device, device.create_stream());
+    for (auto& set : panels) {
+      set.copied = std::make_unique<OwnedEvent>(device, device.create_event());
+      for (int s = 0; s < streams; ++s) set.done.emplace_back(device, device.create_event());
     }
-    norms_done_ = std::make_unique<OwnedEvent>(device_, device_.create_event());
-    lanes_ = std::make_unique<Lane[]>(static_cast<std::size_t>(slots));
-    nlanes_ = slots;
-    // C is uploaded once and stays on the device until finish().
-    c_size_ = static_cast<std::int64_t>(c.size());
-    reserve_c(c_size_, false);
-    if (c_size_ > 0) {
-      device_.copy_to_device(c_.as<double>(), c.data(), bytes_of(c_size_), copy_->get());
-      device_.synchronize(copy_->get());  // `c` is freed when the constructor returns
+    norms_done = std::make_unique<OwnedEvent>(device, device.create_event());
+    for (auto& e : bounced) e = std::make_unique<OwnedEvent>(device, device.create_event());
+  }
+  // Declared before the buffers and events, destroyed after them.
+  std::unique_ptr<OwnedStream> copy;
+  std::vector<OwnedStream> compute;
+  Buffer c;
+  std::array<PanelSet, 2> panels;
+  std::vector<std::unique_ptr<Lane>> lanes;  // one per thread slot (a Lane has an atomic flag)
+  Buffer norm_tasks_host, norm_tasks, norm_out, norm_out_host;
+  std::unique_ptr<OwnedEvent> norms_done;
+  std::array<Buffer, 2> bounce;                        // page-locked: C's transfers in chunks
+  std::array<std::unique_ptr<OwnedEvent>, 2> bounced;  // after a chunk's copy
+};
+
+}  // namespace detail
+
+/// A kernel's idle DeviceResources (more than one only where sessions overlapped).
+class ResourcePool {
+ public:
+  ResourcePool(std::shared_ptr<Device> device, int streams) : device_(std::move(device)), streams_(streams) {}
+  ~ResourcePool() {
+    try {
+      if (!idle_.empty()) device_->make_current();  // the frees below are the device's
+    } catch (...) {
+    }
+  }
+  ResourcePool(const ResourcePool&) = delete;
+  ResourcePool& operator=(const ResourcePool&) = delete;
+
+  std::unique_ptr<detail::DeviceResources> take() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!idle_.empty()) {
+        auto r = std::move(idle_.back());
+        idle_.pop_back();
+        return r;
+      }
+    }
+    return std::make_unique<detail::DeviceResources>(*device_, streams_);
+  }
+  /// Keeps `r` for the next session. Never throws: what cannot be kept is freed.
+  void give_back(std::unique_ptr<detail::DeviceResources> r) noexcept {
+    try {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      idle_.push_back(std::move(r));
+    } catch (...) {
     }
   }
 
+ private:
+  std::shared_ptr<Device> device_;  // outlives the resources, which hold references to it
+  int streams_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<detail::DeviceResources>> idle_;
+};
+
+namespace detail {
+
+class DeviceSession final : public plexus::KernelSession {
+ public:
+  DeviceSession(std::shared_ptr<Device> device, std::shared_ptr<ResourcePool> pool, const Options& o, int threads,
+                plexus::MatrixData c, int slots, std::string who)
+      : device_ptr_(std::move(device)),
+        device_(*device_ptr_),
+        pool_(std::move(pool)),
+        who_(std::move(who)),
+        batch_(o.batch),
+        threads_(threads),
+        res_(take_resources(slots)),
+        copy_(res_->copy),
+        compute_(res_->compute),
+        c_(res_->c),
+        panels_(res_->panels),
+        norm_tasks_host_(res_->norm_tasks_host),
+        norm_tasks_(res_->norm_tasks),
+        norm_out_(res_->norm_out),
+        norm_out_host_(res_->norm_out_host),
+        norms_done_(res_->norms_done) {
+    nlanes_ = slots;
+    // C is uploaded once and stays on the device until finish(). An area kept from an earlier
+    // session holds its values: beyond this C it is zeroed.
+    c_size_ = static_cast<std::int64_t>(c.size());
+    if (!reserve_c(c_size_, false)) {
+      const auto capacity = static_cast<std::int64_t>(c_.bytes() / sizeof(double));
+      if (capacity > c_size_) device_.zero(c_.as<double>() + c_size_, bytes_of(capacity - c_size_), copy_->get());
+    }
+    transfer_c(c.data(), true);
+    device_.synchronize(copy_->get());  // `c` is freed when the constructor returns
+  }
+
   ~DeviceSession() override {
-    // Outstanding work ends before the buffers go (their release waits for the device anyway);
-    // its errors were or will not be reported.
+    // Outstanding work ends before the buffers are reused or freed (freeing waits for the device
+    // anyway); its errors were or will not be reported. Resources whose streams could not be
+    // waited for are freed, not kept.
+    bool idle = false;
     try {
       wait_all();
+      idle = true;
     } catch (...) {
     }
+    if (idle) pool_->give_back(std::move(res_));
   }
 
   void grow(std::int64_t values) override {
@@ -276,8 +401,8 @@ class DeviceSession final : public plexus::KernelSession {
     reserve(set.host_b, device_, bytes_of(b.data_size), memory::Category::Other, "", who_);
     reserve(set.dev_a, device_, bytes_of(a.data_size), memory::Category::DeviceBuffer, "the A panel of a tick", who_);
     reserve(set.dev_b, device_, bytes_of(b.data_size), memory::Category::DeviceBuffer, "the B panel of a tick", who_);
-    if (a.data_size > 0) std::memcpy(set.host_a.as<double>(), a.data, bytes_of(a.data_size));
-    if (b.data_size > 0) std::memcpy(set.host_b.as<double>(), b.data, bytes_of(b.data_size));
+    parallel_copy(set.host_a.as<double>(), a.data, a.data_size, threads_);
+    parallel_copy(set.host_b.as<double>(), b.data, b.data_size, threads_);
     const Stream copy = copy_->get();
     if (set.used)
       for (auto& e : set.done) device_.wait(copy, e.get());
@@ -328,7 +453,7 @@ class DeviceSession final : public plexus::KernelSession {
   void process(const StackEntry* stack, std::int64_t n, int slot) override {
     require(staged_, "process() without staged panels");
     require(slot >= 0 && slot < nlanes_, "process() from slot " + std::to_string(slot));
-    Lane& lane = lanes_[static_cast<std::size_t>(slot)];
+    Lane& lane = this->lane(slot);
     require(!lane.busy.exchange(true), "two process() calls at once in one slot");
     struct Free {
       std::atomic<bool>& busy;
@@ -348,7 +473,7 @@ class DeviceSession final : public plexus::KernelSession {
     staged_ = false;  // also when a flush below fails: the tick is over either way
     ++tick_;
     device_.make_current();
-    for (int l = 0; l < nlanes_; ++l) flush(lanes_[static_cast<std::size_t>(l)], l);
+    for (int l = 0; l < nlanes_; ++l) flush(lane(l), l);
     PanelSet& set = panels_[static_cast<std::size_t>(current_)];
     for (std::size_t s = 0; s < compute_.size(); ++s) device_.record(set.done[s].get(), compute_[s].get());
   }
@@ -360,33 +485,11 @@ class DeviceSession final : public plexus::KernelSession {
     device_.make_current();
     wait_all();
     plexus::MatrixData out(static_cast<std::size_t>(c_size_));
-    if (c_size_ > 0) {
-      device_.copy_to_host(out.data(), c_.as<double>(), bytes_of(c_size_), copy_->get());
-      device_.synchronize(copy_->get());
-    }
-    c_.reset();
+    transfer_c(out.data(), false);
     return out;
   }
 
  private:
-  struct PanelSet {
-    Buffer host_a, host_b, dev_a, dev_b;
-    std::unique_ptr<OwnedEvent> copied;  // after the panels' copies (compute streams wait for it)
-    std::vector<OwnedEvent> done;        // per compute stream, after the tick's products
-    bool used = false;
-  };
-  /// A thread slot's batches: entries collected on the host, sent through two pinned buffers and
-  /// two device buffers in turn (one is filled while the other's products run).
-  struct Lane {
-    std::vector<DeviceEntry> pending;
-    std::array<Buffer, 2> host, dev;
-    std::array<std::unique_ptr<OwnedEvent>, 2> done;  // after the products that read dev[q]
-    std::array<bool, 2> used{};
-    std::vector<int> shape;
-    int next = 0;
-    std::atomic<bool> busy{false};
-  };
-
   static std::size_t bytes_of(std::int64_t values) { return static_cast<std::size_t>(values) * sizeof(double); }
 
   void require(bool ok, const std::string& what) const {
@@ -402,13 +505,15 @@ class DeviceSession final : public plexus::KernelSession {
   }
 
   /// C's device area holds at least `values` values, zero beyond c_size_ (keeping the first
-  /// c_size_ when `keep`).
-  void reserve_c(std::int64_t values, bool keep) {
-    if (c_.bytes() >= bytes_of(std::max<std::int64_t>(values, 1))) return;
+  /// c_size_ when `keep`). True when it took a new area; false when the area held was large
+  /// enough (and was left as it is).
+  bool reserve_c(std::int64_t values, bool keep) {
+    if (c_.bytes() >= bytes_of(std::max<std::int64_t>(values, 1))) return false;
     // Half as much again: C grows by the blocks each tick creates, and every reallocation waits
     // for all work and copies C once.
     values = std::max<std::int64_t>(values, 1);
     wait_all();
+    if (!keep) c_.reset();  // an area kept from an earlier session: its values are not needed
     Buffer bigger = Buffer::make(device_, bytes_of(values), memory::Category::DeviceMatrix,
                                  "C's local blocks (" + std::to_string(values) + " values)", who_,
                                  keep ? bytes_of(c_size_ / 2) : 0);
@@ -419,6 +524,50 @@ class DeviceSession final : public plexus::KernelSession {
     device_.zero(bigger.as<double>() + kept, bytes_of(capacity - kept), copy);
     device_.synchronize(copy);
     c_ = std::move(bigger);
+    return true;
+  }
+
+  /// Copies C between the device and `host` (pageable memory) on the copy stream, and waits
+  /// for it. A large C goes in chunks through two page-locked buffers, so that one chunk's
+  /// transfer overlaps the host's copy of the other, both faster than from pageable memory.
+  void transfer_c(double* host, bool to_device) {
+    if (c_size_ == 0) return;
+    const Stream copy = copy_->get();
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;  // values (8 MiB)
+    if (c_size_ < kChunk / 4) {
+      if (to_device)
+        device_.copy_to_device(c_.as<double>(), host, bytes_of(c_size_), copy);
+      else
+        device_.copy_to_host(host, c_.as<double>(), bytes_of(c_size_), copy);
+      device_.synchronize(copy);
+      return;
+    }
+    const std::int64_t chunk = std::min(kChunk, c_size_), chunks = (c_size_ + chunk - 1) / chunk;
+    for (auto& b : res_->bounce) reserve(b, device_, bytes_of(chunk), memory::Category::Other, "", who_);
+    auto at = [&](std::int64_t i) { return i * chunk; };
+    auto size = [&](std::int64_t i) { return std::min(chunk, c_size_ - at(i)); };
+    auto buffer = [&](std::int64_t i) { return res_->bounce[static_cast<std::size_t>(i & 1)].as<double>(); };
+    auto event = [&](std::int64_t i) { return res_->bounced[static_cast<std::size_t>(i & 1)]->get(); };
+    if (to_device) {
+      for (std::int64_t i = 0; i < chunks; ++i) {
+        if (i >= 2) device_.synchronize(event(i));  // chunk i - 2's copy has read the buffer
+        parallel_copy(buffer(i), host + at(i), size(i), threads_);
+        device_.copy_to_device(c_.as<double>() + at(i), buffer(i), bytes_of(size(i)), copy);
+        device_.record(event(i), copy);
+      }
+      device_.synchronize(copy);
+      return;
+    }
+    auto fetch = [&](std::int64_t i) {
+      device_.copy_to_host(buffer(i), c_.as<double>() + at(i), bytes_of(size(i)), copy);
+      device_.record(event(i), copy);
+    };
+    fetch(0);
+    for (std::int64_t i = 0; i < chunks; ++i) {
+      if (i + 1 < chunks) fetch(i + 1);  // its buffer's last chunk (i - 1) was copied out below
+      device_.synchronize(event(i));
+      parallel_copy(host + at(i), buffer(i), size(i), threads_);
+    }
   }
 
   /// Sends a lane's collected entries, grouped by shape, and launches their products on the
@@ -472,30 +621,49 @@ class DeviceSession final : public plexus::KernelSession {
     if (copy_) device_.synchronize(copy_->get());
   }
 
+  /// The kernel's idle resources, or new ones; every slot has a lane with nothing pending.
+  std::unique_ptr<detail::DeviceResources> take_resources(int slots) {
+    if (slots < 1) throw Error(who_, "begin() with " + std::to_string(slots) + " thread slots");
+    device_.make_current();
+    auto r = pool_->take();
+    if (r->lanes.size() < static_cast<std::size_t>(slots)) r->lanes.resize(static_cast<std::size_t>(slots));
+    for (auto& l : r->lanes) {
+      if (l == nullptr) l = std::make_unique<Lane>();
+      l->pending.clear();
+    }
+    return r;
+  }
+  Lane& lane(int slot) { return *res_->lanes[static_cast<std::size_t>(slot)]; }
+
   std::shared_ptr<Device> device_ptr_;
   Device& device_;
+  std::shared_ptr<ResourcePool> pool_;
   std::string who_;
   std::int64_t batch_;
-  // Declared before the buffers and events, destroyed after them.
-  std::unique_ptr<OwnedStream> copy_;
-  std::vector<OwnedStream> compute_;
-  Buffer c_;
+  int threads_;                                   // the kernel's host threads (copies through page-locked memory)
+  std::unique_ptr<detail::DeviceResources> res_;  // given back to pool_ at the end
+  // The parts of res_ (references into it).
+  std::unique_ptr<OwnedStream>& copy_;
+  std::vector<OwnedStream>& compute_;
+  Buffer& c_;
   std::int64_t c_size_ = 0;
-  std::array<PanelSet, 2> panels_;
-  std::unique_ptr<Lane[]> lanes_;  // one per thread slot (not movable: each has an atomic flag)
+  std::array<PanelSet, 2>& panels_;
   int nlanes_ = 0;
-  Buffer norm_tasks_host_, norm_tasks_, norm_out_, norm_out_host_;
-  std::unique_ptr<OwnedEvent> norms_done_;
+  Buffer &norm_tasks_host_, &norm_tasks_, &norm_out_, &norm_out_host_;
+  std::unique_ptr<OwnedEvent>& norms_done_;
   plexus::PanelView a_, b_;
   std::int64_t tick_ = 0;
   int current_ = 0;
   bool staged_ = false, finished_ = false;
 };
 
-}  // namespace
+}  // namespace detail
 
 DeviceKernel::DeviceKernel(std::string name, std::shared_ptr<Device> device, Options options)
-    : name_(std::move(name)), device_(std::move(device)), options_(options) {
+    : name_(std::move(name)),
+      device_(std::move(device)),
+      options_(options),
+      pool_(std::make_shared<ResourcePool>(device_, options_.streams)) {
   threads_ = options_.threads > 0 ? options_.threads : omp_get_max_threads();
   if (threads_ < 1) threads_ = 1;
 }
@@ -503,7 +671,8 @@ DeviceKernel::DeviceKernel(std::string name, std::shared_ptr<Device> device, Opt
 DeviceKernel::~DeviceKernel() = default;
 
 std::unique_ptr<plexus::KernelSession> DeviceKernel::begin(plexus::MatrixData c, int slots) {
-  return std::make_unique<DeviceSession>(device_, options_, std::move(c), slots, "kernel " + name_);
+  return std::make_unique<detail::DeviceSession>(device_, pool_, options_, threads_, std::move(c), slots,
+                                                 "kernel " + name_);
 }
 
 }  // namespace plexus_cuda

@@ -39,7 +39,11 @@ int choose_device(const std::string& spec, int count, int local_rank, const std:
 /// "1.50 GiB" (binary units).
 std::string bytes_text(std::int64_t bytes);
 
-/// The local backend over a device.
+class ResourcePool;
+
+/// The local backend over a device. It keeps what a session held on the device (streams,
+/// events, C's area, page-locked and device buffers) for the next session, and frees it when it
+/// is destroyed.
 class DeviceKernel final : public plexus::Kernel {
  public:
   DeviceKernel(std::string name, std::shared_ptr<Device> device, Options options);
@@ -53,6 +57,7 @@ class DeviceKernel final : public plexus::Kernel {
   std::string name_;
   std::shared_ptr<Device> device_;
   Options options_;
+  std::shared_ptr<ResourcePool> pool_;
   int threads_ = 1;
 };
 

@@ -61,4 +61,16 @@ inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::ui
   return p;
 }
 
+/// C += the stack with plain loops (the oracle of the raw cases).
+inline std::vector<double> dense_stack(const RawProblem& p) {
+  std::vector<double> c = p.c;
+  for (const StackEntry& e : p.stack)
+    for (int j = 0; j < e.n; ++j)
+      for (int l = 0; l < e.k; ++l)
+        for (int i = 0; i < e.m; ++i)
+          c[std::size_t(e.c + i + j * e.m)] +=
+              p.a[std::size_t(e.a + i + l * e.m)] * p.b[std::size_t(e.b + l + j * e.k)];
+  return c;
+}
+
 }  // namespace plexus::test

@@ -39,6 +39,7 @@ namespace {
 
 using plexus::test::RawProblem;
 using plexus::test::dense_of;
+using plexus::test::dense_stack;
 using plexus::test::random_stack;
 using plexus::test::rel_error;
 
@@ -89,17 +90,6 @@ PanelView raw_view(const std::vector<double>& values) {
 }
 
 // ---- raw stacks through a session -------------------------------------------------------------
-
-/// C += the stack with plain loops (the oracle of the raw cases).
-std::vector<double> dense_stack(const RawProblem& p) {
-  std::vector<double> c = p.c;
-  for (const StackEntry& e : p.stack)
-    for (int j = 0; j < e.n; ++j)
-      for (int l = 0; l < e.k; ++l)
-        for (int i = 0; i < e.m; ++i)
-          c[std::size_t(e.c + i + j * e.m)] += p.a[std::size_t(e.a + i + l * e.m)] * p.b[std::size_t(e.b + l + j * e.k)];
-  return c;
-}
 
 /// One session, one tick, the stack in slices of `slice` entries from slot 0.
 std::vector<double> run_session(Kernel& k, const RawProblem& p, std::size_t slice = 4096) {
@@ -254,10 +244,10 @@ TEST_P(BackendConformance, MarkedFirstProductsWriteOnlyWhereTheKernelSaysSo) {
   EXPECT_EQ(to_vector(s->finish()), k->first_product_writes() ? std::vector<double>(4, 0.0) : c);
 }
 
-TEST_P(BackendConformance, GrowthAndTicksKeepC) {
-  // C grows between ticks; new values start at zero, or are written by their first products (as
-  // core marks them) on a backend whose first products write; the panels of a tick may be
-  // overwritten as soon as unstage() has returned (the backend must not read them later).
+/// Two ticks of one session: tick 1's stack, then C grows and tick 2's stack writes into the new
+/// blocks, the first product into each marked; the panels of each tick are overwritten as soon
+/// as unstage() has returned. Returns what finish() gave and the oracle's C.
+std::pair<std::vector<double>, std::vector<double>> grow_between_two_ticks(Kernel& k) {
   RawProblem p1 = random_stack(500, kOddSizes, 31), p2 = random_stack(500, kOddSizes, 32);
   const std::int64_t n1 = static_cast<std::int64_t>(p1.c.size());
   // Tick 2 writes into C blocks placed after tick 1's area, the first product into each marked.
@@ -272,8 +262,7 @@ TEST_P(BackendConformance, GrowthAndTicksKeepC) {
     const std::vector<double> second = dense_stack(zero);
     std::copy(second.begin(), second.end(), expect.begin() + n1);
   }
-  auto k = kernel();
-  auto s = k->begin(to_data(p1.c), 1);
+  auto s = k.begin(to_data(p1.c), 1);
   std::vector<double> a = p1.a, b = p1.b;
   s->stage(raw_view(a), raw_view(b));
   s->process(p1.stack.data(), static_cast<std::int64_t>(p1.stack.size()), 0);
@@ -289,23 +278,53 @@ TEST_P(BackendConformance, GrowthAndTicksKeepC) {
   s->unstage();
   std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
   std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
-  const std::vector<double> got = to_vector(s->finish());
+  return {to_vector(s->finish()), expect};
+}
+
+TEST_P(BackendConformance, GrowthAndTicksKeepC) {
+  // C grows between ticks; new values start at zero, or are written by their first products (as
+  // core marks them) on a backend whose first products write; the panels of a tick may be
+  // overwritten as soon as unstage() has returned (the backend must not read them later).
+  auto k = kernel();
+  const auto [got, expect] = grow_between_two_ticks(*k);
   ASSERT_EQ(got.size(), expect.size());
   EXPECT_LE(rel_error(got, expect), kTol);
 }
 
+TEST_P(BackendConformance, SessionsInARowOnOneKernel) {
+  // A kernel serves one multiply after another: a session starts from its own C and panels,
+  // whatever an earlier session of the same kernel left (a backend that keeps its buffers
+  // between sessions must not show an earlier C in a later one's growth). The first session's
+  // C (8 blocks per shape) is larger than all of the second's (3 and 3 more after growth), so
+  // every value of the second lies where the first's were.
+  auto k = kernel();
+  RawProblem big = random_stack(3000, kOddSizes, 33, 8);
+  const std::vector<double> big_expect = dense_stack(big);
+  EXPECT_LE(rel_error(run_session(*k, big), big_expect), kTol) << "first session";
+  const auto [got, expect] = grow_between_two_ticks(*k);
+  ASSERT_EQ(got.size(), expect.size());
+  ASSERT_GT(big.c.size(), expect.size());
+  EXPECT_LE(rel_error(got, expect), kTol) << "second session, C grown";
+  EXPECT_LE(rel_error(run_session(*k, big, 7), big_expect), kTol) << "third session";
+}
+
 TEST_P(BackendConformance, DeviceMemoryIsReturned) {
-  // Whatever a backend holds in device memory during a session is given back by finish() and the
-  // session's end; a host backend holds none.
+  // Whatever a backend holds in device memory for its sessions (during them, and kept between
+  // them) is given back when the kernel is destroyed; a host backend holds none.
   using plexus::MemorySpace;
   const std::int64_t before = plexus::memory::current_total(MemorySpace::Device);
   plexus::memory::reset_peak_total(MemorySpace::Device);
-  auto k = kernel();
   RawProblem p = random_stack(300, kOddSizes, 41);
-  EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol);
+  bool host = false;
+  {
+    auto k = kernel();
+    host = k->memory_space() == MemorySpace::Host;
+    EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol);
+    EXPECT_LE(rel_error(run_session(*k, p), dense_stack(p)), kTol) << "second session";
+  }
   EXPECT_EQ(plexus::memory::current_total(MemorySpace::Device), before);
   const std::int64_t held = plexus::memory::peak_total(MemorySpace::Device) - before;
-  if (k->memory_space() == MemorySpace::Host) {
+  if (host) {
     EXPECT_EQ(held, 0) << "a host backend counted device memory";
   } else {
     // C, A and B were resident on the device at once.

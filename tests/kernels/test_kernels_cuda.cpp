@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,71 @@ TEST(CudaEmulated, TicksBatchesAndStreamsGiveTheStackProduct) {
       const plexus::MatrixData c = s->finish();
       EXPECT_LE(rel_error(std::vector<double>(c.begin(), c.end()), expect), 1e-13);
     }
+  }
+}
+
+/// One session of `p` on `k` with 2 slots; C as finish() gives it.
+std::vector<double> one_session(plexus::Kernel& k, const plexus::test::RawProblem& p) {
+  auto s = k.begin(plexus::MatrixData(p.c.begin(), p.c.end()), 2);
+  plexus::PanelView va, vb;
+  va.data = p.a.data();
+  va.data_size = static_cast<std::int64_t>(p.a.size());
+  vb.data = p.b.data();
+  vb.data_size = static_cast<std::int64_t>(p.b.size());
+  s->stage(va, vb);
+  const auto half = static_cast<std::int64_t>(p.stack.size() / 2);
+  s->process(p.stack.data(), half, 0);
+  s->process(p.stack.data() + half, static_cast<std::int64_t>(p.stack.size()) - half, 1);
+  s->unstage();
+  const plexus::MatrixData c = s->finish();
+  return std::vector<double>(c.begin(), c.end());
+}
+
+TEST(CudaEmulated, LaterSessionsReuseTheFirstOnesDeviceMemory) {
+  // Allocating and freeing device and page-locked memory costs more than a small multiply: the
+  // kernel keeps what a session held for the next one. A second and a third session no larger
+  // than the first allocate nothing (the peak does not move); what is kept stays counted, and
+  // the kernel's end gives it back.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  using plexus::MemorySpace;
+  const std::int64_t before = plexus::memory::current_total(MemorySpace::Device);
+  const auto big = random_stack(600, {5, 6, 13, 23, 7}, 61), small = random_stack(200, {5, 23}, 62);
+  {
+    auto k = make("cuda-emulated", {"BatchSize=50", "Streams=2"});
+    EXPECT_LE(rel_error(one_session(*k, big), plexus::test::dense_stack(big)), 1e-13);
+    const std::int64_t kept = plexus::memory::current_total(MemorySpace::Device) - before;
+    EXPECT_GE(kept, static_cast<std::int64_t>(sizeof(double) * (big.a.size() + big.b.size() + big.c.size())))
+        << "C's area and the panels are kept for the next session";
+    plexus::memory::reset_peak_total(MemorySpace::Device);
+    EXPECT_LE(rel_error(one_session(*k, small), plexus::test::dense_stack(small)), 1e-13);
+    EXPECT_LE(rel_error(one_session(*k, big), plexus::test::dense_stack(big)), 1e-13);
+    EXPECT_EQ(plexus::memory::peak_total(MemorySpace::Device) - before, kept) << "a later session allocated";
+  }
+  EXPECT_EQ(plexus::memory::current_total(MemorySpace::Device), before) << "the kernel's end frees what it kept";
+}
+
+TEST(CudaEmulated, LargeCGoesBothWaysInChunks) {
+  // A C of several MiB is uploaded and downloaded in chunks through two page-locked buffers
+  // (the last chunk partial); products land in the first, a middle and the last chunk. Two
+  // sessions in a row, so the second reuses the buffers.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  auto k = make("cuda-emulated", {"Streams=2", "Threads=3"});
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("session " + std::to_string(round + 1));
+    auto p = random_stack(60, {5, 6}, 70 + round);
+    const std::int64_t small = static_cast<std::int64_t>(p.c.size()), big = (std::int64_t{5} << 19) + 12345;
+    std::mt19937_64 rng(90 + round);
+    std::uniform_real_distribution<double> val(-1.0, 1.0);
+    std::vector<double> c(static_cast<std::size_t>(big));
+    for (double& x : c) x = val(rng);
+    // The stack's C blocks moved to three places in the big C: its start, across the first
+    // chunk boundary (2^20 values) and its end.
+    for (std::size_t i = 0; i < p.stack.size(); ++i) {
+      const std::int64_t base = i % 3 == 0 ? 0 : i % 3 == 1 ? (std::int64_t{1} << 20) - small / 2 : big - small;
+      p.stack[i].c += base;
+    }
+    p.c = c;
+    EXPECT_LE(rel_error(one_session(*k, p), plexus::test::dense_stack(p)), 1e-15);
   }
 }
 

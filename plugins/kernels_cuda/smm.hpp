@@ -11,9 +11,9 @@
 //   products of a specialised shape (M, N, K known at compile time; the common block sizes and
 //   their mixes, as libsmm_acc generates its kernels): a CUDA block of `Tile<M,N,K>::kThreads`
 //   threads takes kGroups stack entries, a group of threads per entry; phase 1 loads the entry's
-//   A and B blocks into shared memory, phase 2 computes C's elements (each thread a strided set,
-//   the K loop unrolled) and adds them to C atomically, since entries of one batch (and of
-//   batches on other streams) may add to the same C block.
+//   A and B blocks into shared memory, phase 2 computes C's elements (each thread some columns
+//   of one row, the K loop unrolled) and adds them to C atomically, since entries of one batch
+//   (and of batches on other streams) may add to the same C block.
 //   products of any other shape: a CUDA block of kGenericThreads per entry, one phase, operands
 //   read from global memory.
 //   block norms: a CUDA block of kNormThreads per block; phase 1 sums squares (strided), phase 2
@@ -55,14 +55,21 @@ constexpr int smm_m(int shape) { return kSmmSizes[shape / (kSmmSizeCount * kSmmS
 constexpr int smm_n(int shape) { return kSmmSizes[shape / kSmmSizeCount % kSmmSizeCount]; }
 constexpr int smm_k(int shape) { return kSmmSizes[shape % kSmmSizeCount]; }
 
-/// The launch geometry of a specialised shape.
+/// The launch geometry of a specialised shape. A thread computes C elements of one row i, in
+/// the columns j = its column group + r * kCols: each A value it loads from shared memory serves
+/// all its columns, and their sums are independent (kPerThread of them in flight instead of one
+/// K-long chain).
 template <int M, int N, int K>
 struct Tile {
   static constexpr int kElems = M * N;
-  /// Threads per entry: one per C element up to 128, then each thread takes several.
-  static constexpr int kGroupThreads = kElems < 128 ? kElems : 128;
+  /// Column groups of an entry: as many as fit in 128 threads with all M rows, at most N.
+  static constexpr int kCols = N < 128 / M ? N : (128 / M > 0 ? 128 / M : 1);
+  /// C elements (columns) per thread.
+  static constexpr int kPerThread = (N + kCols - 1) / kCols;
+  /// Threads per entry: one per (row, column group).
+  static constexpr int kGroupThreads = M * kCols;
   /// Entries per CUDA block (small shapes share a block, so it has about 128 threads).
-  static constexpr int kGroups = 128 / kGroupThreads;
+  static constexpr int kGroups = 128 / kGroupThreads > 0 ? 128 / kGroupThreads : 1;
   static constexpr int kThreads = kGroups * kGroupThreads;
   static constexpr int kEntryShared = M * K + K * N;  ///< doubles of shared memory per entry
   static constexpr int kShared = kGroups * kEntryShared;
@@ -86,8 +93,9 @@ PLEXUS_HD inline void smm_load(int block, int tid, const DeviceEntry* stack, std
   for (int i = lane; i < K * N; i += T::kGroupThreads) sb[i] = gb[i];
 }
 
-/// Phase 2 of a specialised product: thread `tid` computes its C elements from shared memory and
-/// adds each to C with add(address, value) (atomicAdd on the device).
+/// Phase 2 of a specialised product: thread `tid` computes its C elements (row lane % M, columns
+/// lane / M + r * kCols) from shared memory and adds each to C with add(address, value)
+/// (atomicAdd on the device).
 template <int M, int N, int K, class Add>
 PLEXUS_HD inline void smm_compute(int block, int tid, const DeviceEntry* stack, std::int64_t count,
                                   const double* shared, double* c, Add add) {
@@ -98,16 +106,37 @@ PLEXUS_HD inline void smm_compute(int block, int tid, const DeviceEntry* stack, 
   if (e >= count) return;
   const double* sa = shared + group * T::kEntryShared;
   const double* sb = sa + M * K;
-  double* gc = c + stack[e].c;
-  for (int idx = lane; idx < M * N; idx += T::kGroupThreads) {
-    const int i = idx % M;
-    const int j = idx / M;
-    double s = 0.0;
+  const int i = lane % M;
+  const int j0 = lane / M;
+  // A thread whose last column lies beyond N computes a copy of column N - 1 there (no branch in
+  // the loop) and does not add it.
+  const double* col[T::kPerThread];
+  double s[T::kPerThread];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int r = 0; r < T::kPerThread; ++r) {
+    const int j = j0 + r * T::kCols;
+    col[r] = sb + (j < N ? j : N - 1) * K;
+    s[r] = 0.0;
+  }
 #if defined(__CUDA_ARCH__)  // the device pass of nvcc (the host compiler does not know the pragma)
 #pragma unroll
 #endif
-    for (int l = 0; l < K; ++l) s += sa[i + l * M] * sb[l + j * K];
-    add(gc + idx, s);
+  for (int l = 0; l < K; ++l) {
+    const double x = sa[i + l * M];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 0; r < T::kPerThread; ++r) s[r] += x * col[r][l];
+  }
+  double* gc = c + stack[e].c;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int r = 0; r < T::kPerThread; ++r) {
+    const int j = j0 + r * T::kCols;
+    if (j < N) add(gc + i + j * M, s[r]);
   }
 }
 

@@ -220,6 +220,37 @@ std::vector<double> one_session(plexus::Kernel& k, const plexus::test::RawProble
   return std::vector<double>(c.begin(), c.end());
 }
 
+TEST(CudaEmulated, EverySpecialisedShapeGivesItsProducts) {
+  // Three products of every specialised shape (two adding into one C block), through the
+  // emulated device's run of the very thread functions nvcc compiles: each C element is
+  // computed by exactly one thread of its entry, whatever the shape's tiling.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  plexus::test::RawProblem p;
+  auto block = [&](std::vector<double>& v, int values) {
+    const auto at = static_cast<std::int64_t>(v.size());
+    for (int x = 0; x < values; ++x) v.push_back(val(rng));
+    return at;
+  };
+  for (int s = 0; s < plexus_cuda::kSmmShapes; ++s) {
+    const int m = plexus_cuda::smm_m(s), n = plexus_cuda::smm_n(s), k = plexus_cuda::smm_k(s);
+    const std::int64_t shared_c = block(p.c, m * n);
+    for (int e = 0; e < 3; ++e) {
+      plexus::StackEntry entry{};
+      entry.m = m;
+      entry.n = n;
+      entry.k = k;
+      entry.a = block(p.a, m * k);
+      entry.b = block(p.b, k * n);
+      entry.c = e < 2 ? shared_c : block(p.c, m * n);
+      p.stack.push_back(entry);
+    }
+  }
+  auto k = make("cuda-emulated", {"Streams=2"});
+  EXPECT_LE(rel_error(one_session(*k, p), plexus::test::dense_stack(p)), 1e-14);
+}
+
 TEST(CudaEmulated, LaterSessionsReuseTheFirstOnesDeviceMemory) {
   // Allocating and freeing device and page-locked memory costs more than a small multiply: the
   // kernel keeps what a session held for the next one. A second and a third session no larger

@@ -315,6 +315,15 @@ class ResourcePool {
     }
     return std::make_unique<detail::DeviceResources>(*device_, streams_);
   }
+  /// Frees the idle sets (for a session that needs their device memory); false when there were none.
+  bool drop_idle() {
+    std::vector<std::unique_ptr<detail::DeviceResources>> dropped;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      dropped.swap(idle_);
+    }
+    return !dropped.empty();  // freed here, outside the lock
+  }
   /// Keeps `r` for the next session. Never throws: what cannot be kept is freed.
   void give_back(std::unique_ptr<detail::DeviceResources> r) noexcept {
     try {
@@ -397,6 +406,10 @@ class DeviceSession final : public plexus::KernelSession {
     // The pinned copies of this set were sent two ticks ago; its device copies are read by that
     // tick's products until their streams pass set.done.
     if (set.used) device_.synchronize(set.copied->get());
+    std::size_t need = 0;  // device bytes the panels' buffers must grow by
+    if (set.dev_a.bytes() < bytes_of(a.data_size)) need += bytes_of(a.data_size);
+    if (set.dev_b.bytes() < bytes_of(b.data_size)) need += bytes_of(b.data_size);
+    if (need > 0) make_room(need, p);
     reserve(set.host_a, device_, bytes_of(a.data_size), memory::Category::Other, "", who_);
     reserve(set.host_b, device_, bytes_of(b.data_size), memory::Category::Other, "", who_);
     reserve(set.dev_a, device_, bytes_of(a.data_size), memory::Category::DeviceBuffer, "the A panel of a tick", who_);
@@ -514,6 +527,7 @@ class DeviceSession final : public plexus::KernelSession {
     values = std::max<std::int64_t>(values, 1);
     wait_all();
     if (!keep) c_.reset();  // an area kept from an earlier session: its values are not needed
+    make_room(bytes_of(values), staged_ ? current_ : -1);
     Buffer bigger = Buffer::make(device_, bytes_of(values), memory::Category::DeviceMatrix,
                                  "C's local blocks (" + std::to_string(values) + " values)", who_,
                                  keep ? bytes_of(c_size_ / 2) : 0);
@@ -525,6 +539,33 @@ class DeviceSession final : public plexus::KernelSession {
     device_.synchronize(copy);
     c_ = std::move(bigger);
     return true;
+  }
+
+  /// When the device has less than `bytes` free: frees what the kernel keeps that no work of this
+  /// session needs. First the idle sets of other sessions; then, after waiting for this
+  /// session's streams, its own device buffers other than C and the panel set `keep_set` (-1:
+  /// none), which later calls allocate again as they need them; last, C's area where it is
+  /// larger than C. Kept memory must never make a multiply fail that would fit on its own.
+  void make_room(std::size_t bytes, int keep_set) {
+    auto fits = [&] { return static_cast<std::int64_t>(bytes) <= device_.memory().free; };
+    if (fits() || (pool_->drop_idle() && fits())) return;
+    wait_all();
+    for (int s = 0; s < 2; ++s)
+      if (s != keep_set) {
+        panels_[static_cast<std::size_t>(s)].dev_a.reset();
+        panels_[static_cast<std::size_t>(s)].dev_b.reset();
+      }
+    for (auto& l : res_->lanes)
+      for (auto& d : l->dev) d.reset();
+    norm_tasks_.reset();
+    norm_out_.reset();
+    // C's area, kept from a larger C, shrinks to this C.
+    const std::size_t c_bytes = bytes_of(std::max<std::int64_t>(c_size_, 1));
+    if (fits() || c_.bytes() <= c_bytes || static_cast<std::int64_t>(c_bytes) > device_.memory().free) return;
+    Buffer smaller = Buffer::make(device_, c_bytes, memory::Category::DeviceMatrix, "C's local blocks", who_);
+    if (c_size_ > 0) device_.copy_on_device(smaller.as<double>(), c_.as<double>(), bytes_of(c_size_), copy_->get());
+    device_.synchronize(copy_->get());
+    c_ = std::move(smaller);
   }
 
   /// Copies C between the device and `host` (pageable memory) on the copy stream, and waits
@@ -543,7 +584,8 @@ class DeviceSession final : public plexus::KernelSession {
       return;
     }
     const std::int64_t chunk = std::min(kChunk, c_size_), chunks = (c_size_ + chunk - 1) / chunk;
-    for (auto& b : res_->bounce) reserve(b, device_, bytes_of(chunk), memory::Category::Other, "", who_);
+    for (std::int64_t q = 0; q < std::min<std::int64_t>(chunks, 2); ++q)
+      reserve(res_->bounce[static_cast<std::size_t>(q)], device_, bytes_of(chunk), memory::Category::Other, "", who_);
     auto at = [&](std::int64_t i) { return i * chunk; };
     auto size = [&](std::int64_t i) { return std::min(chunk, c_size_ - at(i)); };
     auto buffer = [&](std::int64_t i) { return res_->bounce[static_cast<std::size_t>(i & 1)].as<double>(); };

@@ -203,8 +203,11 @@ TEST(CudaEmulated, TicksBatchesAndStreamsGiveTheStackProduct) {
   }
 }
 
-/// One session of `p` on `k` with 2 slots; C as finish() gives it.
+/// One session of `p` on `k` with 2 slots (each C block in one slot: slots own disjoint C
+/// blocks); C as finish() gives it.
 std::vector<double> one_session(plexus::Kernel& k, const plexus::test::RawProblem& p) {
+  std::array<std::vector<plexus::StackEntry>, 2> part;
+  for (const auto& e : p.stack) part[static_cast<std::size_t>(e.c / 7 % 2)].push_back(e);
   auto s = k.begin(plexus::MatrixData(p.c.begin(), p.c.end()), 2);
   plexus::PanelView va, vb;
   va.data = p.a.data();
@@ -212,9 +215,9 @@ std::vector<double> one_session(plexus::Kernel& k, const plexus::test::RawProble
   vb.data = p.b.data();
   vb.data_size = static_cast<std::int64_t>(p.b.size());
   s->stage(va, vb);
-  const auto half = static_cast<std::int64_t>(p.stack.size() / 2);
-  s->process(p.stack.data(), half, 0);
-  s->process(p.stack.data() + half, static_cast<std::int64_t>(p.stack.size()) - half, 1);
+  for (int slot = 0; slot < 2; ++slot)
+    s->process(part[static_cast<std::size_t>(slot)].data(),
+               static_cast<std::int64_t>(part[static_cast<std::size_t>(slot)].size()), slot);
   s->unstage();
   const plexus::MatrixData c = s->finish();
   return std::vector<double>(c.begin(), c.end());
@@ -254,8 +257,9 @@ TEST(CudaEmulated, EverySpecialisedShapeGivesItsProducts) {
 TEST(CudaEmulated, LaterSessionsReuseTheFirstOnesDeviceMemory) {
   // Allocating and freeing device and page-locked memory costs more than a small multiply: the
   // kernel keeps what a session held for the next one. A second and a third session no larger
-  // than the first allocate nothing (the peak does not move); what is kept stays counted, and
-  // the kernel's end gives it back.
+  // than the first allocate no device memory and no page-locked memory (counted as host memory
+  // of category Other, which nothing else here allocates): neither peak moves. What is kept
+  // stays counted, and the kernel's end gives it back.
   load(PLEXUS_CUDA_EMULATED_PATH);
   using plexus::MemorySpace;
   const std::int64_t before = plexus::memory::current_total(MemorySpace::Device);
@@ -266,36 +270,65 @@ TEST(CudaEmulated, LaterSessionsReuseTheFirstOnesDeviceMemory) {
     const std::int64_t kept = plexus::memory::current_total(MemorySpace::Device) - before;
     EXPECT_GE(kept, static_cast<std::int64_t>(sizeof(double) * (big.a.size() + big.b.size() + big.c.size())))
         << "C's area and the panels are kept for the next session";
+    const std::int64_t pinned = plexus::memory::current(plexus::memory::Category::Other);
+    EXPECT_GT(pinned, 0) << "the page-locked buffers are counted";
     plexus::memory::reset_peak_total(MemorySpace::Device);
+    plexus::memory::reset_peak(plexus::memory::Category::Other);
     EXPECT_LE(rel_error(one_session(*k, small), plexus::test::dense_stack(small)), 1e-13);
     EXPECT_LE(rel_error(one_session(*k, big), plexus::test::dense_stack(big)), 1e-13);
     EXPECT_EQ(plexus::memory::peak_total(MemorySpace::Device) - before, kept) << "a later session allocated";
+    EXPECT_EQ(plexus::memory::peak(plexus::memory::Category::Other), pinned)
+        << "a later session allocated page-locked memory";
   }
   EXPECT_EQ(plexus::memory::current_total(MemorySpace::Device), before) << "the kernel's end frees what it kept";
 }
 
 TEST(CudaEmulated, LargeCGoesBothWaysInChunks) {
-  // A C of several MiB is uploaded and downloaded in chunks through two page-locked buffers
-  // (the last chunk partial); products land in the first, a middle and the last chunk. Two
-  // sessions in a row, so the second reuses the buffers.
+  // C goes up and down in one copy below 2^18 values, in chunks of up to 2^20 values through two
+  // page-locked buffers from there: one chunk, an exact multiple of the chunk and a partial last
+  // chunk. Products land in the first, a middle and the last chunk. One kernel for all sizes,
+  // so later sessions reuse (and grow) the buffers.
   load(PLEXUS_CUDA_EMULATED_PATH);
   auto k = make("cuda-emulated", {"Streams=2", "Threads=3"});
-  for (int round = 0; round < 2; ++round) {
-    SCOPED_TRACE("session " + std::to_string(round + 1));
+  int round = 0;
+  for (const std::int64_t big : {(std::int64_t{1} << 18) - 1, std::int64_t{1} << 18, std::int64_t{1} << 21,
+                                 (std::int64_t{5} << 19) + 12345}) {
+    SCOPED_TRACE("C of " + std::to_string(big) + " values");
     auto p = random_stack(60, {5, 6}, 70 + round);
-    const std::int64_t small = static_cast<std::int64_t>(p.c.size()), big = (std::int64_t{5} << 19) + 12345;
-    std::mt19937_64 rng(90 + round);
+    const auto small = static_cast<std::int64_t>(p.c.size());
+    std::mt19937_64 rng(90 + round++);
     std::uniform_real_distribution<double> val(-1.0, 1.0);
     std::vector<double> c(static_cast<std::size_t>(big));
     for (double& x : c) x = val(rng);
-    // The stack's C blocks moved to three places in the big C: its start, across the first
-    // chunk boundary (2^20 values) and its end.
+    // The stack's C blocks moved to three places in the big C: its start, across the middle and
+    // its end.
     for (std::size_t i = 0; i < p.stack.size(); ++i) {
-      const std::int64_t base = i % 3 == 0 ? 0 : i % 3 == 1 ? (std::int64_t{1} << 20) - small / 2 : big - small;
+      const std::int64_t base = i % 3 == 0 ? 0 : i % 3 == 1 ? big / 2 - small / 2 : big - small;
       p.stack[i].c += base;
     }
     p.c = c;
     EXPECT_LE(rel_error(one_session(*k, p), plexus::test::dense_stack(p)), 1e-15);
+  }
+}
+
+TEST(CudaEmulated, KeptBuffersGiveWayToALaterMultiply) {
+  // What the kernel keeps must not make a multiply fail that fits on its own: on a 2 MiB device,
+  // a first multiply with panels of 1.4 MiB (kept) and a second with a C of 1.2 MiB, then the
+  // first again.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  auto k = make("cuda-emulated", {"MemoryMB=2", "BatchSize=100", "Streams=1"});
+  auto wide = random_stack(50, {5, 6}, 81), tall = random_stack(50, {5, 6}, 82);
+  wide.a.resize(90000, 0.5);  // values no entry reads: they only make the panels large
+  wide.b.resize(90000, -0.5);
+  tall.c.resize(150000, 0.25);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round + 1));
+    try {
+      EXPECT_LE(rel_error(one_session(*k, wide), plexus::test::dense_stack(wide)), 1e-13);
+      EXPECT_LE(rel_error(one_session(*k, tall), plexus::test::dense_stack(tall)), 1e-13);
+    } catch (const plexus::Error& e) {
+      ADD_FAILURE() << e.what();
+    }
   }
 }
 

@@ -61,6 +61,14 @@ inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::ui
   return p;
 }
 
+/// A view of raw values as a staged panel (stage() reads data and data_size).
+inline plexus::PanelView raw_view(const std::vector<double>& values) {
+  plexus::PanelView v;
+  v.data = values.data();
+  v.data_size = static_cast<std::int64_t>(values.size());
+  return v;
+}
+
 /// C += the stack with plain loops (the oracle of the raw cases).
 inline std::vector<double> dense_stack(const RawProblem& p) {
   std::vector<double> c = p.c;

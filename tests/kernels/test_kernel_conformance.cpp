@@ -41,6 +41,7 @@ using plexus::test::RawProblem;
 using plexus::test::dense_of;
 using plexus::test::dense_stack;
 using plexus::test::random_stack;
+using plexus::test::raw_view;
 using plexus::test::rel_error;
 
 using plexus::BlockLayout;
@@ -80,14 +81,6 @@ std::unique_ptr<Kernel> make(const Spec& s) {
 
 std::vector<double> to_vector(const MatrixData& d) { return std::vector<double>(d.begin(), d.end()); }
 MatrixData to_data(const std::vector<double>& v) { return MatrixData(v.begin(), v.end()); }
-
-/// A view of raw values as a staged panel (stage() reads data and data_size).
-PanelView raw_view(const std::vector<double>& values) {
-  PanelView v;
-  v.data = values.data();
-  v.data_size = static_cast<std::int64_t>(values.size());
-  return v;
-}
 
 // ---- raw stacks through a session -------------------------------------------------------------
 

@@ -32,6 +32,7 @@ namespace {
 using plexus::ComponentKind;
 using plexus::Registry;
 using plexus::test::random_stack;
+using plexus::test::raw_view;
 using plexus::test::rel_error;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -146,11 +147,7 @@ TEST(CudaMemory, PanelsThatDoNotFitSayWhich) {
   load(PLEXUS_CUDA_EMULATED_PATH);
   auto k = make("cuda-emulated", {"MemoryMB=1"});
   const std::vector<double> a(140000, 1.0), b(10, 1.0);  // A's panel: 1.07 MiB
-  plexus::PanelView va, vb;
-  va.data = a.data();
-  va.data_size = static_cast<std::int64_t>(a.size());
-  vb.data = b.data();
-  vb.data_size = static_cast<std::int64_t>(b.size());
+  const plexus::PanelView va = raw_view(a), vb = raw_view(b);
   auto s = k->begin(plexus::MatrixData(4, 0.0), 1);
   try {
     s->stage(va, vb);
@@ -185,11 +182,7 @@ TEST(CudaEmulated, TicksBatchesAndStreamsGiveTheStackProduct) {
       for (int tick = 0; tick < 3; ++tick) {
         std::vector<double> a = p.a;
         for (double& x : a) x *= tick + 1;
-        plexus::PanelView va, vb;
-        va.data = a.data();
-        va.data_size = static_cast<std::int64_t>(a.size());
-        vb.data = p.b.data();
-        vb.data_size = static_cast<std::int64_t>(p.b.size());
+        const plexus::PanelView va = raw_view(a), vb = raw_view(p.b);
         s->stage(va, vb);
         const auto half = static_cast<std::int64_t>(p.stack.size() / 2);
         s->process(p.stack.data(), half, 0);
@@ -209,11 +202,7 @@ std::vector<double> one_session(plexus::Kernel& k, const plexus::test::RawProble
   std::array<std::vector<plexus::StackEntry>, 2> part;
   for (const auto& e : p.stack) part[static_cast<std::size_t>(e.c / 7 % 2)].push_back(e);
   auto s = k.begin(plexus::MatrixData(p.c.begin(), p.c.end()), 2);
-  plexus::PanelView va, vb;
-  va.data = p.a.data();
-  va.data_size = static_cast<std::int64_t>(p.a.size());
-  vb.data = p.b.data();
-  vb.data_size = static_cast<std::int64_t>(p.b.size());
+  const plexus::PanelView va = raw_view(p.a), vb = raw_view(p.b);
   s->stage(va, vb);
   for (int slot = 0; slot < 2; ++slot)
     s->process(part[static_cast<std::size_t>(slot)].data(),
@@ -291,8 +280,8 @@ TEST(CudaEmulated, LargeCGoesBothWaysInChunks) {
   load(PLEXUS_CUDA_EMULATED_PATH);
   auto k = make("cuda-emulated", {"Streams=2", "Threads=3"});
   int round = 0;
-  for (const std::int64_t big : {(std::int64_t{1} << 18) - 1, std::int64_t{1} << 18, std::int64_t{1} << 21,
-                                 (std::int64_t{5} << 19) + 12345}) {
+  for (const std::int64_t big :
+       {(std::int64_t{1} << 18) - 1, std::int64_t{1} << 18, std::int64_t{1} << 21, (std::int64_t{5} << 19) + 12345}) {
     SCOPED_TRACE("C of " + std::to_string(big) + " values");
     auto p = random_stack(60, {5, 6}, 70 + round);
     const auto small = static_cast<std::int64_t>(p.c.size());
@@ -345,11 +334,7 @@ TEST(CudaPlugin, LoadsAndSaysWhetherItCanRun) {
     EXPECT_EQ(k->memory_space(), plexus::MemorySpace::Device);
     auto p = random_stack(500, {5, 23, 7}, 5);
     auto s = k->begin(plexus::MatrixData(p.c.begin(), p.c.end()), 1);
-    plexus::PanelView va, vb;
-    va.data = p.a.data();
-    va.data_size = static_cast<std::int64_t>(p.a.size());
-    vb.data = p.b.data();
-    vb.data_size = static_cast<std::int64_t>(p.b.size());
+    const plexus::PanelView va = raw_view(p.a), vb = raw_view(p.b);
     s->stage(va, vb);
     s->process(p.stack.data(), static_cast<std::int64_t>(p.stack.size()), 0);
     s->unstage();

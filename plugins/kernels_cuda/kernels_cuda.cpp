@@ -3,6 +3,7 @@
 // tick's products), stacks go to the device in batches sorted by block shape, and the products
 // run in batched small-GEMM kernels specialised at compile time for the common block sizes
 // (smm.hpp) on several streams; block norms for on-the-fly filtering are computed on the device.
+// Streams, events and buffers are kept by the kernel from one multiply to the next.
 // Ranks of a node share its GPUs by node-local rank (Device=auto).
 //
 // Without a usable device the plugin still loads: `plexus plugins` shows why, and making the
@@ -48,7 +49,8 @@ const plexus::PluginDescriptor& describe() {
     k.name = "cuda";
     k.summary =
         "NVIDIA GPU: C resident on the device, panels staged once per tick, batched small-GEMM kernels "
-        "specialised for block sizes 5, 6, 13, 23, 32 and their mixes (generic kernel otherwise), several streams";
+        "specialised for block sizes 5, 6, 13, 23, 32 and their mixes (generic kernel otherwise), several streams, "
+        "buffers kept between multiplies";
     k.valid_parameters = valid_parameters;
     k.make_kernel = make_kernel;
     k.unavailable = plexus_cuda::cuda_unavailable;

@@ -1,5 +1,5 @@
 // plexus-cuda-bench: the `cuda` kernel on plexus-bench's problem classes (H2O-like blocks of 23,
-// S-E-like blocks of 6, dense blocks of 32), one rank. In one run it measures
+// S-E-like blocks of 6, dense blocks of 32) and on H2O-like atomic blocks (13, 5, 5), one rank. In one run it measures
 //   - the whole multiply (cannon strategy) on the cuda kernel and on the cpu kernel (all cores),
 //   - the cuda kernel's batched products alone on the same stacks, device-resident,
 //   - cuBLAS on the same stacks: cublasDgemmBatched per shape, in waves that never add to one C
@@ -8,7 +8,8 @@
 // and writes the figures as JSON (docs/cuda.md). It never asserts on speed. Without a CUDA
 // device it says so and exits with 77 (a skip for ctest).
 //
-//   plexus-cuda-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N] [--json FILE]
+//   plexus-cuda-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense,h2o-atomic] [--dgemm-n N]
+//                     [--json FILE]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -108,19 +109,25 @@ double best_ms(cudaStream_t stream, int repeat, std::vector<double>& all_ms, F&&
 
 struct ProblemClass {
   std::string name, description;
-  int block = 0;
+  int block = 0;  ///< the block size; 0: the blocks cycle through `pattern`
   double occupancy = 0;
   bool symmetric = false;
   int nblocks = 0, quick_nblocks = 0;
   int bandwidth = -1, quick_bandwidth = -1;
+  std::vector<int> pattern = {};
 };
 
-// plexus-bench's classes (bench/plexus_bench.cpp), so the figures can be set side by side.
+// plexus-bench's classes (bench/plexus_bench.cpp), so the figures can be set side by side, and
+// h2o-atomic: the H2O-like class with CP2K's atomic blocks (13, 5, 5 per water molecule, as in
+// the shared data's matrices; ../shared/data/README.md), about as many flops as h2o, products of
+// 8 shapes.
 std::vector<ProblemClass> classes() {
   return {
       {"h2o", "H2O-DFT-LS-like: blocks 23, occupancy 10%, symmetric", 23, 0.10, true, 450, 24},
       {"se", "S-E-like: blocks 6, banded |i-j| <= 66 with half the band present", 6, 0.5, false, 6600, 200, 66, 4},
       {"dense", "dense: blocks 32, full", 32, 1.0, false, 80, 6},
+      {"h2o-atomic", "H2O-like with atomic blocks 13, 5, 5 (O, H, H), occupancy 10%, symmetric", 0, 0.10, true, 1350,
+       72, -1, -1, {13, 5, 5}},
   };
 }
 
@@ -235,7 +242,7 @@ struct Options {
   bool quick = false;
   double scale = 1.0;
   int repeat = 3;
-  std::vector<std::string> classes{"h2o", "se", "dense"};
+  std::vector<std::string> classes{"h2o", "se", "dense", "h2o-atomic"};
   int dgemm_n = 8192;
   std::string json;
   std::vector<std::string> command;  // the command line, for the metadata
@@ -244,8 +251,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& msg, int code = 2) {
   (code == 0 ? std::cout : std::cerr)
       << (code == 0 ? "" : "plexus-cuda-bench: " + msg + "\n")
-      << "usage: plexus-cuda-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]\n"
-      << "                         [--json FILE]\n"
+      << "usage: plexus-cuda-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense,h2o-atomic]\n"
+      << "                         [--dgemm-n N] [--json FILE]\n"
       << "  the cuda kernel on plexus-bench's classes: whole multiply, kernel alone, cuBLAS batched on the\n"
       << "  same stacks, cuBLAS DGEMM n x n, and the cpu kernel on all cores; figures as JSON (stdout or FILE).\n"
       << "  --scale S   multiplies every class's block rows and columns (flops grow as S^3)\n"
@@ -282,7 +289,7 @@ Options parse(int argc, char** argv) {
       for (std::string c; std::getline(ss, c, ',');) {
         const auto all = classes();
         if (std::none_of(all.begin(), all.end(), [&](const ProblemClass& p) { return p.name == c; }))
-          usage("unknown class '" + c + "' (h2o, se, dense)");
+          usage("unknown class '" + c + "' (h2o, se, dense, h2o-atomic)");
         o.classes.push_back(c);
       }
     } else if (arg == "--help" || arg == "-h") {
@@ -305,7 +312,9 @@ nlohmann::json run_class(const ProblemClass& pc, const Options& opt, plexus::Com
   const int band = band_base < 0 ? -1 : static_cast<int>(std::lround(band_base * opt.scale));
   const auto grid = plexus::Grid::create(MPI_COMM_WORLD, 1, 1);
   const auto dist = plexus::Distribution::block_cyclic(grid, nblk, nblk);
-  const plexus::BlockLayout layout{plexus::BlockSizes::uniform(nblk, pc.block), plexus::BlockSizes::uniform(nblk, pc.block)};
+  const plexus::BlockSizes sizes =
+      pc.block > 0 ? plexus::BlockSizes::uniform(nblk, pc.block) : plexus::BlockSizes::cyclic(nblk, pc.pattern);
+  const plexus::BlockLayout layout{sizes, sizes};
   const plexus::DistMatrix a =
       plexus::generate_random("A", dist, layout, plexus::GeneratorSpec{pc.occupancy, pc.symmetric, false, 17, band});
   const plexus::DistMatrix b =
@@ -372,7 +381,10 @@ nlohmann::json run_class(const ProblemClass& pc, const Options& opt, plexus::Com
   nlohmann::json j;
   j["name"] = pc.name;
   j["description"] = pc.description;
-  j["block_size"] = pc.block;
+  if (pc.block > 0)
+    j["block_size"] = pc.block;
+  else
+    j["block_pattern"] = pc.pattern;
   j["nblocks"] = nblk;
   j["products"] = st.entries.size();
   j["flops"] = st.flops;

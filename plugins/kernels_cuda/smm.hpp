@@ -62,10 +62,13 @@ constexpr int smm_k(int shape) { return kSmmSizes[shape % kSmmSizeCount]; }
 template <int M, int N, int K>
 struct Tile {
   static constexpr int kElems = M * N;
-  /// Column groups of an entry: as many as fit in 128 threads with all M rows, at most N.
-  static constexpr int kCols = N < 128 / M ? N : (128 / M > 0 ? 128 / M : 1);
+  /// At most as many column groups as fit in 128 threads with all M rows, and N.
+  static constexpr int kColsMax = N < 128 / M ? N : (128 / M > 0 ? 128 / M : 1);
   /// C elements (columns) per thread.
-  static constexpr int kPerThread = (N + kCols - 1) / kCols;
+  static constexpr int kPerThread = (N + kColsMax - 1) / kColsMax;
+  /// Column groups of an entry: the fewest that give every thread kPerThread columns, so that
+  /// few threads idle in the last pass (13x13: 7 groups of 2 columns, not 9 of which 4 idle).
+  static constexpr int kCols = (N + kPerThread - 1) / kPerThread;
   /// Threads per entry: one per (row, column group).
   static constexpr int kGroupThreads = M * kCols;
   /// Entries per CUDA block (small shapes share a block, so it has about 128 threads).

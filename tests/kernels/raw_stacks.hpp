@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,13 @@ inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::ui
   for (double& x : p.b) x = val(rng);
   for (double& x : p.c) x = val(rng);
   return p;
+}
+
+/// Marks the first entry into each C block (StackEntry::first), as core marks a new block's first
+/// product.
+inline void mark_first_products(std::vector<StackEntry>& stack) {
+  std::set<std::int64_t> seen;
+  for (StackEntry& e : stack) e.first = seen.insert(e.c).second ? 1 : 0;
 }
 
 /// A view of raw values as a staged panel (stage() reads data and data_size).

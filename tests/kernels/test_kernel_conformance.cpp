@@ -18,7 +18,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +39,7 @@ namespace {
 using plexus::test::RawProblem;
 using plexus::test::dense_of;
 using plexus::test::dense_stack;
+using plexus::test::mark_first_products;
 using plexus::test::random_stack;
 using plexus::test::raw_view;
 using plexus::test::rel_error;
@@ -206,13 +206,6 @@ TEST_P(BackendConformance, ConcurrentSlotsOnDisjointBlocks) {
   if (team < kSlots) GTEST_SKIP() << "OpenMP gave " << team << " thread(s): the slots did not run concurrently";
 }
 
-/// Marks the first entry into each C block (StackEntry::first), as core marks a new block's first
-/// product.
-void mark_first_products(std::vector<StackEntry>& stack) {
-  std::set<std::int64_t> seen;
-  for (StackEntry& e : stack) e.first = seen.insert(e.c).second ? 1 : 0;
-}
-
 TEST_P(BackendConformance, MarkedFirstProductsWriteOnlyWhereTheKernelSaysSo) {
   // A product marked first writes its block (C = A * B, whatever C held) on a backend whose
   // first_product_writes() is true; any other backend ignores the mark and adds.
@@ -256,21 +249,19 @@ std::pair<std::vector<double>, std::vector<double>> grow_between_two_ticks(Kerne
     std::copy(second.begin(), second.end(), expect.begin() + n1);
   }
   auto s = k.begin(to_data(p1.c), 1);
-  std::vector<double> a = p1.a, b = p1.b;
-  s->stage(raw_view(a), raw_view(b));
-  s->process(p1.stack.data(), static_cast<std::int64_t>(p1.stack.size()), 0);
-  s->unstage();
-  std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
-  std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
+  // One tick on copies of the panels, overwritten with NaN once unstage() has returned.
+  auto tick = [&](const RawProblem& panels, const std::vector<StackEntry>& stack) {
+    std::vector<double> a = panels.a, b = panels.b;
+    s->stage(raw_view(a), raw_view(b));
+    s->process(stack.data(), static_cast<std::int64_t>(stack.size()), 0);
+    s->unstage();
+    std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
+    std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
+  };
+  tick(p1, p1.stack);
   s->grow(n1);  // no growth
   s->grow(n1 + static_cast<std::int64_t>(p2.c.size()));
-  a = p2.a;
-  b = p2.b;
-  s->stage(raw_view(a), raw_view(b));
-  s->process(p2_shifted.stack.data(), static_cast<std::int64_t>(p2_shifted.stack.size()), 0);
-  s->unstage();
-  std::fill(a.begin(), a.end(), std::numeric_limits<double>::quiet_NaN());
-  std::fill(b.begin(), b.end(), std::numeric_limits<double>::quiet_NaN());
+  tick(p2, p2_shifted.stack);
   return {to_vector(s->finish()), expect};
 }
 

@@ -169,15 +169,11 @@ TEST(CudaEmulated, TicksBatchesAndStreamsGiveTheStackProduct) {
       SCOPED_TRACE(std::string(batch) + ", seed " + std::to_string(seed));
       auto k = make("cuda-emulated", {batch, "Streams=3", "Seed=" + std::to_string(seed)});
       const auto p = random_stack(400, {5, 6, 13, 23, 32, 7}, 300 + seed);
-      // Tick t multiplies (t + 1) A by B: C gets 1 + 2 + 3 = 6 times the stack's products (the
-      // cuda kernel adds atomically, so the two slots may share C blocks).
-      std::vector<double> expect = p.c;
-      for (const auto& e : p.stack)
-        for (int j = 0; j < e.n; ++j)
-          for (int l = 0; l < e.k; ++l)
-            for (int i = 0; i < e.m; ++i)
-              expect[std::size_t(e.c + i + j * e.m)] +=
-                  6.0 * p.a[std::size_t(e.a + i + l * e.m)] * p.b[std::size_t(e.b + l + j * e.k)];
+      // Tick t multiplies (t + 1) A by B: C gets 1 + 2 + 3 = 6 times the stack's products, those
+      // of 6 A (the cuda kernel adds atomically, so the two slots may share C blocks).
+      plexus::test::RawProblem six = p;
+      for (double& x : six.a) x *= 6.0;
+      const std::vector<double> expect = plexus::test::dense_stack(six);
       auto s = k->begin(plexus::MatrixData(p.c.begin(), p.c.end()), 2);
       for (int tick = 0; tick < 3; ++tick) {
         std::vector<double> a = p.a;

@@ -28,11 +28,10 @@ Panel LocalProduct::finish() {
     }
   if (!planned) leave_plan();
   candidates_.clear();
-  IndexArray row_ids(row_ids_.begin(), row_ids_.end()), row_ptr, cols, offsets;
+  // A replayed plan's index is C's as it is: the panel shares it (and copies it before a change).
+  std::shared_ptr<PanelIndex> index;
   if (planned) {
-    row_ptr.assign(replay_->row_ptr.begin(), replay_->row_ptr.end());
-    cols.assign(replay_->cols.begin(), replay_->cols.end());
-    offsets.assign(replay_->offsets.begin(), replay_->offsets.end());
+    index = replay_->c_index;
     for (auto& w : work_) {  // as merge_rows does
       w->rows.clear();
       Scratch<StackEntry>().swap(w->stack);
@@ -40,7 +39,9 @@ Panel LocalProduct::finish() {
       Scratch<int>().swap(w->placed);
     }
   } else {
-    merge_rows(row_ptr, cols, offsets);
+    index = std::make_shared<PanelIndex>();
+    index->row_ids.assign(row_ids_.begin(), row_ids_.end());
+    merge_rows(index->row_ptr, index->cols, index->offsets);
   }
   MatrixData data = session_->finish();
   session_.reset();
@@ -56,15 +57,13 @@ Panel LocalProduct::finish() {
   if (planned) {
     plans_->touch(replay_);
   } else if (record_ && !record_->ticks.empty()) {
-    record_->row_ptr.assign(row_ptr.begin(), row_ptr.end());
-    record_->cols.assign(cols.begin(), cols.end());
-    record_->offsets.assign(offsets.begin(), offsets.end());
+    record_->c_index = index;  // shared with the panel made here
     record_->c_values = c_values_;
     plans_->keep(std::move(record_));
   }
   replay_.reset();
   record_.reset();
-  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+  return Panel::adopt(std::move(index), std::move(data));
 }
 
 // The threads' rows become one blocked CSR over the shared value area, which is adopted as it

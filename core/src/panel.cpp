@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "plexus/error.hpp"
 
@@ -27,21 +28,59 @@ PanelView PanelView::from_packed(const std::int64_t* w, std::int64_t nwords, con
   return v;
 }
 
-Panel::Panel(const std::vector<int>& row_ids)
-    : row_ids_(row_ids.begin(), row_ids.end()), row_ptr_(row_ids.size() + 1, 0) {
-  for (std::size_t r = 1; r < row_ids_.size(); ++r)
-    if (row_ids_[r] <= row_ids_[r - 1]) throw Error("Panel", "row ids must be strictly ascending");
+std::int64_t PanelIndex::bytes() const {
+  return static_cast<std::int64_t>(
+      (row_ids.capacity() + row_ptr.capacity() + cols.capacity() + offsets.capacity()) * sizeof(std::int64_t));
+}
+
+const std::shared_ptr<PanelIndex>& Panel::empty_index() {
+  static const std::shared_ptr<PanelIndex> empty = std::make_shared<PanelIndex>();
+  return empty;
+}
+
+Panel::Panel() : index_(empty_index()) {}
+Panel::Panel(const Panel& o)
+    : index_(o.index_ == empty_index() || o.index_shared() ? o.index_ : std::make_shared<PanelIndex>(*o.index_)),
+      data_(o.data_),
+      cur_row_(o.cur_row_) {}
+Panel::Panel(Panel&& o) noexcept
+    : index_(std::exchange(o.index_, empty_index())), data_(std::move(o.data_)), cur_row_(std::exchange(o.cur_row_, 0)) {
+  o.data_.clear();
+}
+Panel& Panel::operator=(const Panel& o) {
+  if (this != &o) *this = Panel(o);
+  return *this;
+}
+Panel& Panel::operator=(Panel&& o) noexcept {
+  if (this != &o) {
+    index_ = std::exchange(o.index_, empty_index());
+    data_ = std::move(o.data_);
+    o.data_.clear();
+    cur_row_ = std::exchange(o.cur_row_, 0);
+  }
+  return *this;
+}
+Panel::~Panel() = default;
+
+PanelIndex& Panel::own() {
+  if (index_.use_count() > 1 || index_ == empty_index()) index_ = std::make_shared<PanelIndex>(*index_);
+  return *index_;
+}
+
+Panel::Panel(const std::vector<int>& row_ids) : index_(std::make_shared<PanelIndex>()) {
+  index_->row_ids.assign(row_ids.begin(), row_ids.end());
+  index_->row_ptr.assign(row_ids.size() + 1, 0);
+  for (std::size_t r = 1; r < row_ids.size(); ++r)
+    if (row_ids[r] <= row_ids[r - 1]) throw Error("Panel", "row ids must be strictly ascending");
 }
 
 Panel Panel::copy_of(const PanelView& v) {
-  Panel p;
-  p.row_ids_.assign(v.row_ids, v.row_ids + v.nrows);
-  p.row_ptr_.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
-  p.cols_.assign(v.cols, v.cols + v.nblocks);
-  p.offsets_.assign(v.offsets, v.offsets + v.nblocks);
-  p.data_.assign(v.data, v.data + v.data_size);
-  p.cur_row_ = v.nrows > 0 ? v.nrows - 1 : 0;
-  return p;
+  auto index = std::make_shared<PanelIndex>();
+  index->row_ids.assign(v.row_ids, v.row_ids + v.nrows);
+  index->row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
+  index->cols.assign(v.cols, v.cols + v.nblocks);
+  index->offsets.assign(v.offsets, v.offsets + v.nblocks);
+  return adopt(std::move(index), MatrixData(v.data, v.data + v.data_size));
 }
 
 Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data) {
@@ -50,11 +89,25 @@ Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, Inde
     throw Error("Panel::adopt", "inconsistent index: " + std::to_string(row_ids.size()) + " rows, " +
                                     std::to_string(row_ptr.size()) + " row pointers, " + std::to_string(cols.size()) +
                                     " columns, " + std::to_string(offsets.size()) + " offsets");
+  auto index = std::make_shared<PanelIndex>();
+  index->row_ids = std::move(row_ids);
+  index->row_ptr = std::move(row_ptr);
+  index->cols = std::move(cols);
+  index->offsets = std::move(offsets);
+  return adopt(std::move(index), std::move(data));
+}
+
+Panel Panel::adopt(std::shared_ptr<PanelIndex> index, MatrixData data) {
+  if (!index) throw Error("Panel::adopt", "no index");
+  const PanelIndex& x = *index;
+  if (x.row_ptr.size() != x.row_ids.size() + 1 || x.cols.size() != x.offsets.size() ||
+      x.row_ptr.back() != static_cast<std::int64_t>(x.cols.size()))
+    throw Error("Panel::adopt", "inconsistent index: " + std::to_string(x.row_ids.size()) + " rows, " +
+                                    std::to_string(x.row_ptr.size()) + " row pointers, " +
+                                    std::to_string(x.cols.size()) + " columns, " + std::to_string(x.offsets.size()) +
+                                    " offsets");
   Panel p;
-  p.row_ids_ = std::move(row_ids);
-  p.row_ptr_ = std::move(row_ptr);
-  p.cols_ = std::move(cols);
-  p.offsets_ = std::move(offsets);
+  p.index_ = std::move(index);
   p.data_ = std::move(data);
   p.cur_row_ = p.nrows() > 0 ? p.nrows() - 1 : 0;
   return p;
@@ -62,15 +115,18 @@ Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, Inde
 
 PanelView Panel::view() const {
   const std::int64_t nb = nblocks();
-  for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr_.size(); ++q) row_ptr_[q] = nb;
+  // The tail of a panel being filled; a complete index (every shared one) is not written.
+  IndexArray& row_ptr = index_->row_ptr;
+  for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr.size(); ++q)
+    if (row_ptr[q] != nb) row_ptr[q] = nb;
   PanelView v;
   v.nrows = nrows();
   v.nblocks = nb;
   v.data_size = data_size();
-  v.row_ids = row_ids_.data();
-  v.row_ptr = row_ptr_.data();
-  v.cols = cols_.data();
-  v.offsets = offsets_.data();
+  v.row_ids = index_->row_ids.data();
+  v.row_ptr = row_ptr.data();
+  v.cols = index_->cols.data();
+  v.offsets = index_->offsets.data();
   v.data = data_.data();
   return v;
 }
@@ -91,27 +147,30 @@ void Panel::append_index(int r, int col) {
   if (r < cur_row_ || r >= nrows())
     throw Error("Panel::append_block", "rows must be filled in ascending order (row " + std::to_string(r) +
                                            " after row " + std::to_string(cur_row_) + ")");
+  PanelIndex& x = own();
   if (r > cur_row_) {
     // Rows cur_row_+1 .. r start where the blocks appended so far end.
-    for (int q = cur_row_ + 1; q <= r; ++q) row_ptr_[q] = nblocks();
+    for (int q = cur_row_ + 1; q <= r; ++q) x.row_ptr[q] = nblocks();
     cur_row_ = r;
-  } else if (nblocks() > row_ptr_[r] && cols_.back() >= col) {
+  } else if (nblocks() > x.row_ptr[r] && x.cols.back() >= col) {
     throw Error("Panel::append_block", "columns must ascend within a row (column " + std::to_string(col) +
-                                           " after " + std::to_string(cols_.back()) + ")");
+                                           " after " + std::to_string(x.cols.back()) + ")");
   }
-  cols_.push_back(col);
-  offsets_.push_back(static_cast<std::int64_t>(data_.size()));
+  x.cols.push_back(col);
+  x.offsets.push_back(static_cast<std::int64_t>(data_.size()));
 }
 
 std::int64_t Panel::find(int r, int col) const {
-  const auto b = cols_.begin() + row_begin(r), e = cols_.begin() + row_end(r);
+  const IndexArray& cols = index_->cols;
+  const auto b = cols.begin() + row_begin(r), e = cols.begin() + row_end(r);
   auto it = std::lower_bound(b, e, static_cast<std::int64_t>(col));
-  return (it != e && *it == col) ? static_cast<std::int64_t>(it - cols_.begin()) : -1;
+  return (it != e && *it == col) ? static_cast<std::int64_t>(it - cols.begin()) : -1;
 }
 
 int Panel::row_index(int global_row) const {
-  auto it = std::lower_bound(row_ids_.begin(), row_ids_.end(), static_cast<std::int64_t>(global_row));
-  return (it != row_ids_.end() && *it == global_row) ? static_cast<int>(it - row_ids_.begin()) : -1;
+  const IndexArray& ids = index_->row_ids;
+  auto it = std::lower_bound(ids.begin(), ids.end(), static_cast<std::int64_t>(global_row));
+  return (it != ids.end() && *it == global_row) ? static_cast<int>(it - ids.begin()) : -1;
 }
 
 void PanelView::pack_to(std::int64_t* w) const {
@@ -134,15 +193,17 @@ void Panel::pack_index(std::vector<std::int64_t>& out) const {
 }
 
 void Panel::reserve(std::int64_t nb, std::int64_t nvalues) {
-  cols_.reserve(static_cast<std::size_t>(nb));
-  offsets_.reserve(static_cast<std::size_t>(nb));
+  PanelIndex& x = own();
+  x.cols.reserve(static_cast<std::size_t>(nb));
+  x.offsets.reserve(static_cast<std::size_t>(nb));
   data_.reserve(static_cast<std::size_t>(nvalues));
 }
 
 void Panel::clear_blocks() {
-  std::fill(row_ptr_.begin(), row_ptr_.end(), std::int64_t{0});
-  cols_.clear();
-  offsets_.clear();
+  PanelIndex& x = own();
+  std::fill(x.row_ptr.begin(), x.row_ptr.end(), std::int64_t{0});
+  x.cols.clear();
+  x.offsets.clear();
   data_.clear();
   cur_row_ = 0;
 }

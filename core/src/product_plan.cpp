@@ -65,8 +65,7 @@ std::int64_t ProductPlan::bytes() const {
   // What the plan's arrays hold (their capacity; the memory tracker's pool may round a request
   // up). A tick shared with another plan (the first ticks of a product that left a plan) is
   // counted in both, so the plans' total is at least what they hold together.
-  std::int64_t n = key.bytes() + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets) +
-                   static_cast<std::int64_t>(sizeof(ProductPlan));
+  std::int64_t n = key.bytes() + (c_index ? c_index->bytes() : 0) + static_cast<std::int64_t>(sizeof(ProductPlan));
   const BlockSizes* k = nullptr;
   for (const auto& t : ticks) {
     n += t->bytes();

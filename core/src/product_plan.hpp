@@ -76,7 +76,7 @@ struct PlanKey {
 struct ProductPlan {
   PlanKey key;
   std::vector<std::shared_ptr<const TickRecord>> ticks;
-  Vec<std::int64_t> row_ptr, cols, offsets;  // C's index after finish()
+  std::shared_ptr<PanelIndex> c_index;  // C's index after finish(), shared with the C panels it made (read only)
   std::int64_t c_values = 0;
   std::int64_t bytes() const;
 };

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <utility>
+
 #include "plexus/error.hpp"
 #include "plexus/layout.hpp"
 #include "plexus/local_multiply.hpp"
@@ -58,6 +61,54 @@ TEST(Panel, AppendFindAndPackRoundTrip) {
   EXPECT_EQ(q.find(2, 0), 2);
   EXPECT_EQ(q.data()[q.offset(2)], -1);
   EXPECT_THROW(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()) - 1, nullptr), Error);
+}
+
+// An index several panels share (Panel::adopt of a shared index, as a replayed product plan's C
+// panels have it): a panel copies it before its first change, so neither the holder nor the
+// other panels see the change; copies of such a panel share it too, and a moved-from panel is
+// empty and usable.
+TEST(Panel, ASharedIndexIsCopiedBeforeAChange) {
+  auto index = std::make_shared<PanelIndex>();
+  index->row_ids = {1, 4};
+  index->row_ptr = {0, 2, 3};
+  index->cols = {0, 2, 1};
+  index->offsets = {0, 4, 8};
+  Panel p = Panel::adopt(index, MatrixData(12, 1.0));
+  Panel q = Panel::adopt(index, MatrixData(12, 2.0));
+  EXPECT_TRUE(p.index_shared());
+  EXPECT_EQ(p.view().cols, index->cols.data()) << "adopted without a copy";
+  EXPECT_EQ(q.view().cols, index->cols.data());
+  EXPECT_EQ(p.find(1, 1), 2);
+
+  Panel copy = p;  // shares the index, copies the values
+  EXPECT_EQ(copy.view().cols, index->cols.data());
+  EXPECT_NE(copy.view().data, p.view().data);
+
+  p.clear_blocks();  // a change: p's own copy
+  EXPECT_FALSE(p.index_shared());
+  EXPECT_EQ(p.nblocks(), 0);
+  p.append_block(0, 5, 4);
+  EXPECT_EQ(p.find(0, 5), 0);
+  const IndexArray cols{0, 2, 1}, row_ptr{0, 2, 3};
+  EXPECT_EQ(index->cols, cols);
+  EXPECT_EQ(index->row_ptr, row_ptr);
+  EXPECT_EQ(q.nblocks(), 3);
+  EXPECT_EQ(q.find(0, 2), 1);
+  EXPECT_EQ(copy.find(1, 1), 2);
+
+  q.reserve(10, 40);  // reserving changes capacity only, yet q then owns its index
+  EXPECT_NE(q.view().cols, index->cols.data());
+  EXPECT_EQ(q.find(1, 1), 2);
+
+  Panel moved = std::move(copy);
+  EXPECT_EQ(moved.find(1, 1), 2);
+  EXPECT_EQ(copy.nrows(), 0);  // NOLINT(bugprone-use-after-move): a moved-from panel is empty
+  EXPECT_EQ(copy.nblocks(), 0);
+  EXPECT_EQ(copy.view().nblocks, 0);
+
+  index->row_ptr.back() = 2;  // inconsistent: 3 blocks, the last row ends at 2
+  EXPECT_THROW(Panel::adopt(index, MatrixData(12, 0.0)), Error);
+  EXPECT_THROW(Panel::adopt(nullptr, MatrixData{}), Error);
 }
 
 TEST(BalanceRows, EqualWeightPerThread) {

@@ -143,6 +143,27 @@ TEST(ProductPlans, ARepeatedProductReplaysEveryTickAndGivesTheSameC) {
     }
 }
 
+// A replayed product's C adopts the plan's index without copying it; C changed afterwards (its
+// blocks cleared and one appended) changes neither the plan nor the next replay's C.
+TEST(ProductPlans, AReplayedCSharesThePlansIndexUntilItChanges) {
+  const Case k;
+  LoggingKernel kernel;
+  const Outcome fresh = product(kernel, k, 2, nullptr);
+  ProductPlans plans;
+  Outcome first = product(kernel, k, 2, &plans);
+  EXPECT_TRUE(first.c.index_shared()) << "the recorded plan keeps the index C was given";
+  Outcome replayed = product(kernel, k, 2, &plans);
+  ASSERT_EQ(replayed.stats.replayed_ticks, 3);
+  EXPECT_EQ(replayed.c.view().cols, first.c.view().cols) << "both hold the plan's index";
+  replayed.c.clear_blocks();
+  replayed.c.append_block(0, 7, k.s.size(0) * k.s.size(7));
+  first.c = Panel();
+  const Outcome again = product(kernel, k, 2, &plans);
+  EXPECT_EQ(again.stats.replayed_ticks, 3);
+  expect_same_panel(again.c, fresh.c);
+  EXPECT_EQ(replayed.c.nblocks(), 1);
+}
+
 // A tick whose panels differ from the plan's in anything (a block, or only where the values lie)
 // is built, and so is every later tick; the product's C is what a product without plans makes,
 // and the plan it leaves is replayed by a product given the same again. Fewer or more ticks than

@@ -8,6 +8,7 @@
 // so a panel received from another rank (index words + values) is used in place through a
 // PanelView, without unpacking.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "plexus/layout.hpp"
@@ -34,9 +35,27 @@ struct PanelView {
   void pack_to(std::int64_t* w) const;
 };
 
+/// A panel's index as Panel keeps it: global block-row ids, CSR row pointers, and each block's
+/// column and value offset. Panels may share one that is complete (Panel::adopt of a shared
+/// index, as the C panels of a replayed product plan do); nobody changes a shared index, and a
+/// panel copies it before its first change while another holds it.
+struct PanelIndex {
+  IndexArray row_ids;
+  IndexArray row_ptr = IndexArray(1, 0);
+  IndexArray cols;
+  IndexArray offsets;
+  /// The bytes its arrays hold.
+  std::int64_t bytes() const;
+};
+
 class Panel {
  public:
-  Panel() = default;
+  Panel();
+  Panel(const Panel& o);
+  Panel(Panel&& o) noexcept;
+  Panel& operator=(const Panel& o);
+  Panel& operator=(Panel&& o) noexcept;
+  ~Panel();
   /// An empty panel over the given global block rows (ascending).
   explicit Panel(const std::vector<int>& row_ids);
   /// A copy of a view.
@@ -44,15 +63,20 @@ class Panel {
   /// Takes ownership of a complete index and value area without copying. Blocks are sorted by
   /// (row, col) in the index; their values may lie anywhere in `data` (offsets say where).
   static Panel adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data);
+  /// The same with an index that others may hold as well (nobody may change it from here on: the
+  /// panel copies it before a change while it is shared). Throws if its counts are inconsistent.
+  static Panel adopt(std::shared_ptr<PanelIndex> index, MatrixData data);
 
   PanelView view() const;
-  int nrows() const { return static_cast<int>(row_ids_.size()); }
-  int row_id(int r) const { return static_cast<int>(row_ids_[r]); }
-  std::int64_t row_begin(int r) const { return r <= cur_row_ ? row_ptr_[r] : nblocks(); }
-  std::int64_t row_end(int r) const { return r < cur_row_ ? row_ptr_[r + 1] : nblocks(); }
-  std::int64_t nblocks() const { return static_cast<std::int64_t>(cols_.size()); }
-  int col(std::int64_t b) const { return static_cast<int>(cols_[b]); }
-  std::int64_t offset(std::int64_t b) const { return offsets_[b]; }
+  int nrows() const { return static_cast<int>(index_->row_ids.size()); }
+  int row_id(int r) const { return static_cast<int>(index_->row_ids[r]); }
+  std::int64_t row_begin(int r) const { return r <= cur_row_ ? index_->row_ptr[r] : nblocks(); }
+  std::int64_t row_end(int r) const { return r < cur_row_ ? index_->row_ptr[r + 1] : nblocks(); }
+  std::int64_t nblocks() const { return static_cast<std::int64_t>(index_->cols.size()); }
+  int col(std::int64_t b) const { return static_cast<int>(index_->cols[b]); }
+  std::int64_t offset(std::int64_t b) const { return index_->offsets[b]; }
+  /// Whether another panel (or a product plan) holds this panel's index too.
+  bool index_shared() const { return index_.use_count() > 1 && index_ != empty_index(); }
   const MatrixData& data() const { return data_; }
   MatrixData& data() { return data_; }
   std::int64_t data_size() const { return static_cast<std::int64_t>(data_.size()); }
@@ -76,12 +100,14 @@ class Panel {
   void clear_blocks();
 
  private:
-  IndexArray row_ids_;
-  mutable IndexArray row_ptr_ = IndexArray(1, 0);  // valid up to cur_row_; view() completes the tail
-  IndexArray cols_;
-  IndexArray offsets_;
+  // Never null: a panel without an index of its own (default-made, moved from) points to the one
+  // empty index all such panels share. Its row_ptr is valid up to cur_row_; view() completes the
+  // tail (never that of a shared index: a shared index is complete).
+  std::shared_ptr<PanelIndex> index_;
   MatrixData data_;
   int cur_row_ = 0;  // row that append_block is filling
+  static const std::shared_ptr<PanelIndex>& empty_index();
+  PanelIndex& own();                  // the index, copied first if another holds it
   void append_index(int r, int col);  // append_block's checks and index entry (the values' offset: data_'s end)
 };
 

@@ -128,6 +128,7 @@ PanelView Panel::view() const {
   v.cols = index_->cols.data();
   v.offsets = index_->offsets.data();
   v.data = data_.data();
+  v.index = index_.get();
   return v;
 }
 

@@ -18,20 +18,34 @@ bool equal(const Vec<T>& v, const T* p, std::int64_t n) {
 }
 }  // namespace
 
-IndexCopy::IndexCopy(const PanelView& v)
-    : data_size(v.data_size),
-      row_ids(v.row_ids, v.row_ids + v.nrows),
-      row_ptr(v.row_ptr, v.row_ptr + v.nrows + 1),
-      cols(v.cols, v.cols + v.nblocks),
-      offsets(v.offsets, v.offsets + v.nblocks) {}
+IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size) {
+  if (v.index != nullptr) held = v.index->weak_from_this().lock();  // null: not a shared_ptr's (no Panel's)
+  if (held) return;
+  row_ids.assign(v.row_ids, v.row_ids + v.nrows);
+  row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
+  cols.assign(v.cols, v.cols + v.nblocks);
+  offsets.assign(v.offsets, v.offsets + v.nblocks);
+}
 
 bool IndexCopy::same(const PanelView& v) const {
-  return data_size == v.data_size && equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
+  if (data_size != v.data_size) return false;
+  if (held) {
+    const PanelIndex& x = *held;
+    if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) ||
+        v.nblocks != static_cast<std::int64_t>(x.cols.size()))
+      return false;
+    // The held index is the view's: nobody changes it while it is held.
+    if (v.index == held.get()) return true;
+    return std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
+           std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
+           std::equal(x.cols.begin(), x.cols.end(), v.cols) && std::equal(x.offsets.begin(), x.offsets.end(), v.offsets);
+  }
+  return equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
          equal(cols, v.cols, v.nblocks) && equal(offsets, v.offsets, v.nblocks);
 }
 
 std::int64_t IndexCopy::bytes() const {
-  return bytes_of(row_ids) + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets);
+  return (held ? held->bytes() : 0) + bytes_of(row_ids) + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets);
 }
 
 std::int64_t ThreadTick::bytes() const { return bytes_of(entries) + bytes_of(stacks) + bytes_of(added); }

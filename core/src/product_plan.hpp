@@ -17,14 +17,18 @@ namespace plexus::plan {
 template <class T>
 using Vec = memory::vector<T, memory::Category::Other>;
 
-/// A copy of a panel's index (without its values): what a tick's stack entries depend on.
+/// A panel's index (without its values): what a tick's stack entries depend on. For a view of a
+/// Panel, the panel's own index, held (the panel copies it before a change from then on, so it
+/// stays as it was); for any other view (a packed, received panel), a copy.
 struct IndexCopy {
   std::int64_t data_size = 0;
-  Vec<std::int64_t> row_ids, row_ptr, cols, offsets;
+  std::shared_ptr<const PanelIndex> held;
+  Vec<std::int64_t> row_ids, row_ptr, cols, offsets;  // the copy, where nothing is held
 
   IndexCopy() = default;
   explicit IndexCopy(const PanelView& v);
-  /// The view has exactly this index: the same rows, blocks, offsets and value count.
+  /// The view has exactly this index: the same rows, blocks, offsets and value count. A view of
+  /// the held index itself is known to without comparing.
   bool same(const PanelView& v) const;
   std::int64_t bytes() const;
 };

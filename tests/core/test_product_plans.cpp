@@ -164,6 +164,34 @@ TEST(ProductPlans, AReplayedCSharesThePlansIndexUntilItChanges) {
   EXPECT_EQ(replayed.c.nblocks(), 1);
 }
 
+// A plan holds the index of each Panel it was given instead of a copy, and knows a view of that
+// very index without comparing. A panel changed in place after the plan was recorded gets an index
+// of its own (the plan's stays as it was), so its tick is built, not replayed; a panel with the
+// recorded index in other arrays is compared and replayed.
+TEST(ProductPlans, APanelChangedInPlaceAfterThePlanIsBuiltNotReplayed) {
+  Case k;
+  LoggingKernel kernel;
+  ProductPlans plans;
+  product(kernel, k, 1, &plans);
+  EXPECT_TRUE(k.a[1].index_shared()) << "the plan holds tick 1's A index";
+  EXPECT_EQ(product(kernel, k, 1, &plans).stats.replayed_ticks, 3);
+  // Tick 1's A loses its last block, in place.
+  const Panel before = Panel::copy_of(k.a[1].view());
+  const PanelView v = before.view();
+  k.a[1].clear_blocks();
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1] && b < v.nblocks - 1; ++b)
+      k.a[1].append_block(r, static_cast<int>(v.cols[b]), v.data + v.offsets[b],
+                          k.s.size(static_cast<int>(v.row_ids[r])) * k.s.size(static_cast<int>(v.cols[b])));
+  const Outcome changed = product(kernel, k, 1, &plans);
+  EXPECT_EQ(changed.stats.replayed_ticks, 1);
+  expect_same_panel(changed.c, product(kernel, k, 1, nullptr).c);
+  k.a[1] = before;  // the recorded index again, in a panel of its own
+  const Outcome restored = product(kernel, k, 1, &plans);
+  EXPECT_EQ(restored.stats.replayed_ticks, 3);
+  expect_same_panel(restored.c, product(kernel, k, 1, nullptr).c);
+}
+
 // A tick whose panels differ from the plan's in anything (a block, or only where the values lie)
 // is built, and so is every later tick; the product's C is what a product without plans makes,
 // and the plan it leaves is replayed by a product given the same again. Fewer or more ticks than

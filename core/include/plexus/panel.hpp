@@ -16,6 +16,8 @@
 
 namespace plexus {
 
+struct PanelIndex;
+
 /// Read-only view of a panel: raw pointers into a Panel or into a packed (received) buffer.
 struct PanelView {
   int nrows = 0;
@@ -26,6 +28,9 @@ struct PanelView {
   const std::int64_t* cols = nullptr;     ///< global block column of each block
   const std::int64_t* offsets = nullptr;  ///< offset of each block's values in data
   const double* data = nullptr;
+  /// The index object the pointers above point into, for a view of a Panel (Panel::view); null
+  /// for any other view. Product plans hold it instead of copying it.
+  const PanelIndex* index = nullptr;
 
   /// A view of packed index words and values; throws if the words are inconsistent.
   static PanelView from_packed(const std::int64_t* words, std::int64_t nwords, const double* data);
@@ -38,8 +43,9 @@ struct PanelView {
 /// A panel's index as Panel keeps it: global block-row ids, CSR row pointers, and each block's
 /// column and value offset. Panels may share one that is complete (Panel::adopt of a shared
 /// index, as the C panels of a replayed product plan do); nobody changes a shared index, and a
-/// panel copies it before its first change while another holds it.
-struct PanelIndex {
+/// panel copies it before its first change while another holds it. A product plan holds the index
+/// of a panel it was given (PanelView::index), which makes it shared.
+struct PanelIndex : std::enable_shared_from_this<PanelIndex> {
   IndexArray row_ids;
   IndexArray row_ptr = IndexArray(1, 0);
   IndexArray cols;

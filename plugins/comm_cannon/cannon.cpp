@@ -126,7 +126,9 @@ class Cannon final : public plexus::CommStrategy {
     OperandQueue a_q, b_q;
     plexus::timers::Scoped pre_timer("cannon: pre-shift");
     // An earlier multiply's routes serve again when every rank finds its operands as then;
-    // otherwise this multiply's are recorded in place of the least recently used.
+    // otherwise this multiply's are recorded in place of the least recently used. The agreement
+    // (an MPI_Allreduce over the grid) also tells every rank that the others' previous multiplies
+    // are over, which fused ticks through a shared window rely on (run_fused).
     const int agreed = agreed_routes(A, B, plan);
     const bool replay = agreed >= 0;
     report.extra["routes_replayed"] = replay ? 1.0 : 0.0;

@@ -15,7 +15,7 @@ using mpi::Payload;
 using mpi::Role;
 using mpi::Traffic;
 
-constexpr int kTagIndex = 7101, kTagData = 7102, kTagReady = 7103;
+constexpr int kTagIndex = 7101, kTagData = 7102;
 
 // One shift: the image `send` (its packed index `words`, its values) goes to `to`, and an image
 // from `from` is received into `recv_index` and up to `capacity` values at `recv_values`.
@@ -44,10 +44,15 @@ void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Tra
 }  // namespace
 
 // Both ticks in one pass. By messages, the one shift travels while a local panel is copied next
-// to where the received image lands. Through a shared window, each rank waits for its peer to be
-// here too (its previous product, which read this rank's segment, is over), copies its image into
-// its segment and sends the index, which tells the peer the segment is written. Then one local
-// product takes both images of each moving operand.
+// to where the received image lands. Through a shared window, each rank copies its image into its
+// segment and sends the index, which tells the peer the segment is written. Then one local product
+// takes both images of each moving operand.
+//
+// Writing into the segment needs the peer's previous product, which read it, to be over. The
+// caller's routes agreement guarantees that: an MPI_Allreduce over the grid (ticks.hpp), whose
+// result needs every rank's contribution, so no rank leaves it before its peers have entered it,
+// after their previous multiply. (A zero-byte message from the peer had said the same again, at
+// the price of one more point per ring and multiply where a rank waits for its peer.)
 void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, FusedOperand& a_f, FusedOperand& b_f,
                LocalProduct& product, Traffic& traffic) {
   struct Ring {
@@ -66,9 +71,6 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
   timers::Scoped copy_timer("cannon: fused copy");
   for (const Ring& r : rings) {
     if (r.f->shared == nullptr) continue;
-    traffic.irecv(nullptr, 0, MPI_BYTE, r.from, kTagReady, r.comm, r.role, Payload::Index);
-    traffic.isend(nullptr, 0, MPI_BYTE, r.to, kTagReady, r.comm, r.role, Payload::Index);
-    traffic.waitall(r.role);
     r.f->copy_front([] {});
     mpi::check(MPI_Win_sync(r.f->shared->win()), "MPI_Win_sync");
   }

@@ -15,7 +15,9 @@ void run_ticks(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Opera
                LocalProduct& product, mpi::Traffic& traffic);
 
 // Both ticks of a V = 2 schedule in one pass (FuseTicks): each moving operand's two images as one
-// panel, by messages or through its shared window (FusedOperand).
+// panel, by messages or through its shared window (FusedOperand). Through a window, every rank of
+// the grid must have finished its previous multiply before any rank calls this (Cannon::run's
+// routes agreement, a collective over the grid, comes first): a rank writes its segment at once.
 void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, FusedOperand& a_f, FusedOperand& b_f,
                LocalProduct& product, mpi::Traffic& traffic);
 

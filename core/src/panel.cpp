@@ -28,9 +28,23 @@ PanelView PanelView::from_packed(const std::int64_t* w, std::int64_t nwords, con
   return v;
 }
 
+PanelView PanelIndex::view(const double* data, std::int64_t data_size) const {
+  PanelView v;
+  v.nrows = static_cast<int>(row_ids.size());
+  v.nblocks = static_cast<std::int64_t>(cols.size());
+  v.data_size = data_size;
+  v.row_ids = row_ids.data();
+  v.row_ptr = row_ptr.data();
+  v.cols = cols.data();
+  v.offsets = offsets.data();
+  v.data = data;
+  v.index = this;
+  return v;
+}
+
 std::int64_t PanelIndex::bytes() const {
-  return static_cast<std::int64_t>(
-      (row_ids.capacity() + row_ptr.capacity() + cols.capacity() + offsets.capacity()) * sizeof(std::int64_t));
+  const std::size_t words = row_ids.capacity() + row_ptr.capacity() + cols.capacity() + offsets.capacity();
+  return static_cast<std::int64_t>(words * sizeof(std::int64_t));
 }
 
 const std::shared_ptr<PanelIndex>& Panel::empty_index() {
@@ -44,7 +58,9 @@ Panel::Panel(const Panel& o)
       data_(o.data_),
       cur_row_(o.cur_row_) {}
 Panel::Panel(Panel&& o) noexcept
-    : index_(std::exchange(o.index_, empty_index())), data_(std::move(o.data_)), cur_row_(std::exchange(o.cur_row_, 0)) {
+    : index_(std::exchange(o.index_, empty_index())),
+      data_(std::move(o.data_)),
+      cur_row_(std::exchange(o.cur_row_, 0)) {
   o.data_.clear();
 }
 Panel& Panel::operator=(const Panel& o) {
@@ -119,17 +135,7 @@ PanelView Panel::view() const {
   IndexArray& row_ptr = index_->row_ptr;
   for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr.size(); ++q)
     if (row_ptr[q] != nb) row_ptr[q] = nb;
-  PanelView v;
-  v.nrows = nrows();
-  v.nblocks = nb;
-  v.data_size = data_size();
-  v.row_ids = index_->row_ids.data();
-  v.row_ptr = row_ptr.data();
-  v.cols = index_->cols.data();
-  v.offsets = index_->offsets.data();
-  v.data = data_.data();
-  v.index = index_.get();
-  return v;
+  return index_->view(data_.data(), data_size());
 }
 
 double* Panel::append_block(int r, int col, int nvalues) {

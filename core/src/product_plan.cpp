@@ -31,14 +31,14 @@ bool IndexCopy::same(const PanelView& v) const {
   if (data_size != v.data_size) return false;
   if (held) {
     const PanelIndex& x = *held;
-    if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) ||
-        v.nblocks != static_cast<std::int64_t>(x.cols.size()))
+    if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) || v.nblocks != static_cast<std::int64_t>(x.cols.size()))
       return false;
     // The held index is the view's: nobody changes it while it is held.
     if (v.index == held.get()) return true;
     return std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
            std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
-           std::equal(x.cols.begin(), x.cols.end(), v.cols) && std::equal(x.offsets.begin(), x.offsets.end(), v.offsets);
+           std::equal(x.cols.begin(), x.cols.end(), v.cols) &&
+           std::equal(x.offsets.begin(), x.offsets.end(), v.offsets);
   }
   return equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
          equal(cols, v.cols, v.nblocks) && equal(offsets, v.offsets, v.nblocks);

@@ -173,8 +173,8 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["shared_window"] = a_win != nullptr || b_win != nullptr ? 1.0 : 0.0;
     FusedOperand a_f, b_f;
     if (fused) {
-      if (plan.PC > 1) a_f.allocate(A.local().view(), a_sizes.words, a_sizes.values, a_win);
-      if (plan.PR > 1) b_f.allocate(B.local().view(), b_sizes.words, b_sizes.values, b_win);
+      if (plan.PC > 1) a_f.allocate(A.local().view(), a_sizes.words, a_sizes.values, a_win, routes.a.merge);
+      if (plan.PR > 1) b_f.allocate(B.local().view(), b_sizes.words, b_sizes.values, b_win, routes.b.merge);
     } else {
       if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
       if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "plexus/memory.hpp"
@@ -54,6 +55,16 @@ struct OperandQueue {
   }
 };
 
+// Both images' index over the fused area (FusedOperand::both), kept by the operand's routes from
+// one multiply to the next with what it was made from: the same images at the same places give
+// the same index, which is then neither merged again nor, as a product plan holds it, compared
+// again (PanelView::index).
+struct KeptMerge {
+  IndexArray from;                    // tick 0's packed index, the received one, mine, theirs, size
+  std::int64_t front_words = 0;       // how `from` divides
+  std::shared_ptr<PanelIndex> index;  // never changed once made (a plan may hold it): replaced
+};
+
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
 // FuseTicks): this rank's local panel, which serves as its tick-0 image (no pre-shift), and the
 // peer's, side by side in one value area, so that a single local product takes both. By messages
@@ -68,11 +79,13 @@ struct FusedOperand {
   CommBuffer<double> values;             // messages: [tick 0's values | the received values]
   const SharedRing* shared = nullptr;    // or the shared window
   bool copy_pending = false;             // tick 0's values are still to be copied into the area
-  IndexArray merged;                     // both images' packed index over the area, once received
+  KeptMerge* kept = nullptr;             // both images' index over the area, once received
 
   // The local panel as tick 0's image, and room for the largest image of the ring (`words`,
   // `max_values`, the same on both of its ranks).
-  void allocate(const PanelView& local, std::int64_t words, std::int64_t max_values, const SharedRing* window) {
+  void allocate(const PanelView& local, std::int64_t words, std::int64_t max_values, const SharedRing* window,
+                KeptMerge& merge) {
+    kept = &merge;
     front = local;
     front_index.resize(static_cast<std::size_t>(PanelView::packed_words(local.nrows, local.nblocks)));
     local.pack_to(front_index.data());
@@ -108,8 +121,30 @@ struct FusedOperand {
     const PanelView recv =
         PanelView::from_packed(recv_index.data(), PanelView::packed_words(recv_index[0], recv_index[1]), area + theirs);
     const std::int64_t size = std::max(mine + head_view.data_size, theirs + recv.data_size);
-    merged = merged_index(head_view, mine, recv, theirs, size);
-    return PanelView::from_packed(merged.data(), static_cast<std::int64_t>(merged.size()), area);
+    const auto fw = static_cast<std::int64_t>(front_index.size());
+    const std::int64_t rw = PanelView::packed_words(recv.nrows, recv.nblocks);
+    const std::int64_t places[3] = {mine, theirs, size};
+    KeptMerge& k = *kept;
+    const bool same = k.index && k.front_words == fw && static_cast<std::int64_t>(k.from.size()) == fw + rw + 3 &&
+                      std::equal(front_index.data(), front_index.data() + fw, k.from.data()) &&
+                      std::equal(recv_index.data(), recv_index.data() + rw, k.from.data() + fw) &&
+                      std::equal(places, places + 3, k.from.data() + fw + rw);
+    if (!same) {
+      k.index.reset();  // should the merge throw, nothing stale is kept
+      k.from.assign(front_index.data(), front_index.data() + fw);
+      k.from.insert(k.from.end(), recv_index.data(), recv_index.data() + rw);
+      k.from.insert(k.from.end(), places, places + 3);
+      k.front_words = fw;
+      const IndexArray words = merged_index(head_view, mine, recv, theirs, size);
+      const PanelView m = PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), nullptr);
+      auto index = std::make_shared<PanelIndex>();
+      index->row_ids.assign(m.row_ids, m.row_ids + m.nrows);
+      index->row_ptr.assign(m.row_ptr, m.row_ptr + m.nrows + 1);
+      index->cols.assign(m.cols, m.cols + m.nblocks);
+      index->offsets.assign(m.offsets, m.offsets + m.nblocks);
+      k.index = std::move(index);
+    }
+    return k.index->view(area, size);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "image_queue.hpp"
 #include "plexus/exchange.hpp"
 #include "plexus/layout.hpp"
 #include "plexus/matrix.hpp"
@@ -39,6 +40,7 @@ struct OperandRoute {
   ExchangeRoute exchange;  // its blocks also serve the stays-home case (offsets in the panel)
   std::int64_t planned_recv = 0;
   RingSizes sizes;
+  KeptMerge merge;  // fused ticks: both images' index, as the last multiply had it
 
   bool matches(const DistMatrix& M, const std::vector<int>& k_owner, MPI_Comm comm) const {
     const PanelView v = M.local().view();

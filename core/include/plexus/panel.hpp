@@ -52,6 +52,8 @@ struct PanelIndex : std::enable_shared_from_this<PanelIndex> {
   IndexArray offsets;
   /// The bytes its arrays hold.
   std::int64_t bytes() const;
+  /// A view of this index over a value area of `data_size` values (`index` is this object).
+  PanelView view(const double* data, std::int64_t data_size) const;
 };
 
 class Panel {

@@ -29,7 +29,7 @@ Panel LocalProduct::finish() {
   if (!planned) leave_plan();
   candidates_.clear();
   // A replayed plan's index is C's as it is: the panel shares it (and copies it before a change).
-  std::shared_ptr<PanelIndex> index;
+  std::shared_ptr<const PanelIndex> index;
   if (planned) {
     index = replay_->c_index;
     for (auto& w : work_) {  // as merge_rows does
@@ -39,9 +39,10 @@ Panel LocalProduct::finish() {
       Scratch<int>().swap(w->placed);
     }
   } else {
-    index = std::make_shared<PanelIndex>();
-    index->row_ids.assign(row_ids_.begin(), row_ids_.end());
-    merge_rows(index->row_ptr, index->cols, index->offsets);
+    auto merged = std::make_shared<PanelIndex>();
+    merged->row_ids.assign(row_ids_.begin(), row_ids_.end());
+    merge_rows(merged->row_ptr, merged->cols, merged->offsets);
+    index = std::move(merged);
   }
   MatrixData data = session_->finish();
   session_.reset();

@@ -47,18 +47,24 @@ std::int64_t PanelIndex::bytes() const {
   return static_cast<std::int64_t>(words * sizeof(std::int64_t));
 }
 
-const std::shared_ptr<PanelIndex>& Panel::empty_index() {
-  static const std::shared_ptr<PanelIndex> empty = std::make_shared<PanelIndex>();
-  return empty;
+const std::shared_ptr<const PanelIndex>& Panel::empty_index() {
+  // Never freed: a panel made or moved while statics are destroyed still finds it.
+  static const auto* const empty = new std::shared_ptr<const PanelIndex>(std::make_shared<PanelIndex>());
+  return *empty;
 }
 
 Panel::Panel() : index_(empty_index()) {}
-Panel::Panel(const Panel& o)
-    : index_(o.index_ == empty_index() || o.index_shared() ? o.index_ : std::make_shared<PanelIndex>(*o.index_)),
-      data_(o.data_),
-      cur_row_(o.cur_row_) {}
+Panel::Panel(const Panel& o) : data_(o.data_), cur_row_(o.cur_row_) {
+  if (o.index_ == empty_index() || o.index_shared()) {
+    index_ = o.index_;  // complete and written by nobody: shared
+  } else {
+    index_ = std::make_shared<PanelIndex>(*o.index_);
+    writable_ = true;
+  }
+}
 Panel::Panel(Panel&& o) noexcept
     : index_(std::exchange(o.index_, empty_index())),
+      writable_(std::exchange(o.writable_, false)),
       data_(std::move(o.data_)),
       cur_row_(std::exchange(o.cur_row_, 0)) {
   o.data_.clear();
@@ -70,6 +76,7 @@ Panel& Panel::operator=(const Panel& o) {
 Panel& Panel::operator=(Panel&& o) noexcept {
   if (this != &o) {
     index_ = std::exchange(o.index_, empty_index());
+    writable_ = std::exchange(o.writable_, false);
     data_ = std::move(o.data_);
     o.data_.clear();
     cur_row_ = std::exchange(o.cur_row_, 0);
@@ -79,15 +86,22 @@ Panel& Panel::operator=(Panel&& o) noexcept {
 Panel::~Panel() = default;
 
 PanelIndex& Panel::own() {
-  if (index_.use_count() > 1 || index_ == empty_index()) index_ = std::make_shared<PanelIndex>(*index_);
-  return *index_;
+  if (!writable_ || index_.use_count() > 1) {
+    index_ = std::make_shared<PanelIndex>(*index_);
+    writable_ = true;
+  }
+  // Made here as a (non-const) PanelIndex, and no one else holds it.
+  return const_cast<PanelIndex&>(*index_);
 }
 
-Panel::Panel(const std::vector<int>& row_ids) : index_(std::make_shared<PanelIndex>()) {
-  index_->row_ids.assign(row_ids.begin(), row_ids.end());
-  index_->row_ptr.assign(row_ids.size() + 1, 0);
+Panel::Panel(const std::vector<int>& row_ids) {
+  auto index = std::make_shared<PanelIndex>();
+  index->row_ids.assign(row_ids.begin(), row_ids.end());
+  index->row_ptr.assign(row_ids.size() + 1, 0);
   for (std::size_t r = 1; r < row_ids.size(); ++r)
     if (row_ids[r] <= row_ids[r - 1]) throw Error("Panel", "row ids must be strictly ascending");
+  index_ = std::move(index);
+  writable_ = true;
 }
 
 Panel Panel::copy_of(const PanelView& v) {
@@ -96,7 +110,9 @@ Panel Panel::copy_of(const PanelView& v) {
   index->row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
   index->cols.assign(v.cols, v.cols + v.nblocks);
   index->offsets.assign(v.offsets, v.offsets + v.nblocks);
-  return adopt(std::move(index), MatrixData(v.data, v.data + v.data_size));
+  Panel p = adopt(std::move(index), MatrixData(v.data, v.data + v.data_size));
+  p.writable_ = true;  // its own copy
+  return p;
 }
 
 Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data) {
@@ -110,10 +126,12 @@ Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, Inde
   index->row_ptr = std::move(row_ptr);
   index->cols = std::move(cols);
   index->offsets = std::move(offsets);
-  return adopt(std::move(index), std::move(data));
+  Panel p = adopt(std::move(index), std::move(data));
+  p.writable_ = true;  // made here from the caller's arrays
+  return p;
 }
 
-Panel Panel::adopt(std::shared_ptr<PanelIndex> index, MatrixData data) {
+Panel Panel::adopt(std::shared_ptr<const PanelIndex> index, MatrixData data) {
   if (!index) throw Error("Panel::adopt", "no index");
   const PanelIndex& x = *index;
   if (x.row_ptr.size() != x.row_ids.size() + 1 || x.cols.size() != x.offsets.size() ||
@@ -132,9 +150,12 @@ Panel Panel::adopt(std::shared_ptr<PanelIndex> index, MatrixData data) {
 PanelView Panel::view() const {
   const std::int64_t nb = nblocks();
   // The tail of a panel being filled; a complete index (every shared one) is not written.
-  IndexArray& row_ptr = index_->row_ptr;
-  for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr.size(); ++q)
-    if (row_ptr[q] != nb) row_ptr[q] = nb;
+  const IndexArray& row_ptr = index_->row_ptr;
+  for (std::size_t q = static_cast<std::size_t>(cur_row_) + 1; q < row_ptr.size(); ++q) {
+    if (row_ptr[q] == nb) continue;
+    if (!writable_ || index_.use_count() > 1) throw Error("Panel::view", "a shared index is incomplete");
+    const_cast<IndexArray&>(row_ptr)[q] = nb;  // this panel's own index (writable_), held by no one else
+  }
   return index_->view(data_.data(), data_size());
 }
 
@@ -207,6 +228,13 @@ void Panel::reserve(std::int64_t nb, std::int64_t nvalues) {
 }
 
 void Panel::clear_blocks() {
+  if (!writable_ || index_.use_count() > 1) {  // a fresh index of the rows, not a copy to clear
+    auto x = std::make_shared<PanelIndex>();
+    x->row_ids = index_->row_ids;
+    x->row_ptr.assign(index_->row_ids.size() + 1, 0);
+    index_ = std::move(x);
+    writable_ = true;
+  }
   PanelIndex& x = own();
   std::fill(x.row_ptr.begin(), x.row_ptr.end(), std::int64_t{0});
   x.cols.clear();

@@ -80,7 +80,7 @@ struct PlanKey {
 struct ProductPlan {
   PlanKey key;
   std::vector<std::shared_ptr<const TickRecord>> ticks;
-  std::shared_ptr<PanelIndex> c_index;  // C's index after finish(), shared with the C panels it made (read only)
+  std::shared_ptr<const PanelIndex> c_index;  // C's index after finish(), shared with the C panels it made
   std::int64_t c_values = 0;
   std::int64_t bytes() const;
 };

@@ -60,9 +60,9 @@ struct OperandQueue {
 // the same index, which is then neither merged again nor, as a product plan holds it, compared
 // again (PanelView::index).
 struct KeptMerge {
-  IndexArray from;                    // tick 0's packed index, the received one, mine, theirs, size
-  std::int64_t front_words = 0;       // how `from` divides
-  std::shared_ptr<PanelIndex> index;  // never changed once made (a plan may hold it): replaced
+  IndexArray from;                          // tick 0's packed index, the received one, mine, theirs, size
+  std::int64_t front_words = 0;             // how `from` divides
+  std::shared_ptr<const PanelIndex> index;  // never changed once made (a plan may hold it): replaced
 };
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's

@@ -106,9 +106,18 @@ TEST(Panel, ASharedIndexIsCopiedBeforeAChange) {
   EXPECT_EQ(copy.nblocks(), 0);
   EXPECT_EQ(copy.view().nblocks, 0);
 
-  index->row_ptr.back() = 2;  // inconsistent: 3 blocks, the last row ends at 2
-  EXPECT_THROW(Panel::adopt(index, MatrixData(12, 0.0)), Error);
+  auto bad = std::make_shared<PanelIndex>(*index);
+  bad->row_ptr.back() = 2;  // inconsistent: 3 blocks, the last row ends at 2
+  EXPECT_THROW(Panel::adopt(bad, MatrixData(12, 0.0)), Error);
   EXPECT_THROW(Panel::adopt(nullptr, MatrixData{}), Error);
+
+  // A default-made panel shares the one empty index: changing it changes no other panel.
+  Panel d;
+  d.reserve(8, 8);
+  EXPECT_NE(d.view().cols, nullptr);
+  EXPECT_EQ(Panel().view().cols, nullptr) << "the empty index has no storage, and gained none";
+  copy.reserve(8, 8);  // moved from: the same
+  EXPECT_EQ(Panel().view().cols, nullptr);
 }
 
 TEST(BalanceRows, EqualWeightPerThread) {

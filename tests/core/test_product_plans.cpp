@@ -166,8 +166,9 @@ TEST(ProductPlans, AReplayedCSharesThePlansIndexUntilItChanges) {
 
 // A plan holds the index of each Panel it was given instead of a copy, and knows a view of that
 // very index without comparing. A panel changed in place after the plan was recorded gets an index
-// of its own (the plan's stays as it was), so its tick is built, not replayed; a panel with the
-// recorded index in other arrays is compared and replayed.
+// of its own (the plan's stays as it was), so its tick is built, not replayed, even where the
+// change keeps every count (blocks, values); a panel with the recorded index in other arrays is
+// compared and replayed.
 TEST(ProductPlans, APanelChangedInPlaceAfterThePlanIsBuiltNotReplayed) {
   Case k;
   LoggingKernel kernel;
@@ -175,14 +176,22 @@ TEST(ProductPlans, APanelChangedInPlaceAfterThePlanIsBuiltNotReplayed) {
   product(kernel, k, 1, &plans);
   EXPECT_TRUE(k.a[1].index_shared()) << "the plan holds tick 1's A index";
   EXPECT_EQ(product(kernel, k, 1, &plans).stats.replayed_ticks, 3);
-  // Tick 1's A loses its last block, in place.
+  // In place, with the same counts: the last block of tick 1's A moves two columns on (the block
+  // sizes repeat every two columns, so it keeps its size and its values' place).
   const Panel before = Panel::copy_of(k.a[1].view());
   const PanelView v = before.view();
+  ASSERT_LT(v.cols[v.nblocks - 1] + 2, k.s.count());
+  const PanelIndex* const held = k.a[1].view().index;
   k.a[1].clear_blocks();
   for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1] && b < v.nblocks - 1; ++b)
-      k.a[1].append_block(r, static_cast<int>(v.cols[b]), v.data + v.offsets[b],
+    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+      const int col = static_cast<int>(v.cols[b]) + (b == v.nblocks - 1 ? 2 : 0);
+      k.a[1].append_block(r, col, v.data + v.offsets[b],
                           k.s.size(static_cast<int>(v.row_ids[r])) * k.s.size(static_cast<int>(v.cols[b])));
+    }
+  ASSERT_EQ(k.a[1].nblocks(), before.nblocks());
+  ASSERT_EQ(k.a[1].data_size(), before.data_size());
+  EXPECT_NE(k.a[1].view().index, held) << "the change made the panel an index of its own";
   const Outcome changed = product(kernel, k, 1, &plans);
   EXPECT_EQ(changed.stats.replayed_ticks, 1);
   expect_same_panel(changed.c, product(kernel, k, 1, nullptr).c);

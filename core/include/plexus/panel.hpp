@@ -71,9 +71,9 @@ class Panel {
   /// Takes ownership of a complete index and value area without copying. Blocks are sorted by
   /// (row, col) in the index; their values may lie anywhere in `data` (offsets say where).
   static Panel adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data);
-  /// The same with an index that others may hold as well (nobody may change it from here on: the
-  /// panel copies it before a change while it is shared). Throws if its counts are inconsistent.
-  static Panel adopt(std::shared_ptr<PanelIndex> index, MatrixData data);
+  /// The same with an index that others may hold as well: the panel never writes it (it copies it
+  /// before its first change). Throws if its counts are inconsistent.
+  static Panel adopt(std::shared_ptr<const PanelIndex> index, MatrixData data);
 
   PanelView view() const;
   int nrows() const { return static_cast<int>(index_->row_ids.size()); }
@@ -111,10 +111,13 @@ class Panel {
   // Never null: a panel without an index of its own (default-made, moved from) points to the one
   // empty index all such panels share. Its row_ptr is valid up to cur_row_; view() completes the
   // tail (never that of a shared index: a shared index is complete).
-  std::shared_ptr<PanelIndex> index_;
+  std::shared_ptr<const PanelIndex> index_;
+  // The index is one this panel made (as a PanelIndex, not const), which it may write while it is
+  // the only holder; an adopted shared index, or the empty one, is copied before any change.
+  bool writable_ = false;
   MatrixData data_;
   int cur_row_ = 0;  // row that append_block is filling
-  static const std::shared_ptr<PanelIndex>& empty_index();
+  static const std::shared_ptr<const PanelIndex>& empty_index();
   PanelIndex& own();                  // the index, copied first if another holds it
   void append_index(int r, int col);  // append_block's checks and index entry (the values' offset: data_'s end)
 };

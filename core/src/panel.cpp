@@ -42,6 +42,15 @@ PanelView PanelIndex::view(const double* data, std::int64_t data_size) const {
   return v;
 }
 
+std::shared_ptr<PanelIndex> PanelIndex::copy_of(const PanelView& v) {
+  auto index = std::make_shared<PanelIndex>();
+  index->row_ids.assign(v.row_ids, v.row_ids + v.nrows);
+  index->row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
+  index->cols.assign(v.cols, v.cols + v.nblocks);
+  index->offsets.assign(v.offsets, v.offsets + v.nblocks);
+  return index;
+}
+
 std::int64_t PanelIndex::bytes() const {
   const std::size_t words = row_ids.capacity() + row_ptr.capacity() + cols.capacity() + offsets.capacity();
   return static_cast<std::int64_t>(words * sizeof(std::int64_t));
@@ -105,22 +114,13 @@ Panel::Panel(const std::vector<int>& row_ids) {
 }
 
 Panel Panel::copy_of(const PanelView& v) {
-  auto index = std::make_shared<PanelIndex>();
-  index->row_ids.assign(v.row_ids, v.row_ids + v.nrows);
-  index->row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
-  index->cols.assign(v.cols, v.cols + v.nblocks);
-  index->offsets.assign(v.offsets, v.offsets + v.nblocks);
-  Panel p = adopt(std::move(index), MatrixData(v.data, v.data + v.data_size));
+  Panel p = adopt(PanelIndex::copy_of(v), MatrixData(v.data, v.data + v.data_size));
   p.writable_ = true;  // its own copy
   return p;
 }
 
 Panel Panel::adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data) {
-  if (row_ptr.size() != row_ids.size() + 1 || cols.size() != offsets.size() ||
-      row_ptr.back() != static_cast<std::int64_t>(cols.size()))
-    throw Error("Panel::adopt", "inconsistent index: " + std::to_string(row_ids.size()) + " rows, " +
-                                    std::to_string(row_ptr.size()) + " row pointers, " + std::to_string(cols.size()) +
-                                    " columns, " + std::to_string(offsets.size()) + " offsets");
+  // adopt() of the shared index below checks it.
   auto index = std::make_shared<PanelIndex>();
   index->row_ids = std::move(row_ids);
   index->row_ptr = std::move(row_ptr);

@@ -136,13 +136,8 @@ struct FusedOperand {
       k.from.insert(k.from.end(), places, places + 3);
       k.front_words = fw;
       const IndexArray words = merged_index(head_view, mine, recv, theirs, size);
-      const PanelView m = PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), nullptr);
-      auto index = std::make_shared<PanelIndex>();
-      index->row_ids.assign(m.row_ids, m.row_ids + m.nrows);
-      index->row_ptr.assign(m.row_ptr, m.row_ptr + m.nrows + 1);
-      index->cols.assign(m.cols, m.cols + m.nblocks);
-      index->offsets.assign(m.offsets, m.offsets + m.nblocks);
-      k.index = std::move(index);
+      k.index =
+          PanelIndex::copy_of(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), nullptr));
     }
     return k.index->view(area, size);
   }

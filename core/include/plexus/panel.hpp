@@ -54,6 +54,8 @@ struct PanelIndex : std::enable_shared_from_this<PanelIndex> {
   std::int64_t bytes() const;
   /// A view of this index over a value area of `data_size` values (`index` is this object).
   PanelView view(const double* data, std::int64_t data_size) const;
+  /// A copy of a view's index.
+  static std::shared_ptr<PanelIndex> copy_of(const PanelView& v);
 };
 
 class Panel {

@@ -161,9 +161,11 @@ struct Run {
   double gflops() const { return seconds > 0 ? flops / seconds / 1e9 : 0; }
 };
 
-/// The cpu kernel on `threads` threads; `p` gets its parameters as validated (defaults filled in).
-std::unique_ptr<plexus::Kernel> make_cpu(int threads, plexus::ParameterList& p) {
+/// The cpu kernel on `threads` threads with Kernel/cpu/Backend `backend`; `p` gets its parameters
+/// as validated (defaults filled in).
+std::unique_ptr<plexus::Kernel> make_cpu(int threads, const std::string& backend, plexus::ParameterList& p) {
   p.set("Threads", threads);
+  p.set("Backend", backend);
   return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
 }
 
@@ -260,6 +262,7 @@ struct Options {
   int repeat = 2;
   std::vector<std::string> classes{"h2o", "se", "dense"};
   std::string json;
+  std::string backend = "auto";  // Kernel/cpu/Backend
   int dgemm_n = 2000;
   std::vector<std::string> command;  // the command line, for the metadata
 };
@@ -267,7 +270,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& msg) {
   std::cerr << "plexus-bench: " << msg << "\n"
             << "usage: plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]\n"
-            << "                    [--json FILE] [--check]\n"
+            << "                    [--backend auto|libxsmm|blas] [--json FILE] [--check]\n"
+            << "  --backend B the cpu kernel's Backend (default auto)\n"
             << "  --scale S   multiplies the number of block rows/cols of every class (flops grow ~S^3)\n"
             << "  --json FILE writes the figures as JSON (default: JSON on stdout after the summary)\n"
             << "  --check     re-reads the JSON file and checks that it is well-formed and complete\n";
@@ -296,6 +300,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--dgemm-n") {
       o.dgemm_n = std::atoi(value().c_str());
       if (o.dgemm_n < 1) usage("--dgemm-n must be >= 1");
+    } else if (a == "--backend") {
+      o.backend = value();
     } else if (a == "--json") {
       o.json = value();
     } else if (a == "--classes") {
@@ -350,13 +356,13 @@ int run(const Options& opt) {
   plexus::Registry::global().load_default();
   plexus::ParameterList cannon_params("cannon"), cpu1_params("cpu"), cpu2_params("cpu");
   auto strategy = make_cannon(cannon_params);
-  auto k1 = make_cpu(1, cpu1_params);
-  auto k2 = make_cpu(2, cpu2_params);
+  auto k1 = make_cpu(1, opt.backend, cpu1_params);
+  auto k2 = make_cpu(2, opt.backend, cpu2_params);
   const auto grid = plexus::Grid::create(MPI_COMM_WORLD, 1, 1);
   const double yard_seconds = opt.quick ? 0.02 : 0.5;
 
-  std::printf("plexus-bench%s: one rank, %d OpenMP threads available, cannon strategy, cpu kernel\n",
-              opt.quick ? " (quick)" : "", omp_get_max_threads());
+  std::printf("plexus-bench%s: one rank, %d OpenMP threads available, cannon strategy, cpu kernel (Backend=%s)\n",
+              opt.quick ? " (quick)" : "", omp_get_max_threads(), opt.backend.c_str());
   std::vector<double> dgemm_seconds;
   const double dgemm = dgemm_gflops(opt.dgemm_n, opt.quick ? 1 : 3, dgemm_seconds);
   std::printf("OpenBLAS DGEMM n=%d, one core: %.2f GFLOP/s\n", opt.dgemm_n, dgemm);
@@ -506,7 +512,7 @@ int run(const Options& opt) {
   info.threads_set = json::array({1, 2});  // the cpu kernel's Threads, one multiply each
   info.options = {{"quick", opt.quick},     {"check", opt.check},     {"scale", opt.scale},
                   {"repeat", opt.repeat},   {"classes", opt.classes}, {"json", opt.json},
-                  {"dgemm_n", opt.dgemm_n}};
+                  {"dgemm_n", opt.dgemm_n},  {"backend", opt.backend}};
   info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cannon_params)},
                           {"Kernel/cpu (threads_1)", plexus::bench::parameters_json(cpu1_params)},
                           {"Kernel/cpu (threads_2)", plexus::bench::parameters_json(cpu2_params)}};

@@ -1,6 +1,7 @@
-// The `cpu` kernel plugin: stacks of small block products processed with libxsmm's JIT-generated
-// kernels (one dispatch per (m, n, k), cached per thread), with BLAS dgemm as the fallback for
-// shapes libxsmm does not generate (and for Backend=blas).
+// The `cpu` kernel plugin: stacks of small block products processed with register kernels for
+// blocks of up to 8 (small_blocks.hpp, where the CPU has AVX-512F), libxsmm's JIT-generated
+// kernels (one dispatch per (m, n, k), cached per thread) for other small shapes, and BLAS dgemm
+// beyond those (and for Backend=blas). Backend=libxsmm leaves the register kernels out.
 //
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
@@ -26,6 +27,7 @@
 #include "plexus/kernel.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
+#include "small_blocks.hpp"
 
 #if PLEXUS_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -48,6 +50,14 @@ inline bool empty_product(const StackEntry& e, double* c) {
   if (e.m > 0 && e.n > 0 && e.k > 0) return false;
   if (e.first != 0 && e.m > 0 && e.n > 0) std::fill_n(c + e.c, std::int64_t{e.m} * e.n, 0.0);
   return true;
+}
+
+/// Where the run of entries of stack[i]'s shape ends (the next entry of another shape, or n).
+inline std::int64_t run_end(const StackEntry* stack, std::int64_t i, std::int64_t n) {
+  const int m = stack[i].m, nn = stack[i].n, k = stack[i].k;
+  std::int64_t end = i + 1;
+  while (end < n && stack[end].m == m && stack[end].n == nn && stack[end].k == k) ++end;
+  return end;
 }
 
 inline void blas_gemm(const StackEntry& e, const double* a, const double* b, double* c) {
@@ -178,16 +188,19 @@ DispatchCache& thread_cache() {
 
 class CpuKernel final : public plexus::HostKernel {
  public:
-  CpuKernel(int threads, Backend backend) : backend_(backend) {
+  CpuKernel(int threads, Backend backend) : library_(backend) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
     if (backend == Backend::Libxsmm && !kHaveLibxsmm)
       throw plexus::InputError("Kernel/cpu/Backend",
                                "Backend=libxsmm was requested but this build of the cpu kernel has no libxsmm "
                                "(configure with PLEXUS_ENABLE_LIBXSMM=ON and libxsmm installed, or use "
                                "Backend=auto or Backend=blas)");
-    if (backend_ == Backend::Auto) backend_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
+    if (backend == Backend::Auto) {
+      library_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
+      registers_ = small_kernels_available();
+    }
 #if PLEXUS_HAVE_LIBXSMM
-    if (backend_ == Backend::Libxsmm) init_libxsmm();
+    if (library_ == Backend::Libxsmm) init_libxsmm();
 #endif
     threads_ = threads > 0 ? threads : omp_get_max_threads();
     if (threads_ < 1) threads_ = 1;
@@ -198,13 +211,17 @@ class CpuKernel final : public plexus::HostKernel {
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
-#if PLEXUS_HAVE_LIBXSMM
-    if (backend_ == Backend::Libxsmm) return xsmm_stack(thread_cache(), stack, n, a, b, c);
-#endif
-    for (std::int64_t i = 0; i < n; ++i) {
-      const StackEntry& e = stack[i];
-      if (empty_product(e, c)) continue;
-      blas_gemm(e, a, b, c);
+    if (!registers_) return library_stack(stack, n, a, b, c);
+    // Runs of one shape: the register kernels take the small ones, the library the rest.
+    std::int64_t i = 0;
+    while (i < n) {
+      if (const SmallRunFn fn = small_run_kernel(stack[i].m, stack[i].n, stack[i].k)) {
+        i += fn(stack + i, n - i, a, b, c);
+      } else {
+        const std::int64_t end = run_end(stack, i, n);
+        library_stack(stack + i, end - i, a, b, c);
+        i = end;
+      }
     }
   }
 
@@ -216,7 +233,19 @@ class CpuKernel final : public plexus::HostKernel {
   }
 
  private:
-  Backend backend_;
+  void library_stack(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) {
+#if PLEXUS_HAVE_LIBXSMM
+    if (library_ == Backend::Libxsmm) return xsmm_stack(thread_cache(), stack, n, a, b, c);
+#endif
+    for (std::int64_t i = 0; i < n; ++i) {
+      const StackEntry& e = stack[i];
+      if (empty_product(e, c)) continue;
+      blas_gemm(e, a, b, c);
+    }
+  }
+
+  Backend library_;         // Libxsmm or Blas: what takes the products the register kernels do not
+  bool registers_ = false;  // register kernels for blocks of up to kSmallMax (Backend=auto with AVX-512F)
   int threads_ = 1;
 };
 
@@ -232,8 +261,13 @@ plexus::ParameterListPtr valid_parameters() {
   plexus::declare_int(*valid, "Threads", 0, "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0,
                       4096);
   plexus::declare_choice(*valid, "Backend", "auto", {"auto", "libxsmm", "blas"},
-                         std::string("small products by libxsmm JIT kernels or BLAS dgemm; auto: ") +
-                             (kHaveLibxsmm ? "libxsmm (built in), dgemm beyond 64^3" : "blas (libxsmm not built in)"));
+                         std::string("how small products are computed. auto: register kernels for blocks of up "
+                                     "to 8 x 8 x 8 (") +
+                             (small_kernels_available() ? "this CPU has AVX-512F" : "not on this CPU: no AVX-512F") +
+                             "), " +
+                             (kHaveLibxsmm ? "libxsmm (built in) for other shapes up to 64^3, dgemm beyond"
+                                           : "dgemm for other shapes (libxsmm not built in)") +
+                             "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
   return valid;
 }
 
@@ -252,6 +286,7 @@ const plexus::PluginDescriptor& describe() {
     k.kind = plexus::ComponentKind::Kernel;
     k.name = "cpu";
     k.summary = std::string("CPU stacks of small products: ") +
+                (small_kernels_available() ? "AVX-512 register kernels for blocks up to 8, " : "") +
                 (kHaveLibxsmm ? "libxsmm JIT kernels, BLAS dgemm fallback" : "BLAS dgemm") +
                 "; OpenMP threads own whole C block rows";
     k.valid_parameters = valid_parameters;

@@ -62,6 +62,42 @@ inline RawProblem random_stack(int count, const std::vector<int>& sizes, std::ui
   return p;
 }
 
+/// A stack ordered as core orders its stacks within a C row: runs of products that share their A
+/// block (m x k), one per B block of the run (k x n, n drawn per product), into C blocks m x n.
+/// `runs` runs of 1 to `max_run` products; m, n, k drawn from `sizes`. C blocks are reused across
+/// runs, and now and then the same C block takes two products in a row.
+inline RawProblem shared_a_stack(int runs, int max_run, const std::vector<int>& sizes, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  std::uniform_int_distribution<std::size_t> pick(0, sizes.size() - 1);
+  std::uniform_int_distribution<int> run_length(1, max_run), coin(0, 7);
+  RawProblem p;
+  std::map<std::pair<int, int>, std::vector<std::int64_t>> c_blocks;  // by (m, n)
+  for (int r = 0; r < runs; ++r) {
+    const int m = sizes[pick(rng)], k = sizes[pick(rng)];
+    const auto a = static_cast<std::int64_t>(p.a.size());
+    p.a.resize(p.a.size() + std::size_t(m) * k);
+    for (int q = 0, len = run_length(rng); q < len; ++q) {
+      const int n = sizes[pick(rng)];
+      plexus::StackEntry e{.m = m, .n = n, .k = k, .first = 0, .a = a, .b = 0, .c = 0};
+      e.b = static_cast<std::int64_t>(p.b.size());
+      p.b.resize(p.b.size() + std::size_t(k) * n);
+      auto& blocks = c_blocks[{m, n}];
+      if (blocks.size() < 4 || coin(rng) == 0) {
+        blocks.push_back(static_cast<std::int64_t>(p.c.size()));
+        p.c.resize(p.c.size() + std::size_t(m) * n);
+      }
+      const bool again = !p.stack.empty() && p.stack.back().m == m && p.stack.back().n == n && coin(rng) == 0;
+      e.c = again ? p.stack.back().c : blocks[std::uniform_int_distribution<std::size_t>(0, blocks.size() - 1)(rng)];
+      p.stack.push_back(e);
+    }
+  }
+  for (double& x : p.a) x = val(rng);
+  for (double& x : p.b) x = val(rng);
+  for (double& x : p.c) x = val(rng);
+  return p;
+}
+
 /// Marks the first entry into each C block (StackEntry::first), as core marks a new block's first
 /// product.
 inline void mark_first_products(std::vector<StackEntry>& stack) {

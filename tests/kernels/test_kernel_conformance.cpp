@@ -132,6 +132,30 @@ TEST_P(BackendConformance, RawStackUniformRuns) {
   }
 }
 
+TEST_P(BackendConformance, RawStackSmallBlocksSharingA) {
+  // Stacks as core orders them (runs of products sharing their A block) of every small size up to
+  // 9, where kernels that keep A in registers take blocks of up to 8; without and with marked first
+  // products (whose blocks start at zero in the oracle where the backend's first products write).
+  auto k = kernel();
+  for (const std::vector<int>& sizes : {std::vector<int>{6}, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
+    for (bool marked : {false, true}) {
+      RawProblem p = plexus::test::shared_a_stack(400, 24, sizes, sizes.size() + 71);
+      RawProblem oracle = p;
+      if (marked) {
+        mark_first_products(p.stack);
+        if (k->first_product_writes())
+          for (const StackEntry& e : p.stack)
+            if (e.first != 0) std::fill_n(oracle.c.begin() + e.c, std::int64_t{e.m} * e.n, 0.0);
+      }
+      const std::vector<double> expect = dense_stack(oracle);
+      ASSERT_GT(rel_error(p.c, expect), 1e-3) << "the stack changes nothing";
+      EXPECT_LE(rel_error(run_session(*k, p), expect), kTol) << sizes.size() << " sizes, marked " << marked;
+      EXPECT_LE(rel_error(run_session(*k, p, 5), expect), kTol)
+          << sizes.size() << " sizes, marked " << marked << ", in slices of 5";
+    }
+  }
+}
+
 TEST_P(BackendConformance, EmptyStackAndZeroSizes) {
   auto k = kernel();
   const std::vector<double> a(4, 1.0), b(4, 1.0), c(4, 2.0);

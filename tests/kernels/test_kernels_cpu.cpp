@@ -92,15 +92,21 @@ TEST(KernelsCpu, Descriptor) {
 }
 
 TEST(KernelsCpu, BackendsAgree) {
-  RawProblem p = random_stack(2000, {1, 5, 6, 13, 23, 32, 65}, 13);
-  auto blas = make_cpu(1, "blas");
-  const std::vector<double> with_blas = run_stack(*blas, p);
+  // Mixed sizes in random order, and runs sharing A (as core's stacks come) of the sizes the
+  // register kernels take (auto, on a CPU with AVX-512F) and one beyond.
+  for (const RawProblem& p : {random_stack(2000, {1, 5, 6, 13, 23, 32, 65}, 13),
+                              plexus::test::shared_a_stack(300, 40, {2, 5, 6, 8, 9}, 14)}) {
+    auto blas = make_cpu(1, "blas");
+    const std::vector<double> with_blas = run_stack(*blas, p);
+    ASSERT_GT(rel_error(p.c, with_blas), 1e-3) << "the stack changes nothing";
+    auto autok = make_cpu(1, "auto");
+    EXPECT_LE(rel_error(run_stack(*autok, p), with_blas), kTol);
 #if PLEXUS_HAVE_LIBXSMM
-  auto xsmm = make_cpu(1, "libxsmm");
-  EXPECT_LE(rel_error(run_stack(*xsmm, p), with_blas), kTol);
-  auto autok = make_cpu(1, "auto");
-  EXPECT_LE(rel_error(run_stack(*autok, p), with_blas), kTol);
-#else
+    auto xsmm = make_cpu(1, "libxsmm");
+    EXPECT_LE(rel_error(run_stack(*xsmm, p), with_blas), kTol);
+#endif
+  }
+#if !PLEXUS_HAVE_LIBXSMM
   try {
     make_cpu(1, "libxsmm");
     FAIL() << "Backend=libxsmm accepted by a build without libxsmm";
@@ -109,6 +115,21 @@ TEST(KernelsCpu, BackendsAgree) {
     EXPECT_NE(error_text(e).find("libxsmm"), std::string::npos) << error_text(e);
   }
 #endif
+}
+
+TEST(KernelsCpu, RegisterKernelsWhereTheCpuHasAvx512) {
+  // The descriptor says whether Backend=auto takes small blocks in register kernels; it must agree
+  // with what this CPU reports (the conformance suite then runs them through the default cpu).
+  load_plugin_once();
+  const plexus::ComponentEntry& entry = plexus::Registry::global().get(plexus::ComponentKind::Kernel, "cpu");
+#if defined(__x86_64__) && defined(__GNUC__)
+  const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
+#else
+  const bool avx512 = false;
+#endif
+  EXPECT_EQ(entry.descriptor.summary.find("register kernels") != std::string::npos, avx512)
+      << entry.descriptor.summary;
+  if (!avx512) GTEST_SKIP() << "no AVX-512F on this CPU: Backend=auto uses no register kernels here";
 }
 
 TEST(KernelsCpu, BadParametersRefused) {

@@ -53,12 +53,11 @@ __attribute__((target("avx512f"))) std::int64_t run(const StackEntry* s, std::in
       const double* bb = b + e.b;
       double* cc = c + e.c;
       __m512d acc[N];
-      if (e.first != 0) {  // a new block: C = A * B, whatever it held
-        for (int j = 0; j < N; ++j) acc[j] = _mm512_mul_pd(av[0], _mm512_set1_pd(bb[j * K]));
-      } else {
-        for (int j = 0; j < N; ++j)
-          acc[j] = _mm512_fmadd_pd(av[0], _mm512_set1_pd(bb[j * K]), _mm512_maskz_loadu_pd(rows, cc + j * m));
-      }
+      // A new block (first) starts from zero, whatever it held: a load under an empty mask reads
+      // nothing (no branch to mispredict).
+      const __mmask8 keep = e.first != 0 ? __mmask8{0} : rows;
+      for (int j = 0; j < N; ++j)
+        acc[j] = _mm512_fmadd_pd(av[0], _mm512_set1_pd(bb[j * K]), _mm512_maskz_loadu_pd(keep, cc + j * m));
       for (int l = 1; l < K; ++l)
         for (int j = 0; j < N; ++j) acc[j] = _mm512_fmadd_pd(av[l], _mm512_set1_pd(bb[l + j * K]), acc[j]);
       for (int j = 0; j < N; ++j) _mm512_mask_storeu_pd(cc + j * m, rows, acc[j]);

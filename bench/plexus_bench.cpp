@@ -270,7 +270,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& msg) {
   std::cerr << "plexus-bench: " << msg << "\n"
             << "usage: plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]\n"
-            << "                    [--backend auto|libxsmm|blas] [--json FILE] [--check]\n"
+            << "                    [--backend auto|avx512|avx2|libxsmm|blas] [--json FILE] [--check]\n"
             << "  --backend B the cpu kernel's Backend (default auto)\n"
             << "  --scale S   multiplies the number of block rows/cols of every class (flops grow ~S^3)\n"
             << "  --json FILE writes the figures as JSON (default: JSON on stdout after the summary)\n"

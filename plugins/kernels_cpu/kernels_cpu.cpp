@@ -1,7 +1,8 @@
 // The `cpu` kernel plugin: stacks of small block products processed with register kernels for
-// blocks of up to 8 (small_blocks.hpp, where the CPU has AVX-512F), libxsmm's JIT-generated
-// kernels (one dispatch per (m, n, k), cached per thread) for other small shapes, and BLAS dgemm
-// beyond those (and for Backend=blas). Backend=libxsmm leaves the register kernels out.
+// blocks of up to 8 (small_blocks.hpp: AVX-512F or AVX2, whichever is the widest the CPU has),
+// libxsmm's JIT-generated kernels (one dispatch per (m, n, k), cached per thread) for other small
+// shapes, and BLAS dgemm beyond those (and for Backend=blas). Backend=libxsmm leaves the register
+// kernels out; Backend=avx512 or avx2 picks their instruction set.
 //
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,7 +39,7 @@ namespace plexus_kernels_cpu {
 
 using plexus::StackEntry;
 
-enum class Backend { Auto, Libxsmm, Blas };
+enum class Backend { Auto, Avx512, Avx2, Libxsmm, Blas };
 
 constexpr bool kHaveLibxsmm = PLEXUS_HAVE_LIBXSMM != 0;
 /// Products with m*n*k above this go to dgemm: libxsmm's generated code is tuned for small shapes
@@ -195,10 +197,19 @@ class CpuKernel final : public plexus::HostKernel {
                                "Backend=libxsmm was requested but this build of the cpu kernel has no libxsmm "
                                "(configure with PLEXUS_ENABLE_LIBXSMM=ON and libxsmm installed, or use "
                                "Backend=auto or Backend=blas)");
-    if (backend == Backend::Auto) {
-      library_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
-      registers_ = small_kernels_available();
+    if (backend == Backend::Avx512 || backend == Backend::Avx2) {
+      const SmallIsa isa = backend == Backend::Avx512 ? SmallIsa::Avx512 : SmallIsa::Avx2;
+      if (!cpu_has(isa))
+        throw plexus::InputError("Kernel/cpu/Backend", std::string("Backend=") +
+                                                           (isa == SmallIsa::Avx512 ? "avx512" : "avx2") +
+                                                           " needs a CPU with " + isa_name(isa) +
+                                                           ", which this one lacks (Backend=auto picks what it has)");
+      registers_ = isa;
+    } else if (backend == Backend::Auto) {
+      registers_ = widest_small_isa();
     }
+    if (backend != Backend::Libxsmm && backend != Backend::Blas)
+      library_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
 #if PLEXUS_HAVE_LIBXSMM
     if (library_ == Backend::Libxsmm) init_libxsmm();
 #endif
@@ -215,7 +226,7 @@ class CpuKernel final : public plexus::HostKernel {
     // Runs of one shape: the register kernels take the small ones, the library the rest.
     std::int64_t i = 0;
     while (i < n) {
-      if (const SmallRunFn fn = small_run_kernel(stack[i].m, stack[i].n, stack[i].k)) {
+      if (const SmallRunFn fn = small_run_kernel(*registers_, stack[i].m, stack[i].n, stack[i].k)) {
         i += fn(stack + i, n - i, a, b, c);
       } else {
         const std::int64_t end = run_end(stack, i, n);
@@ -244,30 +255,35 @@ class CpuKernel final : public plexus::HostKernel {
     }
   }
 
-  Backend library_;         // Libxsmm or Blas: what takes the products the register kernels do not
-  bool registers_ = false;  // register kernels for blocks of up to kSmallMax (Backend=auto with AVX-512F)
+  Backend library_;                    // Libxsmm or Blas: what takes the products the register kernels do not
+  std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   int threads_ = 1;
 };
 
 Backend parse_backend(const std::string& s) {
   if (s == "auto") return Backend::Auto;
+  if (s == "avx512") return Backend::Avx512;
+  if (s == "avx2") return Backend::Avx2;
   if (s == "libxsmm") return Backend::Libxsmm;
   if (s == "blas") return Backend::Blas;
-  throw plexus::InputError("Kernel/cpu/Backend", "unknown backend '" + s + "' (valid: auto, libxsmm, blas)");
+  throw plexus::InputError("Kernel/cpu/Backend",
+                           "unknown backend '" + s + "' (valid: auto, avx512, avx2, libxsmm, blas)");
 }
 
 plexus::ParameterListPtr valid_parameters() {
   auto valid = Teuchos::rcp(new plexus::ParameterList("cpu"));
   plexus::declare_int(*valid, "Threads", 0, "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0,
                       4096);
-  plexus::declare_choice(*valid, "Backend", "auto", {"auto", "libxsmm", "blas"},
-                         std::string("how small products are computed. auto: register kernels for blocks of up "
-                                     "to 8 x 8 x 8 (") +
-                             (small_kernels_available() ? "this CPU has AVX-512F" : "not on this CPU: no AVX-512F") +
-                             "), " +
-                             (kHaveLibxsmm ? "libxsmm (built in) for other shapes up to 64^3, dgemm beyond"
-                                           : "dgemm for other shapes (libxsmm not built in)") +
-                             "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
+  const std::optional<SmallIsa> widest = widest_small_isa();
+  const std::string rest = kHaveLibxsmm ? "libxsmm (built in) for other shapes up to 64^3, dgemm beyond"
+                                        : "dgemm for other shapes (libxsmm not built in)";
+  plexus::declare_choice(
+      *valid, "Backend", "auto", {"auto", "avx512", "avx2", "libxsmm", "blas"},
+      "how small products are computed. auto: register kernels for blocks of up to 8 x 8 x 8 in the widest "
+      "instruction set the CPU has (here: " +
+          std::string(widest ? isa_name(*widest) : "none, so no register kernels") + "), " + rest +
+          "; avx512, avx2: the register kernels in that set (refused on a CPU without it), " + rest +
+          "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
   return valid;
 }
 
@@ -285,8 +301,9 @@ const plexus::PluginDescriptor& describe() {
     plexus::ComponentDescriptor k;
     k.kind = plexus::ComponentKind::Kernel;
     k.name = "cpu";
+    const std::optional<SmallIsa> widest = widest_small_isa();
     k.summary = std::string("CPU stacks of small products: ") +
-                (small_kernels_available() ? "AVX-512 register kernels for blocks up to 8, " : "") +
+                (widest ? std::string("register kernels (") + isa_name(*widest) + ") for blocks up to 8, " : "") +
                 (kHaveLibxsmm ? "libxsmm JIT kernels, BLAS dgemm fallback" : "BLAS dgemm") +
                 "; OpenMP threads own whole C block rows";
     k.valid_parameters = valid_parameters;

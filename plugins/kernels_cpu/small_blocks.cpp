@@ -18,7 +18,7 @@ using plexus::StackEntry;
 
 /// How many entries ahead B's and C's blocks are prefetched. B streams through a row of B and C
 /// comes back to blocks of its row (tens of KB, not all in the first-level cache); with neither
-/// prefetched, S-E-like 6x6 blocks in plexus-bench ran about 7 % slower (distance 8: between the
+/// prefetched, S-E-like 6x6 blocks in plexus-bench ran 7-10 % slower (distance 8: between the
 /// two; 16 without C's: as 8).
 constexpr std::int64_t kPrefetchAhead = 16;
 
@@ -33,8 +33,8 @@ inline void prefetch_lines(const double* p, int bytes, bool write) {
 /// a block is one register whose first m lanes are used. Entries sharing their A offset reuse the
 /// registers loaded for the first of them. Stops at the first entry of another shape.
 template <int N, int K>
-__attribute__((target("avx512f"))) std::int64_t run(const StackEntry* s, std::int64_t count, const double* a,
-                                                    const double* b, double* c) {
+__attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, std::int64_t count, const double* a,
+                                                           const double* b, double* c) {
   const int m = s[0].m;
   const auto rows = static_cast<__mmask8>((1u << m) - 1u);
   const auto same_shape = [m](const StackEntry& e) { return e.m == m && e.n == N && e.k == K; };
@@ -67,39 +67,130 @@ __attribute__((target("avx512f"))) std::int64_t run(const StackEntry* s, std::in
   return i;
 }
 
-using Table = std::array<std::array<SmallRunFn, kSmallMax>, kSmallMax>;  // [n - 1][k - 1]
+// ---- AVX2 (with FMA): no masked registers, so M is compile-time too --------------------------
+
+/// Rows [0, R) of a column part (R = 1..4) into a register, the lanes beyond R zero.
+template <int R>
+__attribute__((target("avx2,fma"))) inline __m256d load_rows(const double* p) {
+  if constexpr (R == 4) return _mm256_loadu_pd(p);
+  if constexpr (R == 3) return _mm256_insertf128_pd(_mm256_zextpd128_pd256(_mm_loadu_pd(p)), _mm_load_sd(p + 2), 1);
+  if constexpr (R == 2) return _mm256_zextpd128_pd256(_mm_loadu_pd(p));
+  if constexpr (R == 1) return _mm256_zextpd128_pd256(_mm_load_sd(p));
+}
+
+/// Lanes [0, R) of v to rows [0, R) at p.
+template <int R>
+__attribute__((target("avx2,fma"))) inline void store_rows(double* p, __m256d v) {
+  if constexpr (R == 4) {
+    _mm256_storeu_pd(p, v);
+  } else {
+    const __m128d low = _mm256_castpd256_pd128(v);
+    if constexpr (R >= 2) _mm_storeu_pd(p, low);
+    if constexpr (R == 3) _mm_store_sd(p + 2, _mm256_extractf128_pd(v, 1));
+    if constexpr (R == 1) _mm_store_sd(p, low);
+  }
+}
+
+/// M x N blocks (M rows in one or two 4-lane registers a column), K at run time. Without the
+/// AVX-512 kernels' 32 registers A is read from the first-level cache for each product (it stays
+/// there for the run of products sharing it). Stops at the first entry of another shape.
+template <int M, int N>
+__attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, std::int64_t count, const double* a,
+                                                          const double* b, double* c) {
+  constexpr int kLow = M < 4 ? M : 4, kHigh = M - kLow;  // rows in the first and second register
+  const int k = s[0].k;
+  const auto same_shape = [k](const StackEntry& e) { return e.m == M && e.n == N && e.k == k; };
+  std::int64_t i = 0;
+  for (; i < count && same_shape(s[i]); ++i) {
+    const StackEntry& e = s[i];
+    if (i + kPrefetchAhead < count) {
+      const StackEntry& ahead = s[i + kPrefetchAhead];
+      prefetch_lines(b + ahead.b, k * N * 8, false);
+      prefetch_lines(c + ahead.c, M * N * 8, true);
+    }
+    const double* aa = a + e.a;
+    const double* bb = b + e.b;
+    double* cc = c + e.c;
+    __m256d low[N], high[N];
+    for (int j = 0; j < N; ++j) {
+      low[j] = e.first != 0 ? _mm256_setzero_pd() : load_rows<kLow>(cc + j * M);
+      if constexpr (kHigh > 0) high[j] = e.first != 0 ? _mm256_setzero_pd() : load_rows<kHigh>(cc + j * M + 4);
+    }
+    for (int l = 0; l < k; ++l) {
+      const __m256d a_low = load_rows<kLow>(aa + l * M);
+      if constexpr (kHigh > 0) {
+        const __m256d a_high = load_rows<kHigh>(aa + l * M + 4);
+        for (int j = 0; j < N; ++j) {
+          const __m256d bv = _mm256_broadcast_sd(bb + l + j * k);
+          low[j] = _mm256_fmadd_pd(a_low, bv, low[j]);
+          high[j] = _mm256_fmadd_pd(a_high, bv, high[j]);
+        }
+      } else {
+        for (int j = 0; j < N; ++j) low[j] = _mm256_fmadd_pd(a_low, _mm256_broadcast_sd(bb + l + j * k), low[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) {
+      store_rows<kLow>(cc + j * M, low[j]);
+      if constexpr (kHigh > 0) store_rows<kHigh>(cc + j * M + 4, high[j]);
+    }
+  }
+  return i;
+}
+
+// ---- the tables, [first - 1][second - 1]: (n, k) for AVX-512, (m, n) for AVX2 ----------------
+
+using Table = std::array<std::array<SmallRunFn, kSmallMax>, kSmallMax>;
 
 template <int N, std::size_t... Ks>
-constexpr std::array<SmallRunFn, kSmallMax> row_of(std::index_sequence<Ks...>) {
-  return {&run<N, static_cast<int>(Ks) + 1>...};
+constexpr std::array<SmallRunFn, kSmallMax> avx512_row(std::index_sequence<Ks...>) {
+  return {&run_avx512<N, static_cast<int>(Ks) + 1>...};
 }
-
 template <std::size_t... Ns>
-constexpr Table table_of(std::index_sequence<Ns...>) {
-  return {row_of<static_cast<int>(Ns) + 1>(std::make_index_sequence<kSmallMax>{})...};
+constexpr Table avx512_table(std::index_sequence<Ns...>) {
+  return {avx512_row<static_cast<int>(Ns) + 1>(std::make_index_sequence<kSmallMax>{})...};
+}
+template <int M, std::size_t... Ns>
+constexpr std::array<SmallRunFn, kSmallMax> avx2_row(std::index_sequence<Ns...>) {
+  return {&run_avx2<M, static_cast<int>(Ns) + 1>...};
+}
+template <std::size_t... Ms>
+constexpr Table avx2_table(std::index_sequence<Ms...>) {
+  return {avx2_row<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
 
-constexpr Table kTable = table_of(std::make_index_sequence<kSmallMax>{});
+constexpr Table kAvx512 = avx512_table(std::make_index_sequence<kSmallMax>{});
+constexpr Table kAvx2 = avx2_table(std::make_index_sequence<kSmallMax>{});
 #else
 #define PLEXUS_SMALL_BLOCKS 0
 #endif
 
 }  // namespace
 
-bool small_kernels_available() {
+bool cpu_has(SmallIsa isa) {
 #if PLEXUS_SMALL_BLOCKS
-  static const bool available = __builtin_cpu_supports("avx512f") != 0;
-  return available;
+  static const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+  return isa == SmallIsa::Avx512 ? avx512 : avx2;
 #else
+  (void)isa;
   return false;
 #endif
 }
 
-SmallRunFn small_run_kernel(int m, int n, int k) {
+std::optional<SmallIsa> widest_small_isa() {
+  if (cpu_has(SmallIsa::Avx512)) return SmallIsa::Avx512;
+  if (cpu_has(SmallIsa::Avx2)) return SmallIsa::Avx2;
+  return std::nullopt;
+}
+
+const char* isa_name(SmallIsa isa) { return isa == SmallIsa::Avx512 ? "AVX-512F" : "AVX2 and FMA"; }
+
+SmallRunFn small_run_kernel(SmallIsa isa, int m, int n, int k) {
   if (m < 1 || n < 1 || k < 1 || m > kSmallMax || n > kSmallMax || k > kSmallMax) return nullptr;
-  if (!small_kernels_available()) return nullptr;
+  if (!cpu_has(isa)) return nullptr;
 #if PLEXUS_SMALL_BLOCKS
-  return kTable[static_cast<std::size_t>(n - 1)][static_cast<std::size_t>(k - 1)];
+  const auto at = [](int x) { return static_cast<std::size_t>(x - 1); };
+  return isa == SmallIsa::Avx512 ? kAvx512[at(n)][at(k)] : kAvx2[at(m)][at(n)];
 #else
   return nullptr;
 #endif

@@ -1,15 +1,20 @@
-// Products of small blocks (m <= 8, n <= 8, k <= 8) with A held in vector registers.
+// Products of small blocks (m <= 8, n <= 8, k <= 8) in vector registers, without a library call
+// per product.
 //
 // For blocks this small a library call per product (libxsmm's JIT code, dgemm) spends about as
-// long getting in and out as multiplying: S-E-like 6x6 blocks run at 0.6-0.7 of libxsmm's rate
-// on a few cache-resident blocks. Core's stacks come ordered by A block within a C row (for each
-// A(i,k), every B(k,j) of B's row k), so consecutive entries share their A block. The kernels
-// here load that block once, one register per column of A (m <= 8 doubles, masked), and for each
-// entry compute the C block's n columns as n independent chains of k fused multiply-adds with
-// B's entries broadcast. Needs AVX-512F at run time; small_run_kernel says nullptr without it.
+// long getting in and out as multiplying: S-E-like 6x6 blocks ran at 0.65-0.68 of libxsmm's rate
+// on a few cache-resident blocks. Two instruction sets, chosen at run time:
+// - AVX-512F: one register per column of a block (m <= 8 lanes under a mask). Core's stacks come
+//   ordered by A block within a C row (for each A(i,k), every B(k,j) of B's row k), so
+//   consecutive entries share their A block: it is loaded once for the run, one register per
+//   column, and each entry computes C's n columns as n chains of k fused multiply-adds with B's
+//   entries broadcast.
+// - AVX2 with FMA: one or two 4-lane registers per column, m compile-time (no masks), A read from
+//   the first-level cache for each product (16 registers do not hold it beside C).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "plexus/kernel.hpp"
 
@@ -24,11 +29,18 @@ using SmallRunFn = std::int64_t (*)(const plexus::StackEntry* stack, std::int64_
 /// Largest m, n and k the register kernels take.
 inline constexpr int kSmallMax = 8;
 
-/// The register kernel for m x n x k products, or nullptr when the shape is out of range
-/// (any of m, n, k < 1 or > kSmallMax) or this CPU lacks AVX-512F.
-SmallRunFn small_run_kernel(int m, int n, int k);
+/// The instruction sets the register kernels come in.
+enum class SmallIsa { Avx512, Avx2 };
 
-/// Whether this CPU runs the register kernels (AVX-512F).
-bool small_kernels_available();
+/// Whether this CPU runs `isa`'s kernels (AVX-512F; AVX2 and FMA).
+bool cpu_has(SmallIsa isa);
+/// The widest set this CPU runs, or none.
+std::optional<SmallIsa> widest_small_isa();
+/// "AVX-512F" or "AVX2 and FMA", for messages.
+const char* isa_name(SmallIsa isa);
+
+/// The register kernel in `isa` for m x n x k products, or nullptr when the shape is out of range
+/// (any of m, n, k < 1 or > kSmallMax) or this CPU lacks `isa`.
+SmallRunFn small_run_kernel(SmallIsa isa, int m, int n, int k);
 
 }  // namespace plexus_kernels_cpu

@@ -6,7 +6,8 @@
 //
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
-// beta = 0, so C's new blocks are never zeroed beforehand.
+// beta = 0 (the register kernels start from zero instead of C), so C's new blocks are never
+// zeroed beforehand.
 //
 // Threading: core's LocalProduct opens the OpenMP region and gives each thread a stack whose
 // C blocks no other thread touches; process() is therefore called concurrently and opens no
@@ -199,11 +200,18 @@ class CpuKernel final : public plexus::HostKernel {
                                "Backend=auto or Backend=blas)");
     if (backend == Backend::Avx512 || backend == Backend::Avx2) {
       const SmallIsa isa = backend == Backend::Avx512 ? SmallIsa::Avx512 : SmallIsa::Avx2;
+      const std::string asked = std::string("Backend=") + (isa == SmallIsa::Avx512 ? "avx512" : "avx2");
+      // UnavailableError: the parameters are right, this machine (or build) cannot run them; test
+      // suites skip such a kernel with the message.
+      if (!small_kernels_built())
+        throw plexus::UnavailableError("Kernel/cpu/Backend",
+                                       asked +
+                                           ": this build of the cpu kernel has no register kernels "
+                                           "(x86-64 with GCC or Clang only); use Backend=auto");
       if (!cpu_has(isa))
-        throw plexus::InputError("Kernel/cpu/Backend", std::string("Backend=") +
-                                                           (isa == SmallIsa::Avx512 ? "avx512" : "avx2") +
-                                                           " needs a CPU with " + isa_name(isa) +
-                                                           ", which this one lacks (Backend=auto picks what it has)");
+        throw plexus::UnavailableError(
+            "Kernel/cpu/Backend",
+            asked + " needs a CPU with " + isa_name(isa) + ", which this one lacks (Backend=auto picks what it has)");
       registers_ = isa;
     } else if (backend == Backend::Auto) {
       registers_ = widest_small_isa();
@@ -222,7 +230,8 @@ class CpuKernel final : public plexus::HostKernel {
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
-    if (!registers_) return library_stack(stack, n, a, b, c);
+    const Library lib = library();
+    if (!registers_) return lib.stack(stack, n, a, b, c);
     // Runs of one shape: the register kernels take the small ones, the library the rest.
     std::int64_t i = 0;
     while (i < n) {
@@ -230,7 +239,7 @@ class CpuKernel final : public plexus::HostKernel {
         i += fn(stack + i, n - i, a, b, c);
       } else {
         const std::int64_t end = run_end(stack, i, n);
-        library_stack(stack + i, end - i, a, b, c);
+        lib.stack(stack + i, end - i, a, b, c);
         i = end;
       }
     }
@@ -244,15 +253,29 @@ class CpuKernel final : public plexus::HostKernel {
   }
 
  private:
-  void library_stack(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) {
+  // What takes the products the register kernels do not, with the calling thread's libxsmm cache
+  // found once per process() (a thread-local lookup per run would cost on stacks of mixed shapes).
+  struct Library {
 #if PLEXUS_HAVE_LIBXSMM
-    if (library_ == Backend::Libxsmm) return xsmm_stack(thread_cache(), stack, n, a, b, c);
+    DispatchCache* cache = nullptr;  // libxsmm; null: dgemm
 #endif
-    for (std::int64_t i = 0; i < n; ++i) {
-      const StackEntry& e = stack[i];
-      if (empty_product(e, c)) continue;
-      blas_gemm(e, a, b, c);
+    void stack(const StackEntry* s, std::int64_t n, const double* a, const double* b, double* c) const {
+#if PLEXUS_HAVE_LIBXSMM
+      if (cache != nullptr) return xsmm_stack(*cache, s, n, a, b, c);
+#endif
+      for (std::int64_t i = 0; i < n; ++i) {
+        const StackEntry& e = s[i];
+        if (empty_product(e, c)) continue;
+        blas_gemm(e, a, b, c);
+      }
     }
+  };
+  Library library() const {
+    Library lib;
+#if PLEXUS_HAVE_LIBXSMM
+    if (library_ == Backend::Libxsmm) lib.cache = &thread_cache();
+#endif
+    return lib;
   }
 
   Backend library_;                    // Libxsmm or Blas: what takes the products the register kernels do not
@@ -274,15 +297,15 @@ plexus::ParameterListPtr valid_parameters() {
   auto valid = Teuchos::rcp(new plexus::ParameterList("cpu"));
   plexus::declare_int(*valid, "Threads", 0, "OpenMP threads that own whole C block rows (0: omp_get_max_threads())", 0,
                       4096);
-  const std::optional<SmallIsa> widest = widest_small_isa();
+  // The same text on every machine (parameter files echo it); the kernel's summary says what this
+  // one runs.
   const std::string rest = kHaveLibxsmm ? "libxsmm (built in) for other shapes up to 64^3, dgemm beyond"
                                         : "dgemm for other shapes (libxsmm not built in)";
   plexus::declare_choice(
       *valid, "Backend", "auto", {"auto", "avx512", "avx2", "libxsmm", "blas"},
-      "how small products are computed. auto: register kernels for blocks of up to 8 x 8 x 8 in the widest "
-      "instruction set the CPU has (here: " +
-          std::string(widest ? isa_name(*widest) : "none, so no register kernels") + "), " + rest +
-          "; avx512, avx2: the register kernels in that set (refused on a CPU without it), " + rest +
+      "how small products are computed. auto: register kernels for blocks of up to 8 x 8 x 8 in the widest of "
+      "AVX-512F and AVX2 the CPU has (none on other CPUs), " +
+          rest + "; avx512, avx2: the register kernels in that set (refused on a CPU without it), " + rest +
           "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
   return valid;
 }

@@ -5,6 +5,7 @@
 #endif
 
 #include <array>
+#include <cstdint>
 #include <utility>
 
 namespace plexus_kernels_cpu {
@@ -22,11 +23,17 @@ using plexus::StackEntry;
 /// two; 16 without C's: as 8).
 constexpr std::int64_t kPrefetchAhead = 16;
 
-/// The cache lines of `bytes` bytes from p (p need not be aligned).
-inline void prefetch_lines(const double* p, int bytes, bool write) {
-  const char* q = reinterpret_cast<const char*>(p);
-  for (int o = 0; o < bytes; o += 64) write ? __builtin_prefetch(q + o, 1) : __builtin_prefetch(q + o, 0);
-  write ? __builtin_prefetch(q + bytes - 1, 1) : __builtin_prefetch(q + bytes - 1, 0);
+/// The cache lines of `bytes` bytes from `offset` doubles after `base` (unaligned). The entry
+/// ahead may have another shape than the `bytes` it is given, so the address is formed as an
+/// integer: a prefetch beyond an allocation is harmless, pointer arithmetic beyond it is not.
+inline void prefetch_lines(const double* base, std::int64_t offset, int bytes, bool write) {
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(offset) * 8;
+  for (int o = 0; o < bytes; o += 64) {
+    const void* p = reinterpret_cast<const void*>(at + static_cast<std::uintptr_t>(o));
+    write ? __builtin_prefetch(p, 1) : __builtin_prefetch(p, 0);
+  }
+  const void* last = reinterpret_cast<const void*>(at + static_cast<std::uintptr_t>(bytes) - 1);
+  write ? __builtin_prefetch(last, 1) : __builtin_prefetch(last, 0);
 }
 
 /// N columns of C and K columns of A as compile-time counts, m (rows) as a mask: each column of
@@ -35,6 +42,7 @@ inline void prefetch_lines(const double* p, int bytes, bool write) {
 template <int N, int K>
 __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, std::int64_t count, const double* a,
                                                            const double* b, double* c) {
+  if (count <= 0) return 0;
   const int m = s[0].m;
   const auto rows = static_cast<__mmask8>((1u << m) - 1u);
   const auto same_shape = [m](const StackEntry& e) { return e.m == m && e.n == N && e.k == K; };
@@ -47,8 +55,8 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
       const StackEntry& e = s[i];
       if (i + kPrefetchAhead < count) {
         const StackEntry& ahead = s[i + kPrefetchAhead];
-        prefetch_lines(b + ahead.b, K * N * 8, false);
-        prefetch_lines(c + ahead.c, m * N * 8, true);
+        prefetch_lines(b, ahead.b, K * N * 8, false);
+        prefetch_lines(c, ahead.c, m * N * 8, true);
       }
       const double* bb = b + e.b;
       double* cc = c + e.c;
@@ -98,6 +106,7 @@ template <int M, int N>
 __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, std::int64_t count, const double* a,
                                                           const double* b, double* c) {
   constexpr int kLow = M < 4 ? M : 4, kHigh = M - kLow;  // rows in the first and second register
+  if (count <= 0) return 0;
   const int k = s[0].k;
   const auto same_shape = [k](const StackEntry& e) { return e.m == M && e.n == N && e.k == k; };
   std::int64_t i = 0;
@@ -105,13 +114,14 @@ __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, s
     const StackEntry& e = s[i];
     if (i + kPrefetchAhead < count) {
       const StackEntry& ahead = s[i + kPrefetchAhead];
-      prefetch_lines(b + ahead.b, k * N * 8, false);
-      prefetch_lines(c + ahead.c, M * N * 8, true);
+      prefetch_lines(b, ahead.b, k * N * 8, false);
+      prefetch_lines(c, ahead.c, M * N * 8, true);
     }
     const double* aa = a + e.a;
     const double* bb = b + e.b;
     double* cc = c + e.c;
-    __m256d low[N], high[N];
+    __m256d low[N];
+    [[maybe_unused]] __m256d high[N];  // M > 4 only
     for (int j = 0; j < N; ++j) {
       low[j] = e.first != 0 ? _mm256_setzero_pd() : load_rows<kLow>(cc + j * M);
       if constexpr (kHigh > 0) high[j] = e.first != 0 ? _mm256_setzero_pd() : load_rows<kHigh>(cc + j * M + 4);
@@ -165,6 +175,8 @@ constexpr Table kAvx2 = avx2_table(std::make_index_sequence<kSmallMax>{});
 #endif
 
 }  // namespace
+
+bool small_kernels_built() { return PLEXUS_SMALL_BLOCKS != 0; }
 
 bool cpu_has(SmallIsa isa) {
 #if PLEXUS_SMALL_BLOCKS

@@ -2,8 +2,9 @@
 // per product.
 //
 // For blocks this small a library call per product (libxsmm's JIT code, dgemm) spends about as
-// long getting in and out as multiplying: S-E-like 6x6 blocks ran at 0.65-0.68 of libxsmm's rate
-// on a few cache-resident blocks. Two instruction sets, chosen at run time:
+// long getting in and out as multiplying: plexus-bench's S-E-like 6x6 blocks ran at 0.65-0.68 of
+// the rate libxsmm reaches on a few cache-resident blocks. Two instruction sets, chosen at run
+// time:
 // - AVX-512F: one register per column of a block (m <= 8 lanes under a mask). Core's stacks come
 //   ordered by A block within a C row (for each A(i,k), every B(k,j) of B's row k), so
 //   consecutive entries share their A block: it is loaded once for the run, one register per
@@ -22,7 +23,7 @@ namespace plexus_kernels_cpu {
 
 /// Processes stack entries in order, C(e.c) = (e.first ? 0 : C(e.c)) + A(e.a) * B(e.b) with
 /// column-major blocks, from stack[0] (whose shape small_run_kernel was asked for) up to the first
-/// entry of another shape or `count`; returns how many it processed (at least 1 for count >= 1).
+/// entry of another shape or `count`; returns how many it processed (at least 1; 0 for count 0).
 using SmallRunFn = std::int64_t (*)(const plexus::StackEntry* stack, std::int64_t count, const double* a,
                                     const double* b, double* c);
 
@@ -32,7 +33,9 @@ inline constexpr int kSmallMax = 8;
 /// The instruction sets the register kernels come in.
 enum class SmallIsa { Avx512, Avx2 };
 
-/// Whether this CPU runs `isa`'s kernels (AVX-512F; AVX2 and FMA).
+/// Whether this build has the register kernels (x86-64 with GCC or Clang).
+bool small_kernels_built();
+/// Whether this build has them and this CPU runs `isa`'s (AVX-512F; AVX2 and FMA).
 bool cpu_has(SmallIsa isa);
 /// The widest set this CPU runs, or none.
 std::optional<SmallIsa> widest_small_isa();

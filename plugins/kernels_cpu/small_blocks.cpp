@@ -36,6 +36,16 @@ inline void prefetch_lines(const double* base, std::int64_t offset, int bytes, b
   write ? __builtin_prefetch(last, 1) : __builtin_prefetch(last, 0);
 }
 
+/// B's and C's blocks of the entry kPrefetchAhead after s[i], if there is one (`b_bytes` and
+/// `c_bytes` of them: the current run's shape).
+inline void prefetch_ahead(const StackEntry* s, std::int64_t i, std::int64_t count, const double* b, const double* c,
+                           int b_bytes, int c_bytes) {
+  if (i + kPrefetchAhead >= count) return;
+  const StackEntry& ahead = s[i + kPrefetchAhead];
+  prefetch_lines(b, ahead.b, b_bytes, false);
+  prefetch_lines(c, ahead.c, c_bytes, true);
+}
+
 /// N columns of C and K columns of A as compile-time counts, m (rows) as a mask: each column of
 /// a block is one register whose first m lanes are used. Entries sharing their A offset reuse the
 /// registers loaded for the first of them. Stops at the first entry of another shape.
@@ -53,11 +63,7 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
     for (int l = 0; l < K; ++l) av[l] = _mm512_maskz_loadu_pd(rows, a + ao + std::int64_t{l} * m);
     do {
       const StackEntry& e = s[i];
-      if (i + kPrefetchAhead < count) {
-        const StackEntry& ahead = s[i + kPrefetchAhead];
-        prefetch_lines(b, ahead.b, K * N * 8, false);
-        prefetch_lines(c, ahead.c, m * N * 8, true);
-      }
+      prefetch_ahead(s, i, count, b, c, K * N * 8, m * N * 8);
       const double* bb = b + e.b;
       double* cc = c + e.c;
       __m512d acc[N];
@@ -112,11 +118,7 @@ __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, s
   std::int64_t i = 0;
   for (; i < count && same_shape(s[i]); ++i) {
     const StackEntry& e = s[i];
-    if (i + kPrefetchAhead < count) {
-      const StackEntry& ahead = s[i + kPrefetchAhead];
-      prefetch_lines(b, ahead.b, k * N * 8, false);
-      prefetch_lines(c, ahead.c, M * N * 8, true);
-    }
+    prefetch_ahead(s, i, count, b, c, k * N * 8, M * N * 8);
     const double* aa = a + e.a;
     const double* bb = b + e.b;
     double* cc = c + e.c;

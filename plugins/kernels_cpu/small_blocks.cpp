@@ -26,7 +26,7 @@ constexpr std::int64_t kPrefetchAhead = 16;
 /// The cache lines of `bytes` bytes from `offset` doubles after `base` (unaligned). The entry
 /// ahead may have another shape than the `bytes` it is given, so the address is formed as an
 /// integer: a prefetch beyond an allocation is harmless, pointer arithmetic beyond it is not.
-inline void prefetch_lines(const double* base, std::int64_t offset, int bytes, bool write) {
+[[gnu::always_inline]] inline void prefetch_lines(const double* base, std::int64_t offset, int bytes, bool write) {
   const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(offset) * 8;
   for (int o = 0; o < bytes; o += 64) {
     const void* p = reinterpret_cast<const void*>(at + static_cast<std::uintptr_t>(o));
@@ -38,7 +38,7 @@ inline void prefetch_lines(const double* base, std::int64_t offset, int bytes, b
 
 /// B's and C's blocks of the entry kPrefetchAhead after s[i], if there is one (`b_bytes` and
 /// `c_bytes` of them: the current run's shape).
-inline void prefetch_ahead(const StackEntry* s, std::int64_t i, std::int64_t count, const double* b, const double* c,
+[[gnu::always_inline]] inline void prefetch_ahead(const StackEntry* s, std::int64_t i, std::int64_t count, const double* b, const double* c,
                            int b_bytes, int c_bytes) {
   if (i + kPrefetchAhead >= count) return;
   const StackEntry& ahead = s[i + kPrefetchAhead];

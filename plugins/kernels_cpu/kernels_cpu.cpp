@@ -131,11 +131,13 @@ class DispatchCache {
 
 /// Small blocks (S-E-like, 6x6) are scattered and each is used for few flops, so the product
 /// is latency-bound: their cache lines are requested a few products ahead. Larger blocks are
-/// left to libxsmm's own prefetch of the next operands and to the hardware prefetcher.
+/// left to libxsmm's own prefetch of the next operands and to the hardware prefetcher. The
+/// helpers are always_inline: merely inline, GCC kept them out of line, found them free of side
+/// effects (as __builtin_prefetch counts) and deleted the calls.
 constexpr std::int64_t kPrefetchDistance = 8;
 constexpr std::int64_t kPrefetchMaxValues = 128;  // 16 cache lines
 
-inline void prefetch_block(const double* p, std::int64_t values, bool write) {
+[[gnu::always_inline]] inline void prefetch_block(const double* p, std::int64_t values, bool write) {
   if (values > kPrefetchMaxValues) return;
   for (std::int64_t v = 0; v < values; v += 8) {
     if (write)
@@ -145,7 +147,8 @@ inline void prefetch_block(const double* p, std::int64_t values, bool write) {
   }
 }
 
-inline void prefetch_small(const StackEntry& e, const double* a, const double* b, const double* c) {
+[[gnu::always_inline]] inline void prefetch_small(const StackEntry& e, const double* a, const double* b,
+                                                  const double* c) {
   prefetch_block(a + e.a, std::int64_t{e.m} * e.k, false);
   prefetch_block(b + e.b, std::int64_t{e.k} * e.n, false);
   prefetch_block(c + e.c, std::int64_t{e.m} * e.n, true);

@@ -38,8 +38,8 @@ constexpr std::int64_t kPrefetchAhead = 16;
 
 /// B's and C's blocks of the entry kPrefetchAhead after s[i], if there is one (`b_bytes` and
 /// `c_bytes` of them: the current run's shape).
-[[gnu::always_inline]] inline void prefetch_ahead(const StackEntry* s, std::int64_t i, std::int64_t count, const double* b, const double* c,
-                           int b_bytes, int c_bytes) {
+[[gnu::always_inline]] inline void prefetch_ahead(const StackEntry* s, std::int64_t i, std::int64_t count,
+                                                  const double* b, const double* c, int b_bytes, int c_bytes) {
   if (i + kPrefetchAhead >= count) return;
   const StackEntry& ahead = s[i + kPrefetchAhead];
   prefetch_lines(b, ahead.b, b_bytes, false);

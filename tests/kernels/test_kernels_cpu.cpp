@@ -95,7 +95,7 @@ TEST(KernelsCpu, Descriptor) {
 
 TEST(KernelsCpu, BackendsAgree) {
   // Mixed sizes in random order, and runs sharing A (as core's stacks come) of the sizes the
-  // register kernels take (auto, on a CPU with AVX-512F) and one beyond.
+  // register kernels take (auto, on a CPU with AVX-512F or AVX2) and one beyond.
   for (const RawProblem& p : {random_stack(2000, {1, 5, 6, 13, 23, 32, 65}, 13),
                               plexus::test::shared_a_stack(300, 40, {2, 5, 6, 8, 9}, 14)}) {
     auto blas = make_cpu(1, "blas");
@@ -172,9 +172,12 @@ TEST(KernelsCpu, RegisterKernelsFollowTheCpu) {
       try {
         make_cpu(1, backend);
         ADD_FAILURE() << "Backend=" << backend << " accepted on a CPU without " << needs;
-      } catch (const plexus::InputError& e) {
+      } catch (const plexus::UnavailableError& e) {  // right parameters, wrong machine: suites skip it
         EXPECT_NE(error_text(e).find("Backend"), std::string::npos) << error_text(e);
-        EXPECT_NE(error_text(e).find(needs), std::string::npos) << error_text(e);
+        // What the CPU lacks, or (a build for another architecture) that there are none.
+        EXPECT_TRUE(error_text(e).find(needs) != std::string::npos ||
+                    error_text(e).find("no register kernels") != std::string::npos)
+            << error_text(e);
       }
       continue;
     }

@@ -194,7 +194,8 @@ DispatchCache& thread_cache() {
 
 class CpuKernel final : public plexus::HostKernel {
  public:
-  CpuKernel(int threads, Backend backend) : library_(backend) {
+  CpuKernel(int threads, Backend backend)
+      : libxsmm_(backend == Backend::Libxsmm || (backend != Backend::Blas && kHaveLibxsmm)) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
     if (backend == Backend::Libxsmm && !kHaveLibxsmm)
       throw plexus::InputError("Kernel/cpu/Backend",
@@ -219,10 +220,8 @@ class CpuKernel final : public plexus::HostKernel {
     } else if (backend == Backend::Auto) {
       registers_ = widest_small_isa();
     }
-    if (backend != Backend::Libxsmm && backend != Backend::Blas)
-      library_ = kHaveLibxsmm ? Backend::Libxsmm : Backend::Blas;
 #if PLEXUS_HAVE_LIBXSMM
-    if (library_ == Backend::Libxsmm) init_libxsmm();
+    if (libxsmm_) init_libxsmm();
 #endif
     threads_ = threads > 0 ? threads : omp_get_max_threads();
     if (threads_ < 1) threads_ = 1;
@@ -276,12 +275,12 @@ class CpuKernel final : public plexus::HostKernel {
   Library library() const {
     Library lib;
 #if PLEXUS_HAVE_LIBXSMM
-    if (library_ == Backend::Libxsmm) lib.cache = &thread_cache();
+    if (libxsmm_) lib.cache = &thread_cache();
 #endif
     return lib;
   }
 
-  Backend library_;                    // Libxsmm or Blas: what takes the products the register kernels do not
+  bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   int threads_ = 1;
 };

@@ -1,5 +1,6 @@
 #include "plexus/memory.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <unordered_map>
 
 namespace plexus::memory {
@@ -30,6 +32,29 @@ void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
 }
 
 constexpr std::align_val_t kAlign{64};
+
+// Blocks from kHugePageMinBytes on start at a huge-page boundary (the alignment follows from the
+// size alone, so that release() frees with the alignment allocate() used).
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+std::align_val_t alignment_of(std::size_t bytes) {
+  return bytes >= kHugePageMinBytes ? std::align_val_t{kHugePage} : kAlign;
+}
+void* new_block(std::size_t bytes) { return ::operator new(bytes, alignment_of(bytes)); }
+void delete_block(void* block, std::size_t bytes) { ::operator delete(block, alignment_of(bytes)); }
+
+// -1: not read from the environment yet; else 0 or 1.
+std::atomic<int> g_huge_pages{-1};
+
+// Asks the kernel for transparent huge pages over a fresh large block (a hint: where THP is off or
+// absent the call fails and nothing changes).
+void advise_huge_pages(void* block, std::size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  if (bytes >= kHugePageMinBytes && huge_pages()) ::madvise(block, bytes, MADV_HUGEPAGE);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
 
 // Freed blocks (of kPoolMinBytes or more) by their real size, and the real size of every such block in use.
 struct Pool {
@@ -55,7 +80,7 @@ struct Pool {
     while (pooled > keep && !free_blocks.empty()) {
       auto it = std::prev(free_blocks.end());
       pooled -= it->first;
-      ::operator delete(it->second, kAlign);
+      delete_block(it->second, it->first);
       free_blocks.erase(it);
     }
   }
@@ -80,7 +105,8 @@ void* allocate(Category c, std::size_t bytes) {
       p.pooled -= size;
       p.free_blocks.erase(it);
     } else {
-      block = ::operator new(bytes, kAlign);
+      block = new_block(bytes);
+      advise_huge_pages(block, bytes);
     }
     p.real_size[block] = size;
     on_allocate(c, bytes);
@@ -102,7 +128,7 @@ void release(Category c, void* block, std::size_t bytes) noexcept {
     if (it != p.real_size.end()) p.real_size.erase(it);
     const auto limit = static_cast<std::size_t>(p.effective_limit());
     if (size > limit) {
-      ::operator delete(block, kAlign);
+      delete_block(block, size);
       return;
     }
     try {
@@ -110,12 +136,24 @@ void release(Category c, void* block, std::size_t bytes) noexcept {
       p.pooled += size;
       p.shrink_to(limit);
     } catch (...) {
-      ::operator delete(block, kAlign);
+      delete_block(block, size);
     }
     return;
   }
   ::operator delete(block, kAlign);
 }
+
+bool huge_pages() noexcept {
+  int on = g_huge_pages.load(std::memory_order_relaxed);
+  if (on < 0) {
+    const char* env = std::getenv("PLEXUS_HUGE_PAGES");
+    on = env != nullptr && (std::string_view(env) == "0" || std::string_view(env) == "off") ? 0 : 1;
+    g_huge_pages.store(on, std::memory_order_relaxed);
+  }
+  return on == 1;
+}
+
+void set_huge_pages(bool on) noexcept { g_huge_pages.store(on ? 1 : 0, std::memory_order_relaxed); }
 
 std::int64_t pooled_bytes() noexcept {
   Pool& p = pool();

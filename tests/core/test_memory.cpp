@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "plexus/memory.hpp"
 
 using namespace plexus;
@@ -120,4 +125,53 @@ TEST(Memory, PoolServesMidSizeBlocksAndCountsOnlyTheBytesAskedFor) {
   memory::trim();
   EXPECT_EQ(memory::pooled_bytes(), 0);
   memory::set_pool_limit(limit);
+}
+
+namespace {
+// The VmFlags line of the mapping that holds `p` in /proc/self/smaps ("" if none is found).
+std::string vm_flags_of(const void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line + " ";
+    }
+  }
+  return "";
+}
+}  // namespace
+
+// Large blocks start on a 2 MiB boundary and, while huge_pages() is on, carry the kernel's
+// MADV_HUGEPAGE mark (the "hg" flag of their mapping); blocks below kHugePageMinBytes and blocks
+// allocated with huge pages off do not.
+TEST(Memory, LargeBlocksAskForHugePagesWhileSwitchedOn) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (!thp) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  if (vm_flags_of(&thp).empty() && vm_flags_of(this).empty()) GTEST_SKIP() << "no VmFlags in /proc/self/smaps";
+  const bool was = memory::huge_pages();
+  memory::trim();
+  const std::size_t big = memory::kHugePageMinBytes + (std::size_t{1} << 20);
+  memory::set_huge_pages(true);
+  {
+    MatrixData on(big / sizeof(double));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(on.data()) % (std::uintptr_t{2} << 20), 0u);
+    EXPECT_NE(vm_flags_of(on.data()).find(" hg "), std::string::npos) << vm_flags_of(on.data());
+    MatrixData below((memory::kHugePageMinBytes - 4096) / sizeof(double));
+    EXPECT_EQ(vm_flags_of(below.data()).find(" hg "), std::string::npos) << vm_flags_of(below.data());
+  }
+  memory::trim();  // the next block is a fresh one
+  memory::set_huge_pages(false);
+  {
+    MatrixData off(big / sizeof(double));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(off.data()) % (std::uintptr_t{2} << 20), 0u);
+    EXPECT_EQ(vm_flags_of(off.data()).find(" hg "), std::string::npos) << vm_flags_of(off.data());
+  }
+  memory::trim();
+  memory::set_huge_pages(was);
 }

@@ -2,9 +2,11 @@
 // dense), scaled to one rank of a small machine, multiplied through the full path (generator,
 // registry, `cannon` strategy, `cpu` kernel). In the same run it measures the yardsticks the
 // figures are judged against: libxsmm's rate on cache-resident blocks of the same size and
-// OpenBLAS DGEMM on one core. Writes JSON; never asserts on speed.
+// OpenBLAS DGEMM on one core, once per round between a class's multiplies (yardsticks.hpp).
+// Writes JSON; never asserts on speed.
 //
-//   plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--json FILE] [--check]
+//   plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]
+//                [--backend B] [--json FILE] [--check]
 #include <mpi.h>
 #include <omp.h>
 
@@ -30,93 +32,16 @@
 #include "plexus/matrix.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
-
-#if PLEXUS_HAVE_LIBXSMM
-#include <libxsmm.h>
-#endif
-
-extern "C" {
-void openblas_set_num_threads(int num_threads);
-void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
-            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
-            const int* ldc);
-}
+#include "yardsticks.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using json = plexus::bench::json;
 using plexus::bench::number;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// ---- yardsticks ----------------------------------------------------------------------------------
-
-/// libxsmm's rate (GFLOP/s) for bs x bs x bs products on a few cache-resident blocks, C += A*B,
-/// on `threads` threads (each its own blocks); NaN without libxsmm.
-double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
-#if PLEXUS_HAVE_LIBXSMM
-  libxsmm_init();
-  const double alpha = 1.0, beta = 1.0;
-  const libxsmm_dmmfunction fn =
-      libxsmm_dmmdispatch(bs, bs, bs, nullptr, nullptr, nullptr, &alpha, &beta, nullptr, nullptr);
-  if (!fn) return NAN;
-  constexpr int kBlocks = 8;
-  const std::size_t n = static_cast<std::size_t>(bs) * bs;
-  double total_flops = 0, elapsed = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total_flops) reduction(max : elapsed)
-  {
-    std::vector<double> a(kBlocks * n, 0.5), b(kBlocks * n, 0.25), c(kBlocks * n, 0.0);
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
-    const long batch = std::max(1L, static_cast<long>(2e7 / (2.0 * bs * bs * bs)));
-    long iters = 0;
-    for (long i = 0; i < batch; ++i)
-      fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
-#pragma omp barrier
-    const auto t0 = Clock::now();
-    double dt = 0;
-    do {
-      for (long i = 0; i < batch; ++i)
-        fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
-      iters += batch;
-      dt = seconds_since(t0);
-    } while (dt < min_seconds);
-    total_flops += 2.0 * bs * bs * bs * static_cast<double>(iters);
-    elapsed = dt;
-    volatile double sink = c[0];
-    (void)sink;
-  }
-  return total_flops / elapsed / 1e9;
-#else
-  (void)bs;
-  (void)min_seconds;
-  (void)threads;
-  return NAN;
-#endif
-}
-
-/// OpenBLAS DGEMM on one core, n x n x n, best of `reps` after a warm-up; every counted run's
-/// seconds go to `seconds`.
-double dgemm_gflops(int n, int reps, std::vector<double>& seconds) {
-  openblas_set_num_threads(1);
-  std::vector<double> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size(), 0.0);
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> val(-1, 1);
-  for (double& x : a) x = val(rng);
-  for (double& x : b) x = val(rng);
-  const double one = 1.0;
-  const char nt = 'N';
-  double best = 0;
-  for (int r = 0; r <= reps; ++r) {
-    const auto t0 = Clock::now();
-    dgemm_(&nt, &nt, &n, &n, &n, &one, a.data(), &n, b.data(), &n, &one, c.data(), &n);
-    const double dt = seconds_since(t0);
-    if (r == 0) continue;
-    seconds.push_back(dt);
-    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / dt / 1e9);
-  }
-  return best;
-}
+using plexus::bench::yardsticks::Clock;
+using plexus::bench::yardsticks::Dgemm;
+using plexus::bench::yardsticks::seconds_since;
+using plexus::bench::yardsticks::Yardsticks;
 
 // ---- problem classes --------------------------------------------------------------------------------
 
@@ -342,7 +267,8 @@ std::string check_json(const std::string& path, const std::vector<std::string>& 
   for (const json& c : root["classes"]) {
     seen.push_back(c.value("name", ""));
     for (const char* key : {"block_size", "nblocks", "flops", "threads_1.gflops", "threads_1.seconds",
-                            "threads_2.gflops", "speedup_2_threads", "fraction_of_dgemm", "check.max_rel_error"})
+                            "threads_2.gflops", "speedup_2_threads", "fraction_of_dgemm", "fraction_of_dgemm_per_round",
+                            "dgemm.gflops_per_round", "check.max_rel_error"})
       if (!has_path(c, key)) return "class " + seen.back() + ": missing " + key;
     const json& g = c["threads_1"]["gflops"];
     if (!g.is_number() || !(g.get<double>() > 0)) return "class " + seen.back() + ": no rate measured";
@@ -363,9 +289,14 @@ int run(const Options& opt) {
 
   std::printf("plexus-bench%s: one rank, %d OpenMP threads available, cannon strategy, cpu kernel (Backend=%s)\n",
               opt.quick ? " (quick)" : "", omp_get_max_threads(), opt.backend.c_str());
-  std::vector<double> dgemm_seconds;
-  const double dgemm = dgemm_gflops(opt.dgemm_n, opt.quick ? 1 : 3, dgemm_seconds);
-  std::printf("OpenBLAS DGEMM n=%d, one core: %.2f GFLOP/s\n", opt.dgemm_n, dgemm);
+  Dgemm dgemm_yardstick(opt.dgemm_n);
+  std::vector<double> dgemm_seconds;  // the first round's, before any class
+  for (int r = 0; r < (opt.quick ? 1 : 3); ++r) dgemm_seconds.push_back(dgemm_yardstick.seconds());
+  double dgemm = dgemm_yardstick.gflops(*std::min_element(dgemm_seconds.begin(), dgemm_seconds.end()));
+  std::printf(
+      "OpenBLAS DGEMM n=%d, one core: %.2f GFLOP/s (before the classes; each class measures it again "
+      "between its multiplies)\n",
+      opt.dgemm_n, dgemm);
 
   json js;
   js["benchmark"] = "plexus-bench";
@@ -379,10 +310,6 @@ int run(const Options& opt) {
   const std::string libxsmm_target = "none";
 #endif
   js["machine"] = {{"threads", omp_get_max_threads()}, {"ranks", 1}, {"libxsmm_target", libxsmm_target}};
-  js["yardsticks"] = {{"dgemm_n", opt.dgemm_n},
-                      {"dgemm_gflops", number(dgemm)},
-                      {"dgemm_warmup", 1},
-                      {"dgemm_seconds_per_repetition", dgemm_seconds}};
   js["targets"] = {{"h2o_se_fraction_of_libxsmm", kTargetXsmm},
                    {"dense_fraction_of_dgemm", kTargetDgemm},
                    {"speedup_2_threads", 1.8}};
@@ -400,9 +327,6 @@ int run(const Options& opt) {
     const int nblk =
         std::max(1, static_cast<int>(std::lround((opt.quick ? pc.quick_nblocks : pc.nblocks) * opt.scale)));
 
-    const double xsmm1 = xsmm_incache_gflops(pc.block, yard_seconds, 1);
-    const double xsmm2 = xsmm_incache_gflops(pc.block, yard_seconds, 2);
-
     const auto t_gen = Clock::now();
     const auto dist = plexus::Distribution::block_cyclic(grid, nblk, nblk);
     const plexus::BlockLayout layout{plexus::BlockSizes::uniform(nblk, pc.block),
@@ -419,12 +343,31 @@ int run(const Options& opt) {
     // Interleaved, best of `repeat` each: load from other processes hits both alike.
     const std::string load_before = loadavg();
     Run r1, r2;
+    Yardsticks yard;
     std::unique_ptr<plexus::DistMatrix> c1, c2;
+    if (!opt.quick) {  // one untimed round first: C's memory mapped, libxsmm's kernels generated
+      Run warm;
+      multiply_once(*strategy, *k1, a, b, warm, c1);
+      multiply_once(*strategy, *k2, a, b, warm, c2);
+    }
     for (int rep = 0; rep < opt.repeat; ++rep) {
       c2.reset();
       multiply_once(*strategy, *k1, a, b, r1, c1);
       multiply_once(*strategy, *k2, a, b, r2, c2);
+      yard.measure(pc.block, yard_seconds, dgemm_yardstick);
     }
+    const double xsmm1 = Yardsticks::best(yard.xsmm1), xsmm2 = Yardsticks::best(yard.xsmm2);
+    const double class_dgemm = Yardsticks::best(yard.dgemm);
+    dgemm = std::max(dgemm, class_dgemm);
+    // Each round's 1-thread multiply against that round's yardsticks: how far the headline
+    // fractions (best against best) could move with the machine's state.
+    std::vector<double> round_xsmm, round_dgemm;
+    for (std::size_t r = 0; r < r1.times.size() && r < yard.xsmm1.size(); ++r) {
+      round_xsmm.push_back(r1.flops / r1.times[r] / 1e9 / yard.xsmm1[r]);
+      round_dgemm.push_back(r1.flops / r1.times[r] / 1e9 / yard.dgemm[r]);
+    }
+    const auto [xsmm_lo, xsmm_hi] = std::minmax_element(round_xsmm.begin(), round_xsmm.end());
+    const auto [dgemm_lo, dgemm_hi] = std::minmax_element(round_dgemm.begin(), round_dgemm.end());
     const double err_block = spot_check(a, b, *c1, opt.quick ? 10 : 12);
     const double err_threads = relative_difference(*c2, *c1);
     const std::string load_after = loadavg();
@@ -432,22 +375,23 @@ int run(const Options& opt) {
     all_passed = all_passed && passed;
 
     const double g1 = r1.gflops(), g2 = r2.gflops();
-    const double frac_xsmm = g1 / xsmm1, frac_dgemm = g1 / dgemm, speedup = g2 / g1;
+    const double frac_xsmm = g1 / xsmm1, frac_dgemm = g1 / class_dgemm, speedup = g2 / g1;
     const double kernel_g1 = r1.kernel_seconds > 0 ? r1.flops / r1.kernel_seconds / 1e9 : 0;
 
     std::printf(
         "\n%-5s %s\n"
         "      %d x %d blocks of %d (%lld rows), A/B occupancy %.3g, C occupancy %.3g, %lld products, %.3g GFLOP\n"
-        "      libxsmm in-cache %d^3: %.2f GFLOP/s (1 thread), %.2f GFLOP/s (2 threads)\n"
+        "      libxsmm in-cache %d^3: %.2f GFLOP/s (1 thread), %.2f GFLOP/s (2 threads); DGEMM %.2f GFLOP/s\n"
         "      1 thread : %.3f s, %.2f GFLOP/s (kernel %.3f s = %.2f GFLOP/s, stacks %.3f s, rest %.3f s)\n"
         "      2 threads: %.3f s, %.2f GFLOP/s, speedup %.2fx (target 1.8)\n"
-        "      fraction of libxsmm in-cache %.2f%s, of DGEMM %.2f%s; check %s (block %.1e, threads %.1e)\n",
+        "      fraction of libxsmm in-cache %.2f%s, of DGEMM %.2f%s; check %s (block %.1e, threads %.1e)\n"
+        "      round by round: of libxsmm in-cache %.2f-%.2f, of DGEMM %.2f-%.2f\n",
         pc.name.c_str(), pc.description.c_str(), nblk, nblk, pc.block, static_cast<long long>(layout.rows.total()),
         a.occupancy(), c1->occupancy(), static_cast<long long>(r1.products), r1.flops / 1e9, pc.block, xsmm1, xsmm2,
-        r1.seconds, g1, r1.kernel_seconds, kernel_g1, r1.stack_seconds,
+        class_dgemm, r1.seconds, g1, r1.kernel_seconds, kernel_g1, r1.stack_seconds,
         r1.seconds - r1.kernel_seconds - r1.stack_seconds, r2.seconds, g2, speedup, frac_xsmm,
         target_text(pc.target_xsmm).c_str(), frac_dgemm, target_text(pc.target_dgemm).c_str(),
-        passed ? "passed" : "FAILED", err_block, err_threads);
+        passed ? "passed" : "FAILED", err_block, err_threads, *xsmm_lo, *xsmm_hi, *dgemm_lo, *dgemm_hi);
 
     if (!opt.quick && r1.seconds < 0.5)
       std::printf("      note: the 1-thread multiply took less than 0.5 s; raise --scale for steadier figures\n");
@@ -467,7 +411,11 @@ int run(const Options& opt) {
     cj["generate_seconds"] = number(gen_seconds);
     cj["loadavg_before"] = load_before;
     cj["loadavg_after"] = load_after;
-    cj["libxsmm_incache"] = {{"gflops_1_thread", number(xsmm1)}, {"gflops_2_threads", number(xsmm2)}};
+    cj["libxsmm_incache"] = {{"gflops_1_thread", number(xsmm1)},
+                             {"gflops_2_threads", number(xsmm2)},
+                             {"gflops_1_thread_per_round", yard.xsmm1},
+                             {"gflops_2_threads_per_round", yard.xsmm2}};
+    cj["dgemm"] = {{"gflops", number(class_dgemm)}, {"gflops_per_round", yard.dgemm}};
     for (int t = 1; t <= 2; ++t) {
       const Run& r = t == 1 ? r1 : r2;
       cj[t == 1 ? "threads_1" : "threads_2"] = {
@@ -482,6 +430,8 @@ int run(const Options& opt) {
     cj["multiply_at_least_half_second"] = r1.seconds >= 0.5;
     cj["fraction_of_libxsmm_incache"] = number(frac_xsmm);
     cj["fraction_of_dgemm"] = number(frac_dgemm);
+    cj["fraction_of_libxsmm_incache_per_round"] = round_xsmm;
+    cj["fraction_of_dgemm_per_round"] = round_dgemm;
     json targets = json::object();
     if (pc.target_xsmm > 0) {
       targets["fraction_of_libxsmm_incache"] = pc.target_xsmm;
@@ -502,6 +452,10 @@ int run(const Options& opt) {
     std::fflush(stdout);
   }
 
+  js["yardsticks"] = {{"dgemm_n", opt.dgemm_n},
+                      {"dgemm_gflops", number(dgemm)},
+                      {"dgemm_warmup", 1},
+                      {"dgemm_seconds_per_repetition", dgemm_seconds}};
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   plexus::bench::RunInfo info;
@@ -510,13 +464,12 @@ int run(const Options& opt) {
   info.ranks = ranks;
   info.grid = grid->describe();
   info.threads_set = json::array({1, 2});  // the cpu kernel's Threads, one multiply each
-  info.options = {{"quick", opt.quick},     {"check", opt.check},     {"scale", opt.scale},
-                  {"repeat", opt.repeat},   {"classes", opt.classes}, {"json", opt.json},
-                  {"dgemm_n", opt.dgemm_n},  {"backend", opt.backend}};
+  info.options = {{"quick", opt.quick},     {"check", opt.check}, {"scale", opt.scale},     {"repeat", opt.repeat},
+                  {"classes", opt.classes}, {"json", opt.json},   {"dgemm_n", opt.dgemm_n}, {"backend", opt.backend}};
   info.parameter_lists = {{"Communication/cannon", plexus::bench::parameters_json(cannon_params)},
                           {"Kernel/cpu (threads_1)", plexus::bench::parameters_json(cpu1_params)},
                           {"Kernel/cpu (threads_2)", plexus::bench::parameters_json(cpu2_params)}};
-  info.warm_up = 0;  // the multiplies are interleaved, every one counted (best of repeat)
+  info.warm_up = opt.quick ? 0 : 1;  // one untimed round of each class's multiplies; then interleaved, best of repeat
   info.rounds = opt.repeat;
   info.per_repetition_times = per_repetition;
   js["metadata"] = plexus::bench::run_metadata(info);

@@ -1,0 +1,111 @@
+#pragma once
+// plexus-bench's yardsticks: libxsmm's rate on cache-resident blocks and OpenBLAS DGEMM on one
+// core, measured between a class's multiplies (plexus_bench.cpp).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#if PLEXUS_HAVE_LIBXSMM
+#include <libxsmm.h>
+#endif
+
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
+            const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
+}
+
+namespace plexus::bench::yardsticks {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// libxsmm's rate (GFLOP/s) for bs x bs x bs products on a few cache-resident blocks, C += A*B,
+/// on `threads` threads (each its own blocks); NaN without libxsmm.
+inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
+#if PLEXUS_HAVE_LIBXSMM
+  libxsmm_init();
+  const double alpha = 1.0, beta = 1.0;
+  const libxsmm_dmmfunction fn =
+      libxsmm_dmmdispatch(bs, bs, bs, nullptr, nullptr, nullptr, &alpha, &beta, nullptr, nullptr);
+  if (!fn) return NAN;
+  constexpr int kBlocks = 8;
+  const std::size_t n = static_cast<std::size_t>(bs) * bs;
+  double total_flops = 0, elapsed = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total_flops) reduction(max : elapsed)
+  {
+    std::vector<double> a(kBlocks * n, 0.5), b(kBlocks * n, 0.25), c(kBlocks * n, 0.0);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
+    const long batch = std::max(1L, static_cast<long>(2e7 / (2.0 * bs * bs * bs)));
+    long iters = 0;
+    for (long i = 0; i < batch; ++i)
+      fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
+#pragma omp barrier
+    const auto t0 = Clock::now();
+    double dt = 0;
+    do {
+      for (long i = 0; i < batch; ++i)
+        fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
+      iters += batch;
+      dt = seconds_since(t0);
+    } while (dt < min_seconds);
+    total_flops += 2.0 * bs * bs * bs * static_cast<double>(iters);
+    elapsed = dt;
+    volatile double sink = c[0];
+    (void)sink;
+  }
+  return total_flops / elapsed / 1e9;
+#else
+  (void)bs;
+  (void)min_seconds;
+  (void)threads;
+  return NAN;
+#endif
+}
+
+/// OpenBLAS DGEMM on one core, n x n x n, on operands made once (the constructor runs one untimed
+/// call as the warm-up).
+class Dgemm {
+ public:
+  explicit Dgemm(int n) : n_(n), a_(static_cast<std::size_t>(n) * n), b_(a_.size()), c_(a_.size(), 0.0) {
+    openblas_set_num_threads(1);
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> val(-1, 1);
+    for (double& x : a_) x = val(rng);
+    for (double& x : b_) x = val(rng);
+    seconds();
+  }
+  /// One timed call.
+  double seconds() {
+    const double one = 1.0;
+    const char nt = 'N';
+    const auto t0 = Clock::now();
+    dgemm_(&nt, &nt, &n_, &n_, &n_, &one, a_.data(), &n_, b_.data(), &n_, &one, c_.data(), &n_);
+    return seconds_since(t0);
+  }
+  double gflops(double seconds) const { return 2.0 * n_ * n_ * static_cast<double>(n_) / seconds / 1e9; }
+
+ private:
+  int n_;
+  std::vector<double> a_, b_, c_;
+};
+
+/// The yardsticks of one class, measured once per round between its multiplies, so that a slow
+/// spell of the machine (another process, the clock) hits both sides of a fraction alike.
+struct Yardsticks {
+  std::vector<double> xsmm1, xsmm2, dgemm;  // GFLOP/s, one per round
+  void measure(int block, double yard_seconds, Dgemm& d) {
+    xsmm1.push_back(xsmm_incache_gflops(block, yard_seconds, 1));
+    xsmm2.push_back(xsmm_incache_gflops(block, yard_seconds, 2));
+    dgemm.push_back(d.gflops(d.seconds()));
+  }
+  static double best(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
+};
+
+}  // namespace plexus::bench::yardsticks

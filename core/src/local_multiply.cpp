@@ -47,6 +47,56 @@ std::vector<int> balance_rows(const std::vector<std::int64_t>& weight, int threa
 }
 
 
+namespace {
+
+// C's columns in tiles for one row of products. A row's products sweep the C row once per block
+// of the A row; when the C row is larger than a core's second-level cache (H2O-like blocks of 23:
+// 450 blocks of 4.2 KB, 1.9 MB), each sweep fetches C's blocks from memory again. In tiles of
+// about kTileBytes of C, every block of a tile gets all its products of the row while the tile is
+// in cache; B's blocks stream as before. Rows that span up to kTileAboveBytes are not cut: they
+// stay in cache anyway, and cutting splits the runs of products that share an A block (S-E-like
+// rows of blocks of 6 span about 76 KB). Tuned with plexus-bench on a core with 2 MB of L2
+// (docs/performance.md, "C's columns in tiles"). The tiles cover every column (the first and the
+// last reach to the ends), so which product falls into which tile decides only the order.
+constexpr std::int64_t kTileBytes = std::int64_t{128} << 10;
+constexpr std::int64_t kTileAboveBytes = std::int64_t{512} << 10;
+constexpr int kMaxTiles = 64;
+
+struct ColumnTiles {
+  int count = 1;
+  std::int64_t first[kMaxTiles + 1] = {};  // tile t: block columns first[t] .. first[t + 1] - 1
+
+  // The span of the row's products (from the first and last block of each B row it takes: a
+  // Panel's rows are sorted; in any other order the span is only a worse guess), cut into tiles
+  // of about kTileBytes of a dense C row (none below kTileAboveBytes).
+  void plan(const PanelView& a, int ar, const PanelView& b, const Scratch<int>& b_row_of, const BlockSizes& cols,
+            int m) {
+    count = 1;
+    first[0] = std::numeric_limits<std::int64_t>::min();
+    first[1] = std::numeric_limits<std::int64_t>::max();
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+    for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br < 0 || b.row_ptr[br] == b.row_ptr[br + 1]) continue;
+      lo = std::min(lo, b.cols[b.row_ptr[br]]);
+      hi = std::max(hi, b.cols[b.row_ptr[br + 1] - 1]);
+    }
+    if (hi < lo || lo < 0 || hi >= cols.count()) return;
+    const std::int64_t v0 = cols.offset(static_cast<int>(lo)), span = cols.offset(static_cast<int>(hi) + 1) - v0;
+    const std::int64_t bytes = span * m * static_cast<std::int64_t>(sizeof(double));
+    if (bytes <= kTileAboveBytes) return;
+    count = static_cast<int>(std::min<std::int64_t>(kMaxTiles, (bytes + kTileBytes - 1) / kTileBytes));
+    if (count <= 1) {
+      count = 1;
+      return;
+    }
+    for (int t = 1; t < count; ++t) first[t] = cols.block_of(v0 + span * t / count);
+    first[count] = std::numeric_limits<std::int64_t>::max();
+  }
+};
+
+}  // namespace
+
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
                            std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale,
                            std::int64_t expected_values, ProductPlans* plans)
@@ -252,29 +302,56 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
     const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
     const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
+    ColumnTiles tiles;
     for (int ar = ar0; ar < ar1; ++ar) {
       const int cr = a_c_row[ar];
       RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
       for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off < fresh_from ? off : -2 - off;
       const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
       const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
-      for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-        const int kk = static_cast<int>(a.cols[ab]);
-        const int br = b_row_of[static_cast<std::size_t>(kk)];
-        if (br < 0) continue;
-        const int k = a_layout.cols.size(kk);
-        const std::int64_t end = b.row_ptr[br + 1];
-        std::int64_t run = b.row_ptr[br];  // the first product of the run that passes so far
+      // The products of A block ab with B's blocks lo .. hi - 1, in runs that pass the filter.
+      auto visit = [&](std::int64_t ab, int k, std::int64_t lo, std::int64_t hi) {
+        std::int64_t run = lo;  // the first product of the run that passes so far
         if (filtering) {
           const double an = a_norms[static_cast<std::size_t>(ab)];
-          for (std::int64_t bb = run; bb < end; ++bb) {
+          for (std::int64_t bb = lo; bb < hi; ++bb) {
             if (an * b_norms[static_cast<std::size_t>(bb)] >= eps) continue;
             f.row_products(ab, run, bb, m, k, cr - w.row_begin, list);
             f.skip();
             run = bb + 1;
           }
         }
-        f.row_products(ab, run, end, m, k, cr - w.row_begin, list);
+        f.row_products(ab, run, hi, m, k, cr - w.row_begin, list);
+      };
+      tiles.plan(a, ar, b, b_row_of, layout_.cols, m);
+      if (tiles.count == 1) {
+        for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+          const int kk = static_cast<int>(a.cols[ab]);
+          const int br = b_row_of[static_cast<std::size_t>(kk)];
+          if (br >= 0) visit(ab, a_layout.cols.size(kk), b.row_ptr[br], b.row_ptr[br + 1]);
+        }
+      } else {
+        // Each B row is taken up to the tile's last column, from where the previous tile left it:
+        // every block once, whatever the order of the row (sorted, as a Panel's rows are, each
+        // tile gets exactly its columns).
+        auto& cursor = w.tile_cursor;
+        cursor.assign(static_cast<std::size_t>(a.row_ptr[ar + 1] - a.row_ptr[ar]), 0);
+        for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+          const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+          cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])] = br < 0 ? 0 : b.row_ptr[br];
+        }
+        for (int t = 0; t < tiles.count; ++t) {
+          const std::int64_t col_end = tiles.first[t + 1];
+          for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+            const int kk = static_cast<int>(a.cols[ab]);
+            const int br = b_row_of[static_cast<std::size_t>(kk)];
+            if (br < 0) continue;
+            std::int64_t& bb = cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])];
+            const std::int64_t lo = bb, end = b.row_ptr[br + 1];
+            while (bb < end && b.cols[bb] < col_end) ++bb;
+            if (bb > lo) visit(ab, a_layout.cols.size(kk), lo, bb);
+          }
+        }
       }
       for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
     }

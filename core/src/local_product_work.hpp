@@ -30,6 +30,7 @@ struct LocalProduct::ThreadWork {
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
   Scratch<std::int64_t> c_off;                     // global block col -> offset for the current row, -1 if absent
   std::vector<std::pair<int, std::size_t>> fresh;  // (row, position in its list) of blocks new this tick
+  std::vector<std::int64_t> tile_cursor;          // per block of the current A row: where its B row goes on
   std::int64_t fresh_values = 0;                   // values of the new blocks, placed from `base` on
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -133,7 +134,6 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
     }
   }
 }
-
 
 // One thread on a host backend, with room reserved for C, takes one pass a tick, placing new C
 // blocks as their first product is stacked and growing C stack by stack; more threads, or no room
@@ -437,4 +437,63 @@ TEST(LocalProduct, EachCBlockGetsItsProductsInAscendingK) {
         for (int j = 0; j < nb; ++j) expect += (i * 3 + kk) % 4 != 0 && (kk + 2 * j) % 3 != 1;
     EXPECT_EQ(lp.stats().products, expect);
   }
+}
+
+// A C row wider than a core's cache is multiplied in column tiles (local_multiply.cpp,
+// ColumnTiles): the A blocks of the row come round once per tile instead of once. The result, the
+// number of products and the ascending-k order per C block stay those of the untiled product,
+// on 1 and 2 threads, also with B rows stored out of column order (each block is taken once, in
+// whichever tile its row's cursor reaches it).
+TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
+  const BlockSizes rows = BlockSizes::uniform(3, 8), inner = BlockSizes::uniform(4, 8);
+  const BlockSizes cols = BlockSizes::uniform(1400, 8);  // a dense C row of 700 KB
+  const BlockLayout la{rows, inner}, lb{inner, cols}, lc{rows, cols};
+  const Panel a = make_panel(la, 81, [](int i, int k) { return (i + k) % 3 != 2; });
+  const Panel b = make_panel(lb, 82, [](int k, int j) { return (k * 5 + j) % 3 != 0; });
+  // The same B with every row's blocks stored from the last column to the first.
+  const PanelView bv = b.view();
+  std::vector<std::int64_t> rcols(bv.cols, bv.cols + bv.nblocks), roffsets(bv.offsets, bv.offsets + bv.nblocks);
+  for (int r = 0; r < bv.nrows; ++r) {
+    std::reverse(rcols.begin() + bv.row_ptr[r], rcols.begin() + bv.row_ptr[r + 1]);
+    std::reverse(roffsets.begin() + bv.row_ptr[r], roffsets.begin() + bv.row_ptr[r + 1]);
+  }
+  PanelView b_reversed = bv;
+  b_reversed.cols = rcols.data();
+  b_reversed.offsets = roffsets.data();
+  b_reversed.index = nullptr;
+  std::vector<double> ref(static_cast<std::size_t>(rows.total() * cols.total()), 0.0);
+  test::dense_gemm(rows.total(), cols.total(), inner.total(), 1.0, dense_of(a.view(), la), dense_of(bv, lb), 1.0, ref);
+  std::int64_t expect_products = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 1400; ++j) expect_products += (i + k) % 3 != 2 && (k * 5 + j) % 3 != 0;
+  for (const bool reversed : {false, true})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(reversed ? "B rows reversed, " : "") + std::to_string(threads) + " threads");
+      EntryRecordingKernel k;
+      LocalProduct lp(Panel(std::vector<int>{0, 1, 2}).view(), lc, k, threads, {});
+      lp.multiply(a.view(), la, reversed ? b_reversed : bv, lb);
+      const Panel c = lp.finish();
+      EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
+      EXPECT_EQ(lp.stats().products, expect_products);
+      ASSERT_EQ(k.entries.size(), static_cast<std::size_t>(expect_products));
+      // Per C block, the A offsets of its products; per C row, how often the A block changes.
+      std::map<std::int64_t, std::vector<std::int64_t>> a_of_c;
+      std::map<std::int64_t, int> a_row_of;  // A offset -> its row
+      const PanelView av = a.view();
+      for (int r = 0; r < av.nrows; ++r)
+        for (std::int64_t q = av.row_ptr[r]; q < av.row_ptr[r + 1]; ++q) a_row_of[av.offsets[q]] = r;
+      std::vector<int> switches(3, 0);
+      for (std::size_t e = 0; e < k.entries.size(); ++e) {
+        a_of_c[k.entries[e].c].push_back(k.entries[e].a);
+        if (e == 0 || k.entries[e].a != k.entries[e - 1].a)
+          ++switches[static_cast<std::size_t>(a_row_of.at(k.entries[e].a))];
+      }
+      for (const auto& [c_off, as] : a_of_c)
+        EXPECT_TRUE(std::is_sorted(as.begin(), as.end())) << "C block at " << c_off;  // A's offsets ascend with k
+      if (!reversed) {  // a row's A blocks come round once per tile: more runs than A blocks
+        for (int r = 0; r < 3; ++r)
+          EXPECT_GT(switches[static_cast<std::size_t>(r)], av.row_ptr[r + 1] - av.row_ptr[r]) << "row " << r;
+      }
+    }
 }

@@ -61,6 +61,7 @@ namespace {
 constexpr std::int64_t kTileBytes = std::int64_t{128} << 10;
 constexpr std::int64_t kTileAboveBytes = std::int64_t{512} << 10;
 constexpr int kMaxTiles = 64;
+constexpr std::int64_t kMinRun = 2;
 
 struct ColumnTiles {
   int count = 1;
@@ -74,18 +75,23 @@ struct ColumnTiles {
     count = 1;
     first[0] = std::numeric_limits<std::int64_t>::min();
     first[1] = std::numeric_limits<std::int64_t>::max();
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1, products = 0, runs = 0;
     for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
       const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
       if (br < 0 || b.row_ptr[br] == b.row_ptr[br + 1]) continue;
       lo = std::min(lo, b.cols[b.row_ptr[br]]);
       hi = std::max(hi, b.cols[b.row_ptr[br + 1] - 1]);
+      products += b.row_ptr[br + 1] - b.row_ptr[br];
+      ++runs;
     }
     if (hi < lo || lo < 0 || hi >= cols.count()) return;
     const std::int64_t v0 = cols.offset(static_cast<int>(lo)), span = cols.offset(static_cast<int>(hi) + 1) - v0;
     const std::int64_t bytes = span * m * static_cast<std::int64_t>(sizeof(double));
     if (bytes <= kTileAboveBytes) return;
-    count = static_cast<int>(std::min<std::int64_t>(kMaxTiles, (bytes + kTileBytes - 1) / kTileBytes));
+    // A sparse row may span far more than it holds: no more tiles than leave each block of the
+    // A row about kMinRun products per tile.
+    const std::int64_t most = std::min<std::int64_t>(kMaxTiles, products / (kMinRun * runs));
+    count = static_cast<int>(std::min(most, (bytes + kTileBytes - 1) / kTileBytes));
     if (count <= 1) {
       count = 1;
       return;

@@ -42,14 +42,18 @@ std::align_val_t alignment_of(std::size_t bytes) {
 void* new_block(std::size_t bytes) { return ::operator new(bytes, alignment_of(bytes)); }
 void delete_block(void* block, std::size_t bytes) { ::operator delete(block, alignment_of(bytes)); }
 
+static_assert(kHugePageMinBytes >= kPoolMinBytes, "release() frees blocks below kPoolMinBytes with kAlign");
+
 // -1: not read from the environment yet; else 0 or 1.
 std::atomic<int> g_huge_pages{-1};
+std::atomic<std::int64_t> g_huge_page_blocks{0};
 
-// Asks the kernel for transparent huge pages over a fresh large block (a hint: where THP is off or
-// absent the call fails and nothing changes).
+// Asks the kernel for transparent huge pages over a fresh large block (a hint: a kernel built
+// without THP refuses it, and one with THP switched off keeps the mark unused).
 void advise_huge_pages(void* block, std::size_t bytes) {
 #ifdef MADV_HUGEPAGE
-  if (bytes >= kHugePageMinBytes && huge_pages()) ::madvise(block, bytes, MADV_HUGEPAGE);
+  if (bytes >= kHugePageMinBytes && huge_pages() && ::madvise(block, bytes, MADV_HUGEPAGE) == 0)
+    g_huge_page_blocks.fetch_add(1, std::memory_order_relaxed);
 #else
   (void)block;
   (void)bytes;
@@ -147,11 +151,14 @@ bool huge_pages() noexcept {
   int on = g_huge_pages.load(std::memory_order_relaxed);
   if (on < 0) {
     const char* env = std::getenv("PLEXUS_HUGE_PAGES");
-    on = env != nullptr && (std::string_view(env) == "0" || std::string_view(env) == "off") ? 0 : 1;
-    g_huge_pages.store(on, std::memory_order_relaxed);
+    const int from_env = env != nullptr && (std::string_view(env) == "0" || std::string_view(env) == "off") ? 0 : 1;
+    // A set_huge_pages() in the meantime wins over the environment.
+    on = g_huge_pages.compare_exchange_strong(on, from_env, std::memory_order_relaxed) ? from_env : on;
   }
   return on == 1;
 }
+
+std::int64_t huge_page_blocks() noexcept { return g_huge_page_blocks.load(std::memory_order_relaxed); }
 
 void set_huge_pages(bool on) noexcept { g_huge_pages.store(on ? 1 : 0, std::memory_order_relaxed); }
 

@@ -440,60 +440,102 @@ TEST(LocalProduct, EachCBlockGetsItsProductsInAscendingK) {
 }
 
 // A C row wider than a core's cache is multiplied in column tiles (local_multiply.cpp,
-// ColumnTiles): the A blocks of the row come round once per tile instead of once. The result, the
-// number of products and the ascending-k order per C block stay those of the untiled product,
-// on 1 and 2 threads, also with B rows stored out of column order (each block is taken once, in
-// whichever tile its row's cursor reaches it).
+// ColumnTiles): the A blocks of the row come round once per tile instead of once. The result and
+// the number of products stay those of the untiled product in every pass (1 thread with and
+// without room reserved for C, 2 threads), with B rows out of column order (each block is taken
+// once, in whichever tile its row's cursor reaches it), with a B row missing, and with filtering.
+// With B rows sorted by column each C block still gets its products in ascending k.
 TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
   const BlockSizes rows = BlockSizes::uniform(3, 8), inner = BlockSizes::uniform(4, 8);
   const BlockSizes cols = BlockSizes::uniform(1400, 8);  // a dense C row of 700 KB
   const BlockLayout la{rows, inner}, lb{inner, cols}, lc{rows, cols};
-  const Panel a = make_panel(la, 81, [](int i, int k) { return (i + k) % 3 != 2; });
+  Panel a = make_panel(la, 81, [](int i, int k) { return (i + k) % 3 != 2; });
   const Panel b = make_panel(lb, 82, [](int k, int j) { return (k * 5 + j) % 3 != 0; });
-  // The same B with every row's blocks stored from the last column to the first.
   const PanelView bv = b.view();
-  std::vector<std::int64_t> rcols(bv.cols, bv.cols + bv.nblocks), roffsets(bv.offsets, bv.offsets + bv.nblocks);
+  // The same B with the second and the second-to-last block of every row swapped (the row's span,
+  // from its first and last block, stays; its order does not).
+  std::vector<std::int64_t> scols(bv.cols, bv.cols + bv.nblocks), soffsets(bv.offsets, bv.offsets + bv.nblocks);
   for (int r = 0; r < bv.nrows; ++r) {
-    std::reverse(rcols.begin() + bv.row_ptr[r], rcols.begin() + bv.row_ptr[r + 1]);
-    std::reverse(roffsets.begin() + bv.row_ptr[r], roffsets.begin() + bv.row_ptr[r + 1]);
+    const std::int64_t lo = bv.row_ptr[r] + 1, hi = bv.row_ptr[r + 1] - 2;
+    ASSERT_LT(lo, hi);
+    std::swap(scols[static_cast<std::size_t>(lo)], scols[static_cast<std::size_t>(hi)]);
+    std::swap(soffsets[static_cast<std::size_t>(lo)], soffsets[static_cast<std::size_t>(hi)]);
   }
-  PanelView b_reversed = bv;
-  b_reversed.cols = rcols.data();
-  b_reversed.offsets = roffsets.data();
-  b_reversed.index = nullptr;
-  std::vector<double> ref(static_cast<std::size_t>(rows.total() * cols.total()), 0.0);
-  test::dense_gemm(rows.total(), cols.total(), inner.total(), 1.0, dense_of(a.view(), la), dense_of(bv, lb), 1.0, ref);
-  std::int64_t expect_products = 0;
-  for (int i = 0; i < 3; ++i)
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 1400; ++j) expect_products += (i + k) % 3 != 2 && (k * 5 + j) % 3 != 0;
-  for (const bool reversed : {false, true})
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(std::string(reversed ? "B rows reversed, " : "") + std::to_string(threads) + " threads");
-      EntryRecordingKernel k;
-      LocalProduct lp(Panel(std::vector<int>{0, 1, 2}).view(), lc, k, threads, {});
-      lp.multiply(a.view(), la, reversed ? b_reversed : bv, lb);
-      const Panel c = lp.finish();
-      EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
-      EXPECT_EQ(lp.stats().products, expect_products);
-      ASSERT_EQ(k.entries.size(), static_cast<std::size_t>(expect_products));
-      // Per C block, the A offsets of its products; per C row, how often the A block changes.
-      std::map<std::int64_t, std::vector<std::int64_t>> a_of_c;
-      std::map<std::int64_t, int> a_row_of;  // A offset -> its row
-      const PanelView av = a.view();
-      for (int r = 0; r < av.nrows; ++r)
-        for (std::int64_t q = av.row_ptr[r]; q < av.row_ptr[r + 1]; ++q) a_row_of[av.offsets[q]] = r;
-      std::vector<int> switches(3, 0);
-      for (std::size_t e = 0; e < k.entries.size(); ++e) {
-        a_of_c[k.entries[e].c].push_back(k.entries[e].a);
-        if (e == 0 || k.entries[e].a != k.entries[e - 1].a)
-          ++switches[static_cast<std::size_t>(a_row_of.at(k.entries[e].a))];
-      }
+  PanelView b_shuffled = bv;
+  b_shuffled.cols = scols.data();
+  b_shuffled.offsets = soffsets.data();
+  b_shuffled.index = nullptr;
+  PanelView b_no_row0 = bv;  // k = 0 has no B row: A's blocks of column 0 have nothing to meet
+  b_no_row0.nrows = bv.nrows - 1;
+  b_no_row0.row_ids = bv.row_ids + 1;
+  b_no_row0.row_ptr = bv.row_ptr + 1;
+  b_no_row0.index = nullptr;
+  const std::int64_t c_values = rows.total() * cols.total();
+  struct Case {
+    std::string name;
+    PanelView b;
+    bool sorted;
+    int threads;
+    std::int64_t expected_values;  // > 0: room reserved, one pass on one thread
+  };
+  const std::vector<Case> cases = {
+      {"sorted, two passes", bv, true, 1, 0},
+      {"sorted, one pass", bv, true, 1, c_values},
+      {"sorted, 2 threads", bv, true, 2, 0},
+      {"shuffled, two passes", b_shuffled, false, 1, 0},
+      {"shuffled, one pass", b_shuffled, false, 1, c_values},
+      {"shuffled, 2 threads", b_shuffled, false, 2, 0},
+      {"no B row 0, one pass", b_no_row0, true, 1, c_values},
+  };
+  const PanelView av = a.view();
+  std::map<std::int64_t, int> a_row_of;  // A offset -> its CSR row
+  for (int r = 0; r < av.nrows; ++r)
+    for (std::int64_t q = av.row_ptr[r]; q < av.row_ptr[r + 1]; ++q) a_row_of[av.offsets[q]] = r;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    std::vector<double> ref(static_cast<std::size_t>(c_values), 0.0);
+    test::dense_gemm(rows.total(), cols.total(), inner.total(), 1.0, dense_of(av, la), dense_of(cs.b, lb), 1.0, ref);
+    std::int64_t expect_products = 0;
+    for (std::int64_t q = 0; q < av.nblocks; ++q)
+      for (int r = 0; r < cs.b.nrows; ++r)
+        if (cs.b.row_ids[r] == av.cols[q]) expect_products += cs.b.row_ptr[r + 1] - cs.b.row_ptr[r];
+    EntryRecordingKernel k;
+    LocalProduct lp(Panel(std::vector<int>{0, 1, 2}).view(), lc, k, cs.threads, {}, {}, 1.0, cs.expected_values);
+    lp.multiply(av, la, cs.b, lb);
+    const Panel c = lp.finish();
+    EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
+    EXPECT_EQ(lp.stats().products, expect_products);
+    ASSERT_EQ(k.entries.size(), static_cast<std::size_t>(expect_products));
+    std::map<std::int64_t, std::vector<std::int64_t>> a_of_c;  // per C block, its products' A offsets
+    std::vector<int> switches(3, 0);                           // per A row, how often the A block changes
+    for (std::size_t e = 0; e < k.entries.size(); ++e) {
+      a_of_c[k.entries[e].c].push_back(k.entries[e].a);
+      if (e == 0 || k.entries[e].a != k.entries[e - 1].a)
+        ++switches[static_cast<std::size_t>(a_row_of.at(k.entries[e].a))];
+    }
+    if (cs.sorted) {
       for (const auto& [c_off, as] : a_of_c)
         EXPECT_TRUE(std::is_sorted(as.begin(), as.end())) << "C block at " << c_off;  // A's offsets ascend with k
-      if (!reversed) {  // a row's A blocks come round once per tile: more runs than A blocks
-        for (int r = 0; r < 3; ++r)
-          EXPECT_GT(switches[static_cast<std::size_t>(r)], av.row_ptr[r + 1] - av.row_ptr[r]) << "row " << r;
-      }
     }
+    if (cs.threads == 1) {  // a row's A blocks come round once per tile: more runs than A blocks
+      for (int r = 0; r < 3; ++r)
+        EXPECT_GT(switches[static_cast<std::size_t>(r)], av.row_ptr[r + 1] - av.row_ptr[r]) << "row " << r;
+    }
+  }
+  // Filtering: A's block (1, 2) made small enough that all its products are skipped.
+  const std::int64_t small = a.find(1, 2);
+  ASSERT_GE(small, 0);
+  for (int e = 0; e < 64; ++e) a.data()[static_cast<std::size_t>(a.offset(small) + e)] *= 1e-12;
+  std::vector<double> ref(static_cast<std::size_t>(c_values), 0.0);
+  {
+    Panel a_without = make_panel(la, 81, [](int i, int kk) { return (i + kk) % 3 != 2 && !(i == 1 && kk == 2); });
+    test::dense_gemm(rows.total(), cols.total(), inner.total(), 1.0, dense_of(a_without.view(), la), dense_of(bv, lb),
+                     1.0, ref);
+  }
+  EntryRecordingKernel k;
+  LocalProduct lp(Panel(std::vector<int>{0, 1, 2}).view(), lc, k, 1, std::vector<double>(3, 1e-6));
+  lp.multiply(a.view(), la, bv, lb);
+  EXPECT_EQ(lp.stats().skipped, bv.row_ptr[3] - bv.row_ptr[2]);
+  const Panel c = lp.finish();
+  EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
 }

@@ -55,13 +55,16 @@ void trim() noexcept;
 
 /// Blocks from this size on start at a 2 MiB boundary and, while huge_pages() is on, are marked
 /// for transparent huge pages (madvise MADV_HUGEPAGE) when first allocated: one TLB entry per
-/// 2 MiB of a large matrix instead of 512 (dense 32x32 blocks in plexus-bench: about 5 % faster on
-/// one core). Only a hint: where the kernel has THP off, nothing changes.
+/// 2 MiB of a large matrix instead of 512 (dense 32x32 blocks in plexus-bench: 3-5 % faster on
+/// one core; docs/performance.md). Only a hint: a kernel built without THP refuses it, and one
+/// with THP set to `never` ignores it. The mark stays with the memory after it is freed.
 inline constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 /// Whether new large blocks are marked for huge pages. Default: on, unless PLEXUS_HUGE_PAGES is 0
 /// or off. Blocks already allocated (pooled ones too) keep what they were given.
 bool huge_pages() noexcept;
 void set_huge_pages(bool on) noexcept;
+/// How many blocks have been marked for huge pages so far (the kernel accepted the mark).
+std::int64_t huge_page_blocks() noexcept;
 
 /// Bytes currently held in a category (or all categories of a memory space).
 std::int64_t current(Category c) noexcept;

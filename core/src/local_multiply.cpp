@@ -57,14 +57,15 @@ namespace {
 // stay in cache anyway, and cutting splits the runs of products that share an A block (S-E-like
 // rows of blocks of 6 span about 76 KB). Tuned with plexus-bench on a core with 2 MB of L2
 // (docs/performance.md, "C's columns in tiles"). The tiles cover every column (the first and the
-// last reach to the ends), so which product falls into which tile decides only the order.
+// last reach to the ends), so which product falls into which tile decides only the order. Host
+// backends only: a device backend's C is in the device's memory, not in this core's cache.
 constexpr std::int64_t kTileBytes = std::int64_t{128} << 10;
 constexpr std::int64_t kTileAboveBytes = std::int64_t{512} << 10;
 constexpr int kMaxTiles = 64;
 constexpr std::int64_t kMinRun = 2;
 
 struct ColumnTiles {
-  int count = 1;
+  int count = 1;  // one tile (the whole row) until plan() cuts one
   std::int64_t first[kMaxTiles + 1] = {};  // tile t: block columns first[t] .. first[t + 1] - 1
 
   // The span of the row's products (from the first and last block of each B row it takes: a
@@ -329,7 +330,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         }
         f.row_products(ab, run, hi, m, k, cr - w.row_begin, list);
       };
-      tiles.plan(a, ar, b, b_row_of, layout_.cols, m);
+      if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, m);
       if (tiles.count == 1) {
         for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
           const int kk = static_cast<int>(a.cols[ab]);

@@ -128,4 +128,15 @@ inline std::int64_t expect_first_marks(const LoggingKernel::Log& log) {
   return marked;
 }
 
+/// The kernel `Inner` (a host kernel), saying it keeps C on a device: LocalProduct treats it as a
+/// device backend (no plan shared with host products, no column tiles), its sessions are Inner's.
+template <class Inner>
+class DeviceLike final : public Kernel {
+ public:
+  std::string name() const override { return "device-like"; }
+  MemorySpace memory_space() const override { return MemorySpace::Device; }
+  std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override { return inner.begin(std::move(c), slots); }
+  Inner inner;
+};
+
 }  // namespace plexus::test

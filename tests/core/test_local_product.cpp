@@ -490,13 +490,6 @@ TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
       {"no B row 0, one pass", b_no_row0, true, 1, c_values},
       {"device backend", bv, true, 1, 0, true},
   };
-  class DeviceLike final : public Kernel {  // the recording kernel, saying it keeps C on a device
-   public:
-    std::string name() const override { return "device-like"; }
-    MemorySpace memory_space() const override { return MemorySpace::Device; }
-    std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override { return inner.begin(std::move(c), slots); }
-    EntryRecordingKernel inner;
-  };
   const PanelView av = a.view();
   std::map<std::int64_t, int> a_row_of;  // A offset -> its CSR row
   for (int r = 0; r < av.nrows; ++r)
@@ -509,7 +502,7 @@ TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
     for (std::int64_t q = 0; q < av.nblocks; ++q)
       for (int r = 0; r < cs.b.nrows; ++r)
         if (cs.b.row_ids[r] == av.cols[q]) expect_products += cs.b.row_ptr[r + 1] - cs.b.row_ptr[r];
-    DeviceLike device;
+    test::DeviceLike<EntryRecordingKernel> device;
     EntryRecordingKernel host;
     Kernel& kernel = cs.device ? static_cast<Kernel&>(device) : host;
     EntryRecordingKernel& k = cs.device ? device.inner : host;

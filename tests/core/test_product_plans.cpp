@@ -355,13 +355,7 @@ TEST(ProductPlans, OtherThreadRowsOrMemorySpaceAreNotReplayed) {
     EXPECT_EQ(lp.stats().replayed_ticks, 0);
     lp.finish();
   }
-  class DeviceLike final : public Kernel {  // the reference kernel, saying it keeps C on a device
-   public:
-    std::string name() const override { return "device-like"; }
-    MemorySpace memory_space() const override { return MemorySpace::Device; }
-    std::unique_ptr<KernelSession> begin(MatrixData c, int slots) override { return inner.begin(std::move(c), slots); }
-    ReferenceKernel inner;
-  } device;
+  test::DeviceLike<ReferenceKernel> device;
   product(device, k, 1, &plans);
   EXPECT_EQ(product(host, k, 1, &plans).stats.replayed_ticks, 0) << "a device backend's plan, on the host";
   EXPECT_EQ(product(device, k, 1, &plans).stats.replayed_ticks, 3);

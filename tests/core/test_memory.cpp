@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <fstream>
@@ -154,6 +155,14 @@ std::string vm_flags_of(const void* p) {
 TEST(Memory, LargeBlocksAskForHugePagesWhileSwitchedOn) {
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   if (!thp) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  {  // a sandbox may refuse the call itself
+    const std::size_t probe = std::size_t{4} << 20;
+    void* p = ::mmap(nullptr, probe, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    const int refused = ::madvise(p, probe, MADV_HUGEPAGE);
+    ::munmap(p, probe);
+    if (refused != 0) GTEST_SKIP() << "madvise(MADV_HUGEPAGE) is refused here";
+  }
   const bool was = memory::huge_pages();
   memory::trim();
   const std::size_t big = memory::kHugePageMinBytes + (std::size_t{1} << 20);

@@ -189,10 +189,7 @@ const char* const kPluginsHelp =
     "                  output, instead of the listing)\n"
     "  -h, --help      this text\n"
     "\n"
-    "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n"
-    "Memory: freed blocks of 32 KiB and more are kept for reuse up to PLEXUS_MEMORY_POOL_MB (default a\n"
-    "quarter of the memory; 0: none); blocks of 4 MiB and more ask for transparent huge pages unless\n"
-    "PLEXUS_HUGE_PAGES=0.\n";
+    "Plugins are searched in PLEXUS_PLUGIN_PATH (colon-separated), then next to the plexus library.\n";
 
 const char* const kG4DiffHelp =
     "Usage: plexus g4-diff A.h5 B.h5 [--tolerance T]\n"

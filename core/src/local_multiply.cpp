@@ -66,7 +66,7 @@ constexpr std::int64_t kMinRun = 2;
 
 struct ColumnTiles {
   int count = 1;  // one tile (the whole row) until plan() cuts one
-  std::int64_t first[kMaxTiles + 1] = {};  // tile t: block columns first[t] .. first[t + 1] - 1
+  std::int64_t end[kMaxTiles] = {};  // tile t ends before block column end[t] (the last: never)
 
   // The span of the row's products (from the first and last block of each B row it takes: a
   // Panel's rows are sorted; in any other order the span is only a worse guess), cut into tiles
@@ -74,8 +74,7 @@ struct ColumnTiles {
   void plan(const PanelView& a, int ar, const PanelView& b, const Scratch<int>& b_row_of, const BlockSizes& cols,
             int m) {
     count = 1;
-    first[0] = std::numeric_limits<std::int64_t>::min();
-    first[1] = std::numeric_limits<std::int64_t>::max();
+    end[0] = std::numeric_limits<std::int64_t>::max();
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1, products = 0, runs = 0;
     for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
       const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
@@ -97,8 +96,8 @@ struct ColumnTiles {
       count = 1;
       return;
     }
-    for (int t = 1; t < count; ++t) first[t] = cols.block_of(v0 + span * t / count);
-    first[count] = std::numeric_limits<std::int64_t>::max();
+    for (int t = 0; t + 1 < count; ++t) end[t] = cols.block_of(v0 + span * (t + 1) / count);
+    end[count - 1] = std::numeric_limits<std::int64_t>::max();
   }
 };
 
@@ -348,7 +347,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
           cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])] = br < 0 ? 0 : b.row_ptr[br];
         }
         for (int t = 0; t < tiles.count; ++t) {
-          const std::int64_t col_end = tiles.first[t + 1];
+          const std::int64_t col_end = tiles.end[t];
           for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
             const int kk = static_cast<int>(a.cols[ab]);
             const int br = b_row_of[static_cast<std::size_t>(kk)];

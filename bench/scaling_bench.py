@@ -8,7 +8,9 @@ Every measurement is one job
   mpiexec -n N --bind-to none <build>/bin/plexus compare --strategies S1,S2 <the class's --set
       options> --set Kernel/cpu/Threads=1 --set multiply/Repetitions=R --json <tmp>
 
-with OMP_NUM_THREADS=1; `compare` runs the strategies interleaved inside the job and checks that
+with OMP_NUM_THREADS=1 and R the class's repetitions (h2o 8, se 200, dense 8, so that a job's
+median rests on enough multiplies; --repetitions sets one R for all); `compare` runs the strategies
+interleaved inside the job and checks that
 their results agree (it exits non-zero otherwise). The script only drives the jobs, collects their
 JSON and reduces: per round it keeps each row's median multiply time, and reports the median over
 the rounds. Within a round the classes, the rank counts and the strategies are rotated, so that
@@ -57,9 +59,12 @@ REPO = os.path.dirname(HERE)
 # The issue's classes: the --set options of its reproduce commands. `blocks` is scaled by --scale.
 COMMON = ["Problem/Symmetric=false", "Problem/Distribution=block-cyclic"]
 CLASSES = {
-    "h2o": {"title": "H2O-like", "blocks": 192, "block_sizes": "23", "occupancy": 0.1},
-    "se": {"title": "S-E-like", "blocks": 400, "block_sizes": "6", "occupancy": 0.01},
-    "dense": {"title": "dense", "blocks": 64, "block_sizes": "32", "occupancy": 1.0},
+    # repetitions: multiplies per job and strategy, so that a job's median rests on enough work.
+    # se's multiply takes about 0.25 ms: with 8 per job, one build against itself gave per-round
+    # ratios of 0.64-1.41, with 200 0.94-1.09 (docs/performance.md, "se's figures").
+    "h2o": {"title": "H2O-like", "blocks": 192, "block_sizes": "23", "occupancy": 0.1, "repetitions": 8},
+    "se": {"title": "S-E-like", "blocks": 400, "block_sizes": "6", "occupancy": 0.01, "repetitions": 200},
+    "dense": {"title": "dense", "blocks": 64, "block_sizes": "32", "occupancy": 1.0, "repetitions": 8},
 }
 QUICK_SCALE = 0.125          # h2o 24, se 50, dense 8 blocks
 QUICK_REPETITIONS = 2
@@ -151,8 +156,9 @@ def parse_args(argv):
                         "`plexus plugins` lists it available)")
     p.add_argument("--rounds", type=int, default=3, metavar="R", help="interleaving rounds (default: %(default)s)")
     p.add_argument("--repetitions", type=int, default=None, metavar="N",
-                   help="multiplies per job and strategy, multiply/Repetitions (default: 8; --quick: %d)"
-                        % QUICK_REPETITIONS)
+                   help="multiplies per job and strategy, multiply/Repetitions, for every class (default: "
+                        "per class, %s; --quick: %d)"
+                        % (", ".join("%s %d" % (c, v["repetitions"]) for c, v in CLASSES.items()), QUICK_REPETITIONS))
     p.add_argument("--warm-up", type=int, default=None, dest="warm_up", metavar="W",
                    help="Timing/WarmUp: uncounted solver runs per strategy and job (default: plexus's, 1)")
     p.add_argument("--scale", type=float, default=None, metavar="S",
@@ -195,10 +201,10 @@ def parse_args(argv):
         a.kernel_runs = [c for c in a.classes if c in kr]
         if a.rounds < 1:
             raise UsageError("--rounds %d: give at least 1" % a.rounds)
-        if a.repetitions is None:
-            a.repetitions = QUICK_REPETITIONS if a.quick else 8
-        if a.repetitions < 1:
+        if a.repetitions is not None and a.repetitions < 1:
             raise UsageError("--repetitions %d: give at least 1" % a.repetitions)
+        given = a.repetitions if a.repetitions is not None else QUICK_REPETITIONS if a.quick else None
+        a.class_repetitions = {c: given if given is not None else CLASSES[c]["repetitions"] for c in a.classes}
         if a.warm_up is not None and a.warm_up < 0:
             raise UsageError("--warm-up %d: give 0 or more" % a.warm_up)
         if a.scale is None:
@@ -214,6 +220,14 @@ def parse_args(argv):
     except UsageError as e:
         fail(str(e))
     return a
+
+
+def repetitions_text(opts):
+    """The multiplies per job: one number where every class has the same, else per class."""
+    values = set(opts.class_repetitions.values())
+    if len(values) == 1:
+        return "%d" % values.pop()
+    return ", ".join("%s %d" % (c, opts.class_repetitions[c]) for c in opts.classes)
 
 
 def class_sets(name, scale, repetitions, warm_up):
@@ -377,9 +391,10 @@ def analyse(opts, strategies, runs, kernel_runs):
                                   "time_ratio_vs_dbcsr_multiply_only": ratio(
                                       per[s][str(n)]["seconds_median"], per[yard][str(n)]["dbcsr_multiply_seconds"])}
                          for n in opts.ranks}
-        blocks, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
+        blocks, sets = class_sets(cname, opts.scale, opts.class_repetitions[cname], opts.warm_up)
         classes[cname] = {"title": CLASSES[cname]["title"], "blocks": blocks,
                           "block_sizes": CLASSES[cname]["block_sizes"], "occupancy": CLASSES[cname]["occupancy"],
+                          "repetitions": opts.class_repetitions[cname],
                           "set_options": sets, "strategies": per, "speedups": speed, "plexus_vs_dbcsr": vs}
     return classes, rows, targets(opts, primary, yard, classes)
 
@@ -565,8 +580,8 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
     if base is not None:
         L += baseline_report(opts, strategies, base)
     L.append("")
-    L.append("times: seconds per multiply, median over %d round(s) of each job's median of %d multiplies"
-             % (opts.rounds, opts.repetitions))
+    L.append("times: seconds per multiply, median over %d round(s) of each job's median of its multiplies (%s)"
+             % (opts.rounds, repetitions_text(opts)))
     L.append("targets (reported, never asserted):")
     for t in tgts:
         v = t["value"]
@@ -660,10 +675,11 @@ def check_json(path, opts, strategies):
             problems.append("run %s/%s/%s: %d rows" % (r.get("round"), r.get("class"), r.get("ranks"),
                                                        len(r.get("rows", []))))
         for row in r.get("rows", []):
-            if len(row.get("repetition_seconds") or []) != opts.repetitions:
-                problems.append("run %s/%s/%s %s: %d repetition times, expected %d" % (
+            want_reps = opts.class_repetitions.get(r.get("class"))
+            if len(row.get("repetition_seconds") or []) != want_reps:
+                problems.append("run %s/%s/%s %s: %d repetition times, expected %s" % (
                     r.get("round"), r.get("class"), r.get("ranks"), row.get("strategy"),
-                    len(row.get("repetition_seconds") or []), opts.repetitions))
+                    len(row.get("repetition_seconds") or []), want_reps))
             rd = row.get("relative_difference")
             if rd is None or not rd <= r.get("tolerance", 1e-10):
                 problems.append("run %s/%s/%s %s: results differ (%r)" % (r.get("round"), r.get("class"),
@@ -745,9 +761,10 @@ def check_baseline(base, opts, strategies):
         if len(r.get("rows", [])) != len(strategies):
             problems.append("%s: %d rows" % (where, len(r.get("rows", []))))
         for row in r.get("rows", []):
-            if len(row.get("repetition_seconds") or []) != opts.repetitions:
-                problems.append("%s %s: %d repetition times, expected %d" % (
-                    where, row.get("strategy"), len(row.get("repetition_seconds") or []), opts.repetitions))
+            want_reps = opts.class_repetitions.get(r.get("class"))
+            if len(row.get("repetition_seconds") or []) != want_reps:
+                problems.append("%s %s: %d repetition times, expected %s" % (
+                    where, row.get("strategy"), len(row.get("repetition_seconds") or []), want_reps))
             rd = row.get("relative_difference")
             if rd is None or not rd <= r.get("tolerance", 1e-10):
                 problems.append("%s %s: results differ (%r)" % (where, row.get("strategy"), rd))
@@ -887,11 +904,11 @@ def main(argv):
                 if cname in opts.kernel_runs:
                     jobs.append(("run", r, cname, n, [strategies[0]], "build"))
 
-    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s%s; strategies %s; %d multiplies per job and "
-        "strategy" % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks),
+    log("%d jobs: %d round(s) x %d class(es) x %d rank count(s)%s%s; strategies %s; multiplies per job and "
+        "strategy: %s" % (len(jobs), opts.rounds, len(opts.classes), len(opts.ranks),
                       " x 2 builds (this and the baseline)" if base is not None else "",
                       " (+ a `run` job for the kernel time: %s)" % ",".join(opts.kernel_runs) if opts.kernel_runs
-                      else "", ",".join(strategies), opts.repetitions))
+                      else "", ",".join(strategies), repetitions_text(opts)))
     runs = []
     base_runs = []
     kernel_runs = []
@@ -901,7 +918,7 @@ def main(argv):
     tmpdir = tempfile.mkdtemp(prefix="plexus-scaling-")
     try:
         for i, (kind, r, cname, n, order, which) in enumerate(jobs):
-            _, sets = class_sets(cname, opts.scale, opts.repetitions, opts.warm_up)
+            _, sets = class_sets(cname, opts.scale, opts.class_repetitions[cname], opts.warm_up)
             tmp = os.path.join(tmpdir, "job%d.json" % i)
             cmd = launcher + ["-n", str(n), "--bind-to", "none", base_plexus if which == "baseline" else plexus]
             if kind == "compare":
@@ -978,7 +995,7 @@ def main(argv):
         "load_average_after": load_after,
         "busy_machine": busy,
         "seconds_total": time.time() - t_start,
-        "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.repetitions,
+        "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.class_repetitions,
                    "warm_up": opts.warm_up if opts.warm_up is not None else
                    ((plexus_meta or {}).get("timing") or {}).get("warm_up"),
                    "statistic": "median over rounds of each job's median multiply time"},
@@ -989,7 +1006,8 @@ def main(argv):
         "benchmark": "scaling_bench",
         "metadata": meta,
         "options": {"build": build, "ranks": opts.ranks, "classes": opts.classes, "strategies": strategies,
-                    "rounds": opts.rounds, "repetitions": opts.repetitions, "warm_up": opts.warm_up,
+                    "rounds": opts.rounds, "repetitions": opts.repetitions,
+                    "class_repetitions": opts.class_repetitions, "warm_up": opts.warm_up,
                     "scale": opts.scale, "quick": opts.quick, "mpiexec": launcher,
                     "kernel_runs": opts.kernel_runs, "baseline": base_dir},
         "classes": classes,

@@ -9,9 +9,9 @@ Every measurement is one job
       options> --set Kernel/cpu/Threads=1 --set multiply/Repetitions=R --json <tmp>
 
 with OMP_NUM_THREADS=1 and R the class's repetitions (h2o 8, se 200, dense 8, so that a job's
-median rests on enough multiplies; --repetitions sets one R for all); `compare` runs the
-strategies interleaved inside the job and checks that their results agree (it exits non-zero
-otherwise). The script only drives the jobs, collects their JSON and reduces: per round it keeps
+median rests on enough multiplies; --repetitions N, or --quick's 2, sets one R for all);
+`compare` runs the strategies interleaved inside the job and checks that their results agree (it
+exits non-zero otherwise). The script only drives the jobs, collects their JSON and reduces: per round it keeps
 each row's median multiply time, and reports the median over the rounds. Within a round the
 classes, the rank counts and the strategies are rotated, so that no configuration always runs
 first.
@@ -76,7 +76,7 @@ OMPI_ENV = {                 # as scripts/env.sh: root, more ranks than cores, n
     "OMPI_MCA_rmaps_base_oversubscribe": "1",
     "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
 }
-SCHEMA = 1
+SCHEMA = 2                   # 2: repetitions per class (timing.repetitions_per_job an object)
 
 
 class UsageError(Exception):
@@ -164,7 +164,8 @@ def parse_args(argv):
     p.add_argument("--scale", type=float, default=None, metavar="S",
                    help="multiply every class's block rows/columns by S (flops ~S^3); default 1")
     p.add_argument("--quick", action="store_true",
-                   help="tiny sizes (--scale %g unless given, %d repetitions): for tests, no figures"
+                   help="tiny sizes (--scale %g unless given, %d repetitions for every class unless "
+                        "--repetitions is given): for tests, no figures"
                         % (QUICK_SCALE, QUICK_REPETITIONS))
     p.add_argument("--json", default=None, metavar="FILE",
                    help="where the JSON goes (default: bench/results/scaling/scaling-<host>-<date>.json); "
@@ -664,6 +665,17 @@ def check_json(path, opts, strategies):
         datetime.datetime.strptime(m.get("date_utc", ""), "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:
         problems.append("metadata.date_utc does not parse: %r" % m.get("date_utc"))
+    # What each class ran, in the three places that record it.
+    if doc["options"].get("class_repetitions") != opts.class_repetitions:
+        problems.append("options.class_repetitions = %r, expected %r" % (doc["options"].get("class_repetitions"),
+                                                                         opts.class_repetitions))
+    if (m.get("timing") or {}).get("repetitions_per_job") != opts.class_repetitions:
+        problems.append("metadata.timing.repetitions_per_job = %r, expected %r" % (
+            (m.get("timing") or {}).get("repetitions_per_job"), opts.class_repetitions))
+    for c in opts.classes:
+        if (doc["classes"].get(c) or {}).get("repetitions") != opts.class_repetitions[c]:
+            problems.append("classes.%s.repetitions = %r, expected %d" % (
+                c, (doc["classes"].get(c) or {}).get("repetitions"), opts.class_repetitions[c]))
     njobs = opts.rounds * len(opts.classes) * len(opts.ranks)
     if len(doc["runs"]) != njobs:
         problems.append("runs: %d, expected %d" % (len(doc["runs"]), njobs))

@@ -11,10 +11,10 @@ Every measurement is one job
 with OMP_NUM_THREADS=1 and R the class's repetitions (h2o 8, se 200, dense 8, so that a job's
 median rests on enough multiplies; --repetitions N, or --quick's 2, sets one R for all);
 `compare` runs the strategies interleaved inside the job and checks that their results agree (it
-exits non-zero otherwise). The script only drives the jobs, collects their JSON and reduces: per round it keeps
-each row's median multiply time, and reports the median over the rounds. Within a round the
-classes, the rank counts and the strategies are rotated, so that no configuration always runs
-first.
+exits non-zero otherwise). The script only drives the jobs, collects their JSON and reduces: per
+round it keeps each row's median multiply time, and reports the median over the rounds. Within a
+round the classes, the rank counts and the strategies are rotated, so that no configuration always
+runs first.
 
 The time beyond kernel + transfer per tick comes from compare's rows (beyond_kernel_wait_seconds_median
 over ticks_max: per multiply the slowest rank's time less its kernel and wait time, the median over

@@ -524,10 +524,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         mnk += std::int64_t{m} * k * ns;
         size = at;
         if (nplaced > 0) {
-          for (int q = 0; q < nplaced; ++q) {
-            w.fresh.emplace_back(r, list.size());
-            list.emplace_back(placed[q], c_off[placed[q]]);
-          }
+          // The one pass notes its new blocks in w.fresh only for the plan's record.
+          if (record != nullptr)
+            for (int q = 0; q < nplaced; ++q) w.fresh.emplace_back(r, list.size() + static_cast<std::size_t>(q));
+          for (int q = 0; q < nplaced; ++q) list.emplace_back(placed[q], c_off[placed[q]]);
           *c_end = next;
         }
         if (size == kStackCapacity) flush();

@@ -537,6 +537,18 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // A plan beyond what the plans may hold is not kept: each thread records up to its share of the
   // room left, and a thread that would record more drops its copy (and with it the plan).
   const std::int64_t record_room = record_ ? (plans_->max_bytes() - record_bytes_) / nthreads : 0;
+  // The products of thread w's rows (plans are recorded without filtering, so each becomes a stack
+  // entry): A's blocks times the lengths of their B rows.
+  auto thread_products = [&](const ThreadWork& w) {
+    const auto ar0 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin();
+    const auto ar1 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin();
+    std::int64_t n = 0;
+    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+    }
+    return n;
+  };
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -548,6 +560,20 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
     const bool caller = omp_get_thread_num() == 0 && progress_;
     std::int64_t c_end = c_values_, c_grown = c_values_;
+    // A share that cannot fit is not recorded at all (it was copied up to the room and then
+    // dropped, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of 6);
+    // one that fits is reserved at its size (no copies as it grows, none to shrink it).
+    plan::ThreadTick* record = nullptr;
+    if (record_) {
+      const std::int64_t products = thread_products(w);
+      if (static_cast<std::int64_t>(sizeof(StackEntry)) * products > record_room) {
+        w.record = {};
+        w.record_dropped = true;
+      } else {
+        w.record.entries.reserve(static_cast<std::size_t>(products));
+        record = &w.record;
+      }
+    }
     Stack stack{w,
                 a,
                 b,
@@ -557,7 +583,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 caller ? &progress_ : nullptr,
                 one_pass ? &c_end : nullptr,
                 one_pass ? &c_grown : nullptr,
-                record_ ? &w.record : nullptr,
+                record,
                 record_room,
                 layout_.cols};
     for_each_product(w, tick_start, stack);

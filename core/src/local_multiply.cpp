@@ -86,7 +86,12 @@ struct ColumnTiles {
     }
     if (hi < lo || lo < 0 || hi >= cols.count()) return;
     const std::int64_t v0 = cols.offset(static_cast<int>(lo)), span = cols.offset(static_cast<int>(hi) + 1) - v0;
-    const std::int64_t bytes = span * m * static_cast<std::int64_t>(sizeof(double));
+    // What the row's products touch of C: the span, or fewer columns where the products are few
+    // for it (a random sparse row: 900 products over 3,000 columns touch at most 900 of them, a
+    // C row of 225 KB for blocks of 6, not 864): at most one block of the widest size a product.
+    const std::int64_t widest = std::max<std::int64_t>(1, cols.max_size());
+    const std::int64_t touched = std::min(span, products * widest);
+    const std::int64_t bytes = touched * m * static_cast<std::int64_t>(sizeof(double));
     if (bytes <= kTileAboveBytes) return;
     // A sparse row may span far more than it holds: no more tiles than leave each block of the
     // A row about kMinRun products per tile.

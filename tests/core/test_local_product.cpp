@@ -585,3 +585,30 @@ TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
   const Panel c = lp.finish();
   EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
 }
+
+// A row whose products are few for the columns they span touches at most one block a product:
+// 42 products over 1,300 columns of blocks of 8 are at most 168 KB of C, not the span's 650 KB,
+// so the row is not cut into tiles, and each A block's products run together.
+TEST(LocalProduct, SparseRowsSpanningManyColumnsAreNotCutIntoTiles) {
+  const BlockSizes rows = BlockSizes::uniform(3, 8), inner = BlockSizes::uniform(4, 8);
+  const BlockSizes cols = BlockSizes::uniform(1400, 8);
+  const BlockLayout la{rows, inner}, lb{inner, cols}, lc{rows, cols};
+  const Panel a = make_panel(la, 83, [](int i, int k) { return (i + k) % 4 != 3; });
+  const Panel b = make_panel(lb, 84, [](int k, int j) { return (j + 31 * k) % 100 == 0; });  // 14 a row
+  const PanelView av = a.view(), bv = b.view();
+  for (int r = 0; r < bv.nrows; ++r)
+    ASSERT_GE(bv.cols[bv.row_ptr[r + 1] - 1] - bv.cols[bv.row_ptr[r]], 1200) << "the premise: B rows span wide";
+  std::vector<double> ref(static_cast<std::size_t>(rows.total() * cols.total()), 0.0);
+  test::dense_gemm(rows.total(), cols.total(), inner.total(), 1.0, dense_of(av, la), dense_of(bv, lb), 1.0, ref);
+  for (const std::int64_t expected : {std::int64_t{0}, rows.total() * cols.total()}) {  // two passes, one pass
+    SCOPED_TRACE(expected > 0 ? "one pass" : "two passes");
+    EntryRecordingKernel k;
+    LocalProduct lp(Panel(std::vector<int>{0, 1, 2}).view(), lc, k, 1, {}, {}, 1.0, expected);
+    lp.multiply(av, la, bv, lb);
+    const Panel c = lp.finish();
+    EXPECT_LE(test::relative_error(dense_of(c.view(), lc), ref), 1e-13);
+    std::int64_t runs = 0;  // runs of entries with one A block
+    for (std::size_t e = 0; e < k.entries.size(); ++e) runs += e == 0 || k.entries[e].a != k.entries[e - 1].a ? 1 : 0;
+    EXPECT_EQ(runs, av.nblocks);
+  }
+}

@@ -72,7 +72,7 @@ struct ColumnTiles {
   // Panel's rows are sorted; in any other order the span is only a worse guess), cut into tiles
   // of about kTileBytes of a dense C row (none below kTileAboveBytes).
   void plan(const PanelView& a, int ar, const PanelView& b, const Scratch<int>& b_row_of, const BlockSizes& cols,
-            int m) {
+            int widest, int m) {
     count = 1;
     end[0] = std::numeric_limits<std::int64_t>::max();
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1, products = 0, runs = 0;
@@ -88,9 +88,9 @@ struct ColumnTiles {
     const std::int64_t v0 = cols.offset(static_cast<int>(lo)), span = cols.offset(static_cast<int>(hi) + 1) - v0;
     // What the row's products touch of C: the span, or fewer columns where the products are few
     // for it (a random sparse row: 900 products over 3,000 columns touch at most 900 of them, a
-    // C row of 225 KB for blocks of 6, not 864): at most one block of the widest size a product.
-    const std::int64_t widest = std::max<std::int64_t>(1, cols.max_size());
-    const std::int64_t touched = std::min(span, products * widest);
+    // C row of 225 KB for blocks of 6, not 864): at most one block of the widest (`widest`, C's
+    // widest block column) a product.
+    const std::int64_t touched = std::min(span, products * std::max(1, widest));
     const std::int64_t bytes = touched * m * static_cast<std::int64_t>(sizeof(double));
     if (bytes <= kTileAboveBytes) return;
     // A sparse row may span far more than it holds: no more tiles than leave each block of the
@@ -314,6 +314,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
     const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
     ColumnTiles tiles;
+    const int widest = host_ ? layout_.cols.max_size() : 0;  // once a tick (a scan of the sizes)
     for (int ar = ar0; ar < ar1; ++ar) {
       const int cr = a_c_row[ar];
       RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
@@ -334,7 +335,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         }
         f.row_products(ab, run, hi, m, k, cr - w.row_begin, list);
       };
-      if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, m);
+      if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, widest, m);
       if (tiles.count == 1) {
         for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
           const int kk = static_cast<int>(a.cols[ab]);

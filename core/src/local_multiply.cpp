@@ -70,7 +70,7 @@ struct ColumnTiles {
 
   // The span of the row's products (from the first and last block of each B row it takes: a
   // Panel's rows are sorted; in any other order the span is only a worse guess), cut into tiles
-  // of about kTileBytes of a dense C row (none below kTileAboveBytes).
+  // of about kTileBytes of what the row's products can touch of C (none below kTileAboveBytes).
   void plan(const PanelView& a, int ar, const PanelView& b, const Scratch<int>& b_row_of, const BlockSizes& cols,
             int widest, int m) {
     count = 1;
@@ -88,7 +88,7 @@ struct ColumnTiles {
     const std::int64_t v0 = cols.offset(static_cast<int>(lo)), span = cols.offset(static_cast<int>(hi) + 1) - v0;
     // What the row's products touch of C: the span, or fewer columns where the products are few
     // for it (a random sparse row: 900 products over 3,000 columns touch at most 900 of them, a
-    // C row of 225 KB for blocks of 6, not 864): at most one block of the widest (`widest`, C's
+    // C row of 259 KB for blocks of 6, not 864): at most one block of the widest (`widest`, C's
     // widest block column) a product.
     const std::int64_t touched = std::min(span, products * std::max(1, widest));
     const std::int64_t bytes = touched * m * static_cast<std::int64_t>(sizeof(double));
@@ -314,7 +314,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
     const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
     ColumnTiles tiles;
-    const int widest = host_ ? layout_.cols.max_size() : 0;  // once a tick (a scan of the sizes)
+    const int widest = host_ ? layout_.cols.max_size() : 0;  // once a pass and thread, not per row
     for (int ar = ar0; ar < ar1; ++ar) {
       const int cr = a_c_row[ar];
       RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
@@ -459,7 +459,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
     std::int64_t* c_grown;              // one pass: the size of C's area the session holds
     plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
-    std::int64_t record_room;           // the bytes of entries the thread may record this tick
+    std::int64_t record_room;           // the bytes of entries the thread records this tick (counted before it)
     const BlockSizes& cols;             // C's block columns
     std::size_t size = 0;
     std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
@@ -471,9 +471,11 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
         session.grow(*c_end);
         *c_grown = grow_to = *c_end;
       }
+      // The tick's products were counted before it (record_room: this thread's entries); more
+      // would be a miscount, and the plan is then dropped rather than kept wrong or too large.
       if (record != nullptr &&
           static_cast<std::int64_t>((record->entries.size() + size) * sizeof(StackEntry)) > record_room) {
-        *record = {};  // the plan would not be kept: its copy is dropped now, not at the end of the tick
+        *record = {};
         record = nullptr;
         w.record_dropped = true;
       }
@@ -540,21 +542,38 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       }
     }
   };
-  // A plan beyond what the plans may hold is not kept: each thread records up to its share of the
-  // room left, and a thread that would record more drops its copy (and with it the plan).
-  const std::int64_t record_room = record_ ? (plans_->max_bytes() - record_bytes_) / nthreads : 0;
-  // The products of thread w's rows (plans are recorded without filtering, so each becomes a stack
-  // entry): A's blocks times the lengths of their B rows.
-  auto thread_products = [&](const ThreadWork& w) {
-    const auto ar0 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin();
-    const auto ar1 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin();
-    std::int64_t n = 0;
-    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
-      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+  // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
+  // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
+  // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no
+  // thread records any (before, each thread copied its entries up to its share of the room and
+  // then dropped them, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of
+  // 6), and when they fit, each thread's share is reserved at its size (no copies as it grows,
+  // none to shrink it).
+  std::vector<std::int64_t> record_entries(static_cast<std::size_t>(nthreads), 0);
+  const std::int64_t record_room = record_ ? plans_->max_bytes() - record_bytes_ : 0;
+  bool recording = record_ != nullptr;
+  if (recording) {
+    std::int64_t total = 0;
+    for (int t = 0; t < nthreads; ++t) {
+      const ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+      const auto ar0 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin();
+      const auto ar1 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin();
+      std::int64_t n = 0;
+      for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+        const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+        if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+      }
+      record_entries[static_cast<std::size_t>(t)] = n;
+      total += n;
     }
-    return n;
-  };
+    if (static_cast<std::int64_t>(sizeof(StackEntry)) * total > record_room) {
+      recording = false;
+      for (auto& w : work_) {
+        w->record = {};
+        w->record_dropped = true;
+      }
+    }
+  }
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -566,19 +585,10 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
     const bool caller = omp_get_thread_num() == 0 && progress_;
     std::int64_t c_end = c_values_, c_grown = c_values_;
-    // A share that cannot fit is not recorded at all (it was copied up to the room and then
-    // dropped, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of 6);
-    // one that fits is reserved at its size (no copies as it grows, none to shrink it).
     plan::ThreadTick* record = nullptr;
-    if (record_) {
-      const std::int64_t products = thread_products(w);
-      if (static_cast<std::int64_t>(sizeof(StackEntry)) * products > record_room) {
-        w.record = {};
-        w.record_dropped = true;
-      } else {
-        w.record.entries.reserve(static_cast<std::size_t>(products));
-        record = &w.record;
-      }
+    if (recording) {
+      w.record.entries.reserve(static_cast<std::size_t>(record_entries[static_cast<std::size_t>(t)]));
+      record = &w.record;
     }
     Stack stack{w,
                 a,
@@ -590,7 +600,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 one_pass ? &c_end : nullptr,
                 one_pass ? &c_grown : nullptr,
                 record,
-                record_room,
+                recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
                 layout_.cols};
     for_each_product(w, tick_start, stack);
     stack.flush();

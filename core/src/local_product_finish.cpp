@@ -34,9 +34,7 @@ Panel LocalProduct::finish() {
     index = replay_->c_index;
     for (auto& w : work_) {  // as merge_rows does
       w->rows.clear();
-      Scratch<StackEntry>().swap(w->stack);
-      Scratch<std::int64_t>().swap(w->c_off);
-      Scratch<int>().swap(w->placed);
+      release_scratch(*w);
     }
   } else {
     auto merged = std::make_shared<PanelIndex>();
@@ -96,13 +94,16 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
     // Each row's blocks in column order. A row whose blocks are many for the columns they span
     // is ordered by marking its columns and scanning the span (its blocks plus the span's length
     // in steps, in the first-level cache); any other with a sort. (A large random C of 2.3
-    // million blocks, 780 a row over 3,000 columns: 136 ms a multiply in the two counting passes
-    // over the thread's rows that did this before, whose scattered stores missed the caches.)
-    Scratch<std::int64_t> marks(ncols, -1), scan_cols(ncols + 1), scan_offsets(ncols + 1);
+    // million blocks, 780 a row over 3,000 columns: 110-129 ms a multiply in the two counting
+    // passes over the thread's rows that did this before, whose scattered stores missed the
+    // caches; 25 ms so.) The marks (one per block column) are made at the first row scanned.
+    std::size_t longest = 0;
+    for (const auto& list : w.rows) longest = std::max(longest, list.size());
+    Scratch<std::int64_t> marks, scan_cols(longest + 1), scan_offsets(longest + 1);
     // Raw pointers, not reloaded from the vectors after each store (int64 stores may alias them).
-    std::int64_t* const mark = marks.data();
     std::int64_t* const out_cols = cols.data();
     std::int64_t* const out_offsets = offsets.data();
+    const auto duplicate = [] { return Error("LocalProduct::finish", "a row of C lists one of its blocks twice"); };
     for (int r = w.row_begin; r < w.row_end; ++r) {
       auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];
       if (list.empty()) continue;
@@ -114,10 +115,13 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
       }
       const auto n = static_cast<std::int64_t>(list.size());
       if (hi - lo < kScanPerBlock * n + kScanAlways) {
+        if (marks.empty()) marks.assign(ncols, -1);
+        std::int64_t* const mark = marks.data();
         for (const auto& [col, off] : list) mark[col] = off;
         // Without a branch (a row a quarter full would mispredict every other block): every
         // column is written at the next place, which only a block moves on; the span's marks
-        // are cleared as it goes. Into scratch of a row's length and one, then copied out.
+        // are cleared as it goes. Into scratch of the longest row's length and one (a row has
+        // at most that many blocks, so the place stays below it), then copied out.
         std::int64_t* const tc = scan_cols.data();
         std::int64_t* const to = scan_offsets.data();
         std::int64_t found = 0;
@@ -128,11 +132,15 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
           found += off >= 0 ? 1 : 0;
           mark[j] = -1;
         }
-        if (found != n) throw Error("LocalProduct::finish", "a row of C lists one of its blocks twice");
+        if (found != n) throw duplicate();
         std::copy(tc, tc + found, out_cols + q);
         std::copy(to, to + found, out_offsets + q);
       } else {
         std::sort(list.begin(), list.end());
+        if (std::adjacent_find(list.begin(), list.end(), [](const auto& x, const auto& y) {
+              return x.first == y.first;
+            }) != list.end())
+          throw duplicate();
         for (const auto& [col, off] : list) {
           out_cols[q] = col;
           out_offsets[q] = off;
@@ -141,12 +149,17 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
       }
     }
     w.rows.clear();
-    // The accumulator is done: its scratch goes back to the pool now, for the accumulators of
-    // the same multiply still at work (2.5D finishes the partial panels before its own).
-    Scratch<StackEntry>().swap(w.stack);
-    Scratch<std::int64_t>().swap(w.c_off);
-    Scratch<int>().swap(w.placed);
+    release_scratch(w);
   });
+}
+
+// The accumulator is done: its scratch goes back to the pool now, for the accumulators of the
+// same multiply still at work (2.5D finishes the partial panels before its own).
+void LocalProduct::release_scratch(ThreadWork& w) {
+  Scratch<StackEntry>().swap(w.stack);
+  Scratch<std::int64_t>().swap(w.c_off);
+  Scratch<int>().swap(w.placed);
+  Scratch<std::pair<int, std::size_t>>().swap(w.fresh);
 }
 
 }  // namespace plexus

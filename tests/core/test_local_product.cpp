@@ -91,9 +91,6 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
   }
 }
 
-// finish() returns C's blocks sorted by (row, column) whichever way it orders them: by two
-// counting passes when the blocks are many for the columns, by a sort per row otherwise. The
-// ticks create each row's blocks out of order (later ticks bring lower columns).
 namespace {
 
 // Multiplies the panel pairs (a[t], b[t]) tick by tick into an empty C on 1, 2 and 3 threads and
@@ -587,7 +584,7 @@ TEST(LocalProduct, WideRowsAreMultipliedInColumnTilesWithTheSameResult) {
 }
 
 // A row whose products are few for the columns they span touches at most one block a product:
-// 42 products over 1,300 columns of blocks of 8 are at most 168 KB of C, not the span's 650 KB,
+// 42 products over 1,300 columns of blocks of 8 are at most 21 KB of C, not the span's 650 KB,
 // so the row is not cut into tiles, and each A block's products run together.
 TEST(LocalProduct, SparseRowsSpanningManyColumnsAreNotCutIntoTiles) {
   const BlockSizes rows = BlockSizes::uniform(3, 8), inner = BlockSizes::uniform(4, 8);

@@ -224,26 +224,31 @@ TEST(ProductPlans, AProductLeavesThePlanAtTheFirstTickThatDiffers) {
       {"two ticks of three", {{&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}}, 2},
       {"a fourth tick", {{&k.a[0], &k.b[0]}, {&k.a[1], &k.b[1]}, {&k.a[2], &k.b[2]}, {&k.a[1], &b1_other}}, 3},
   };
+  // Room reserved for C (expected > 0) makes one thread take one pass a tick, which notes the
+  // blocks it adds only while it records: the plan it leaves must still know them.
+  const std::int64_t room = k.s.total() * k.s.total();
   for (const int threads : {1, 2})
-    for (const auto& v : variants) {
-      SCOPED_TRACE(v.what + ", " + std::to_string(threads) + " threads");
-      LoggingKernel kernel;
-      ProductPlans plans;
-      product(kernel, k, threads, &plans, 0, recorded);
-      const Outcome left = product(kernel, k, threads, &plans, 0, v.ticks);
-      EXPECT_EQ(left.stats.replayed_ticks, v.replayed);
-      EXPECT_EQ(left.stats.ticks, static_cast<std::int64_t>(v.ticks.size()));
-      const Outcome fresh = product(kernel, k, threads, nullptr, 0, v.ticks);
-      expect_same_panel(left.c, fresh.c);
-      expect_same_stacks(kernel.logs[1], kernel.logs[2]);
-      EXPECT_EQ(test::expect_first_marks(kernel.logs[1]), left.c.nblocks() - k.c0.nblocks());
-      EXPECT_EQ(plans.size(), 2U);
-      const Outcome again = product(kernel, k, threads, &plans, 0, v.ticks);
-      EXPECT_EQ(again.stats.replayed_ticks, static_cast<std::int64_t>(v.ticks.size()));
-      expect_same_panel(again.c, fresh.c);
-      const Outcome first = product(kernel, k, threads, &plans, 0, recorded);  // the first plan is still there
-      EXPECT_EQ(first.stats.replayed_ticks, 3);
-    }
+    for (const std::int64_t expected : {std::int64_t{0}, room})
+      for (const auto& v : variants) {
+        SCOPED_TRACE(v.what + ", " + std::to_string(threads) + " threads, " +
+                     (expected > 0 ? "room reserved" : "no room reserved"));
+        LoggingKernel kernel;
+        ProductPlans plans;
+        product(kernel, k, threads, &plans, expected, recorded);
+        const Outcome left = product(kernel, k, threads, &plans, expected, v.ticks);
+        EXPECT_EQ(left.stats.replayed_ticks, v.replayed);
+        EXPECT_EQ(left.stats.ticks, static_cast<std::int64_t>(v.ticks.size()));
+        const Outcome fresh = product(kernel, k, threads, nullptr, expected, v.ticks);
+        expect_same_panel(left.c, fresh.c);
+        expect_same_stacks(kernel.logs[1], kernel.logs[2]);
+        EXPECT_EQ(test::expect_first_marks(kernel.logs[1]), left.c.nblocks() - k.c0.nblocks());
+        EXPECT_EQ(plans.size(), 2U);
+        const Outcome again = product(kernel, k, threads, &plans, expected, v.ticks);
+        EXPECT_EQ(again.stats.replayed_ticks, static_cast<std::int64_t>(v.ticks.size()));
+        expect_same_panel(again.c, fresh.c);
+        const Outcome first = product(kernel, k, threads, &plans, expected, recorded);  // the first plan is still there
+        EXPECT_EQ(first.stats.replayed_ticks, 3);
+      }
 }
 
 // A plan is a candidate only for a product that starts alike: the same C rows and start pattern,
@@ -409,25 +414,41 @@ TEST(ProductPlans, ATickBeyondTheRoomIsNotRecordedAtAll) {
   const BlockLayout& l = t.l;
   const Panel &a = t.a, &b = t.b, &empty = t.empty;
   ReferenceKernel kernel;
-  auto peak_of = [&](ProductPlans* plans) {
-    const std::int64_t before = memory::current(memory::Category::Other);
-    memory::reset_peak(memory::Category::Other);
-    LocalProduct lp(empty.view(), l, kernel, 1, {}, {}, 1.0, 0, plans);
-    lp.multiply(a.view(), l, b.view(), l);
-    EXPECT_GT(lp.stats().products, 15000);  // 600 KB of stack entries
-    lp.finish();
-    return memory::peak(memory::Category::Other) - before;
+  // On one thread without room reserved for C (two passes), with room (one pass), and on two.
+  struct Way {
+    const char* what;
+    int threads;
+    std::int64_t expected;
   };
-  const std::int64_t without = peak_of(nullptr);
-  // Room for half the tick's entries: more than a stack of them (4,096 entries, 160 KiB), which
-  // recording up to the room would have copied.
-  ProductPlans small(300 << 10);
-  const std::int64_t with_small = peak_of(&small);
-  EXPECT_EQ(small.size(), 0U);
-  // Its key (C's start and the threads' rows) is all it adds.
-  EXPECT_LT(with_small, without + 4096) << "without plans " << without << " B";
-  ProductPlans large;
-  EXPECT_GT(peak_of(&large), without + 15000 * static_cast<std::int64_t>(sizeof(StackEntry)))
-      << "the record is counted while it is made";
-  EXPECT_EQ(large.size(), 1U);
+  for (const Way& way : {Way{"two passes", 1, 0}, Way{"one pass", 1, l.rows.total() * l.cols.total()},
+                         Way{"two threads", 2, 0}}) {
+    SCOPED_TRACE(way.what);
+    auto peak_of = [&](ProductPlans* plans) {
+      const std::int64_t before = memory::current(memory::Category::Other);
+      memory::reset_peak(memory::Category::Other);
+      LocalProduct lp(empty.view(), l, kernel, way.threads, {}, {}, 1.0, way.expected, plans);
+      lp.multiply(a.view(), l, b.view(), l);
+      EXPECT_GT(lp.stats().products, 15000);  // 600 KB of stack entries
+      const Panel c = lp.finish();
+      // No plan kept: finish handed every scratch back; only C's map of rows stays with the
+      // product (an int per block row of the layout).
+      if (plans == nullptr || plans->size() == 0) {
+        EXPECT_LE(memory::current(memory::Category::Other) - before,
+                  static_cast<std::int64_t>(sizeof(int)) * l.rows.count());
+      }
+      return memory::peak(memory::Category::Other) - before;
+    };
+    const std::int64_t without = peak_of(nullptr);
+    // Room for half the tick's entries: more than a stack of them (4,096 entries, 160 KiB), which
+    // recording up to the room would have copied.
+    ProductPlans small(300 << 10);
+    const std::int64_t with_small = peak_of(&small);
+    EXPECT_EQ(small.size(), 0U);
+    // Its key (C's start and the threads' rows) is all it adds.
+    EXPECT_LT(with_small, without + 4096) << "without plans " << without << " B";
+    ProductPlans large;
+    EXPECT_GT(peak_of(&large), without + 15000 * static_cast<std::int64_t>(sizeof(StackEntry)))
+        << "the record is counted while it is made";
+    EXPECT_EQ(large.size(), 1U);
+  }
 }

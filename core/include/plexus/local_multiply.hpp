@@ -124,6 +124,7 @@ class LocalProduct {
   void reserve_rows();  // each row's list reserved for the blocks it is expected to end with
   void record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, std::int64_t grow_before);
   void merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray& offsets);  // C's index from the rows
+  static void release_scratch(ThreadWork& w);  // a thread's scratch back to the pool (finish)
   BlockLayout layout_;
   std::vector<int> row_ids_;
   std::vector<double> row_eps_;

@@ -137,9 +137,8 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
         std::copy(to, to + found, out_offsets + q);
       } else {
         std::sort(list.begin(), list.end());
-        if (std::adjacent_find(list.begin(), list.end(), [](const auto& x, const auto& y) {
-              return x.first == y.first;
-            }) != list.end())
+        if (std::adjacent_find(list.begin(), list.end(),
+                               [](const auto& x, const auto& y) { return x.first == y.first; }) != list.end())
           throw duplicate();
         for (const auto& [col, off] : list) {
           out_cols[q] = col;

@@ -28,13 +28,13 @@ constexpr std::size_t kStackCapacity = 4096;  // 160 KiB of StackEntry
 struct LocalProduct::ThreadWork {
   int row_begin = 0, row_end = 0;
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
-  Scratch<std::int64_t> c_off;                     // global block col -> offset for the current row, -1 if absent
+  Scratch<std::int64_t> c_off;  // global block col -> offset for the current row, -1 if absent
   // (row, position in its list) of the blocks new this tick: for the symbolic pass's offsets, and
   // for a plan's record (the one pass fills it only while it records). Pooled: a large C's tick adds
   // millions (a 64 MB array, mapped afresh by every multiply when it came from malloc).
   Scratch<std::pair<int, std::size_t>> fresh;
-  std::vector<std::int64_t> tile_cursor;          // per block of the current A row: where its B row goes on
-  std::int64_t fresh_values = 0;                   // values of the new blocks, placed from `base` on
+  std::vector<std::int64_t> tile_cursor;  // per block of the current A row: where its B row goes on
+  std::int64_t fresh_values = 0;          // values of the new blocks, placed from `base` on
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
   Scratch<int> placed;        // the columns of the blocks a batch of products placed (kStackCapacity)

@@ -47,8 +47,6 @@ std::vector<int> balance_rows(const std::vector<std::int64_t>& weight, int threa
   return first;
 }
 
-
-
 LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel& kernel, int threads,
                            std::vector<double> row_eps, const std::vector<std::int64_t>& row_weight, double c_scale,
                            std::int64_t expected_values, ProductPlans* plans)
@@ -182,6 +180,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                                                 " that is not a local row of C");
     a_c_row[r] = cr;
   }
+  // The A rows whose C row thread w owns: A and C rows ascend, so they are a contiguous range.
+  auto a_rows_of = [&](const ThreadWork& w) {
+    const auto row = [&](int c_row) {
+      return static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), c_row) - a_c_row.begin());
+    };
+    return std::pair<int, int>{row(w.row_begin), row(w.row_end)};
+  };
   // Staged first: a device backend copies the panels while the stacks are being built. Should
   // anything below throw, the guard unstages before the caller frees the panels (a device
   // backend may still be copying them).
@@ -251,9 +256,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
   // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
   auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
-    // A rows whose C row this thread owns: A and C rows ascend, so it is a contiguous range.
-    const int ar0 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin());
-    const int ar1 = static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin());
+    const auto [ar0, ar1] = a_rows_of(w);
     ColumnTiles tiles;
     const int widest = host_ ? layout_.cols.max_size() : 0;  // once a pass and thread, not per row
     for (int ar = ar0; ar < ar1; ++ar) {
@@ -497,8 +500,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     std::int64_t total = 0;
     for (int t = 0; t < nthreads; ++t) {
       const ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-      const auto ar0 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_begin) - a_c_row.begin();
-      const auto ar1 = std::lower_bound(a_c_row.begin(), a_c_row.end(), w.row_end) - a_c_row.begin();
+      const auto [ar0, ar1] = a_rows_of(w);
       std::int64_t n = 0;
       for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
         const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];

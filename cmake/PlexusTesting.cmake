@@ -104,7 +104,13 @@ function(plexus_app_test name)
             "-DJSON_KEYS=${json_keys_joined}" "-DJSON_VALUES=${json_values_joined}"
             -P ${PROJECT_SOURCE_DIR}/tests/app/check_run.cmake
     WORKING_DIRECTORY ${PLEXUS_APP_TEST_DIR})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS 2
+  # One process (no RANKS, or one rank) takes one core, so two such runs may share the machine
+  # (most of an app test's half second is MPI's start-up, not work); more ranks take both.
+  set(procs 2)
+  if(NOT T_RANKS OR T_RANKS EQUAL 1)
+    set(procs 1)
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS ${procs}
     ENVIRONMENT "OMP_NUM_THREADS=1;PLEXUS_PARAMS_DIR=none;${PLEXUS_MPI_ENV};${T_ENV}")
   plexus_fail_on_sanitizer_reports(${name})
   if(T_FIXTURES_SETUP)

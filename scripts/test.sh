@@ -35,8 +35,8 @@ if [ "${PLEXUS_SANITIZE_TESTS:-1}" = 0 ]; then
 fi
 
 # -Og -g1: stacks with file:line, and with g++'s sanitizers half the compile time of -O1 (core's
-# problem.cpp: 24 -> 12 s). On 2 cores (2026-11-27) the sanitizer build took 6 min 35 s against
-# 9 min 11 s at -O1 in a clean-clone run, its tests 5 min 49 s against 5 min 2 s. The fuzz build
+# problem.cpp: 24 -> 12 s). In clean-clone runs on 2 cores (2026-11-27) the sanitizer build took
+# 6 min 50 s against 9 min 11 s at -O1, its tests 5 min 26 s against 5 min 2 s. The fuzz build
 # keeps -O1 (clang, for which -Og is -O1). No comm_dbcsr in the sanitizer build:
 # DBCSR is an uninstrumented Fortran library, and the normal build tests the plugin. No cuda
 # plugin either (nvcc code is not instrumented; the cuda kernel's host side is, on the emulated

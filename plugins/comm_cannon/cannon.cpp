@@ -129,9 +129,10 @@ class Cannon final : public plexus::CommStrategy {
     // otherwise this multiply's are recorded in place of the least recently used. The agreement
     // (an MPI_Allreduce over the grid) also tells every rank that the others' previous multiplies
     // are over, which fused ticks through a shared window rely on (run_fused).
-    const int agreed = agreed_routes(A, B, plan);
+    const auto [agreed, indices_known] = agreed_routes(A, B, plan);
     const bool replay = agreed >= 0;
     report.extra["routes_replayed"] = replay ? 1.0 : 0.0;
+    report.extra["indices_known"] = indices_known ? 1.0 : 0.0;
     Routes& routes = routes_[static_cast<std::size_t>(replay ? agreed : least_recently_used())];
     if (!replay) routes.valid = false;  // recorded afresh below; a failure leaves none
     routes.used = ++clock_;
@@ -173,8 +174,10 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["shared_window"] = a_win != nullptr || b_win != nullptr ? 1.0 : 0.0;
     FusedOperand a_f, b_f;
     if (fused) {
-      if (plan.PC > 1) a_f.allocate(A.local().view(), a_sizes.words, a_sizes.values, a_win, routes.a.merge);
-      if (plan.PR > 1) b_f.allocate(B.local().view(), b_sizes.words, b_sizes.values, b_win, routes.b.merge);
+      if (plan.PC > 1)
+        a_f.allocate(A.local().view(), a_sizes.words, a_sizes.values, a_win, routes.a.merge, indices_known);
+      if (plan.PR > 1)
+        b_f.allocate(B.local().view(), b_sizes.words, b_sizes.values, b_win, routes.b.merge, indices_known);
     } else {
       if (plan.PC > 1) allocate_buffers(a_img, A, a_sizes, plan.a, a_q);
       if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
@@ -288,18 +291,29 @@ class Cannon final : public plexus::CommStrategy {
   // position and, for each operand that moves, the same local index, block sizes, distribution
   // and k-groups. Each rank's set of matching entries meets the others' in one MPI_Allreduce
   // (bitwise and) over the grid, so all ranks replay the same entry or none does.
-  int agreed_routes(const DistMatrix& A, const DistMatrix& B, const Plan& plan) const {
-    unsigned matching = 0;
+  //
+  // With it, whether the entry's fused ticks know both packed indices of every moving operand:
+  // where every rank's local panel shows the very index object whose packing the entry's merge
+  // kept (KeptMerge::knows), each rank's own packed index is the kept one, and so is its peer's,
+  // which then sends none (ticks.cpp). Agreed in the same call: a rank whose panel changed (a new
+  // object, maybe other offsets) makes every rank send its index in full.
+  std::pair<int, bool> agreed_routes(const DistMatrix& A, const DistMatrix& B, const Plan& plan) const {
+    unsigned bits[2] = {0, 0};  // matching entries, and entries whose indices are known
     for (std::size_t e = 0; e < routes_.size(); ++e) {
       const Routes& r = routes_[e];
       bool same = r.valid && r.PR == plan.PR && r.PC == plan.PC && r.pr == plan.pr && r.pc == plan.pc;
       if (same && plan.PC > 1) same = r.a.matches(A, plan.kgroup, A.grid().row_comm());
       if (same && plan.PR > 1) same = r.b.matches(B, plan.kgroup, A.grid().col_comm());
-      if (same) matching |= 1U << e;
+      if (same) bits[0] |= 1U << e;
+      const bool known = same && r.fused && (plan.PC == 1 || r.a.merge.knows(A.local().view())) &&
+                         (plan.PR == 1 || r.b.merge.knows(B.local().view()));
+      if (known) bits[1] |= 1U << e;
     }
-    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, &matching, 1, MPI_UNSIGNED, MPI_BAND, A.grid().plane_comm()),
+    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, bits, 2, MPI_UNSIGNED, MPI_BAND, A.grid().plane_comm()),
                        "MPI_Allreduce");
-    return matching == 0 ? -1 : std::countr_zero(matching);
+    if (bits[0] == 0) return {-1, false};
+    const int e = std::countr_zero(bits[0]);
+    return {e, ((bits[1] >> e) & 1U) != 0};
   }
   // An entry without routes, or else the one replayed or recorded longest ago.
   int least_recently_used() const {

@@ -55,14 +55,32 @@ struct OperandQueue {
   }
 };
 
+// Whether a view shows exactly this index object, as Panel::view made it (not a view whose fields
+// someone changed since).
+inline bool views_index(const PanelView& v, const PanelIndex& x) {
+  return v.index == &x && v.row_ids == x.row_ids.data() && v.row_ptr == x.row_ptr.data() && v.cols == x.cols.data() &&
+         v.offsets == x.offsets.data() && v.nrows == static_cast<std::int64_t>(x.row_ids.size()) &&
+         v.nblocks == static_cast<std::int64_t>(x.cols.size());
+}
+
 // Both images' index over the fused area (FusedOperand::both), kept by the operand's routes from
 // one multiply to the next with what it was made from: the same images at the same places give
 // the same index, which is then neither merged again nor, as a product plan holds it, compared
 // again (PanelView::index).
+//
+// It also holds the index object of the local panel whose packing starts `from` (a Panel's index,
+// which the panel copies before any change while it is held). A later multiply of this route whose
+// local panel shows the very same object on every rank of the grid (cannon's agreed_routes) knows
+// both packed indices without sending or comparing them: its own is the kept one, and so is the
+// peer's, which replayed the same route with its own kept object.
 struct KeptMerge {
   IndexArray from;                          // tick 0's packed index, the received one, mine, theirs, size
   std::int64_t front_words = 0;             // how `from` divides
   std::shared_ptr<const PanelIndex> index;  // never changed once made (a plan may hold it): replaced
+  std::shared_ptr<const PanelIndex> local;  // the local panel's index that `from` begins with, or null
+
+  // Whether `local` (this rank's panel) is the panel whose packed index `from` begins with.
+  bool knows(const PanelView& panel) const { return index && this->local && views_index(panel, *this->local); }
 };
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
@@ -74,30 +92,52 @@ struct KeptMerge {
 // from its own. The panel's whole value area is copied, gaps and all, so its offsets still hold.
 struct FusedOperand {
   PanelView front;                       // tick 0's image: the local panel, then its copy in the area
-  CommBuffer<std::int64_t> front_index;  // its packed index, as sent
-  CommBuffer<std::int64_t> recv_index;   // the received image's packed index
+  CommBuffer<std::int64_t> front_index;  // its packed index, as sent (unless known)
+  CommBuffer<std::int64_t> recv_index;   // the received image's packed index (unless known)
   CommBuffer<double> values;             // messages: [tick 0's values | the received values]
   const SharedRing* shared = nullptr;    // or the shared window
   bool copy_pending = false;             // tick 0's values are still to be copied into the area
   KeptMerge* kept = nullptr;             // both images' index over the area, once received
+  // Both packed indices known from the kept merge (KeptMerge::knows on every rank): none is sent;
+  // through a window an empty message still says that the segment is written.
+  bool known = false;
+  const std::int64_t* front_words = nullptr;  // tick 0's packed index: front_index, or the kept one
+  std::int64_t front_count = 0;
+  const std::int64_t* recv_words = nullptr;  // the received image's: recv_index, or the kept one
+  std::shared_ptr<const PanelIndex> front_held;  // the local panel's index object, if the view shows one
+  std::int64_t signal = 0;                       // the empty message's buffer
 
   // The local panel as tick 0's image, and room for the largest image of the ring (`words`,
   // `max_values`, the same on both of its ranks).
   void allocate(const PanelView& local, std::int64_t words, std::int64_t max_values, const SharedRing* window,
-                KeptMerge& merge) {
+                KeptMerge& merge, bool indices_known) {
     kept = &merge;
     front = local;
-    front_index.resize(static_cast<std::size_t>(PanelView::packed_words(local.nrows, local.nblocks)));
-    local.pack_to(front_index.data());
-    recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
     shared = window;
     copy_pending = true;
+    known = indices_known;
+    if (known) {
+      front_words = merge.from.data();
+      front_count = merge.front_words;
+      recv_words = merge.from.data() + merge.front_words;
+      front_held = merge.local;
+    } else {
+      front_index.resize(static_cast<std::size_t>(PanelView::packed_words(local.nrows, local.nblocks)));
+      local.pack_to(front_index.data());
+      front_words = front_index.data();
+      front_count = static_cast<std::int64_t>(front_index.size());
+      recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
+      recv_words = recv_index.data();
+      if (local.index != nullptr && views_index(local, *local.index)) front_held = local.index->weak_from_this().lock();
+    }
     if (shared == nullptr)
       values.resize(static_cast<std::size_t>(local.data_size + std::max<std::int64_t>(max_values, 1)));
   }
   double* head() { return shared != nullptr ? shared->mine() : values.data(); }
   double* recv_values() { return values.data() + front.data_size; }
   std::int64_t recv_capacity() const { return static_cast<std::int64_t>(values.size()) - front.data_size; }
+  // The values of the peer's image (once received or known).
+  std::int64_t recv_values_count() const { return recv_words[2]; }
   // Tick 0's values (the local panel's whole value area) into the area, a piece at a time with
   // `poll` after each, so that a shift in flight moves on meanwhile.
   void copy_front(const std::function<void()>& poll) {
@@ -116,29 +156,32 @@ struct FusedOperand {
     const double* area = shared != nullptr ? shared->base() : values.data();
     const std::int64_t mine = shared != nullptr ? shared->mine_offset() : 0;
     const std::int64_t theirs = shared != nullptr ? shared->peer_offset() : front.data_size;
-    const PanelView head_view =
-        PanelView::from_packed(front_index.data(), static_cast<std::int64_t>(front_index.size()), area + mine);
-    const PanelView recv =
-        PanelView::from_packed(recv_index.data(), PanelView::packed_words(recv_index[0], recv_index[1]), area + theirs);
+    const PanelView head_view = PanelView::from_packed(front_words, front_count, area + mine);
+    const std::int64_t rw = PanelView::packed_words(recv_words[0], recv_words[1]);
+    const PanelView recv = PanelView::from_packed(recv_words, rw, area + theirs);
     const std::int64_t size = std::max(mine + head_view.data_size, theirs + recv.data_size);
-    const auto fw = static_cast<std::int64_t>(front_index.size());
-    const std::int64_t rw = PanelView::packed_words(recv.nrows, recv.nblocks);
+    const std::int64_t fw = front_count;
     const std::int64_t places[3] = {mine, theirs, size};
     KeptMerge& k = *kept;
-    const bool same = k.index && k.front_words == fw && static_cast<std::int64_t>(k.from.size()) == fw + rw + 3 &&
-                      std::equal(front_index.data(), front_index.data() + fw, k.from.data()) &&
-                      std::equal(recv_index.data(), recv_index.data() + rw, k.from.data() + fw) &&
-                      std::equal(places, places + 3, k.from.data() + fw + rw);
+    // Known indices are the kept ones: only where the images lie may differ (another window).
+    const bool sized = k.index && k.front_words == fw && static_cast<std::int64_t>(k.from.size()) == fw + rw + 3;
+    const bool same = sized && std::equal(places, places + 3, k.from.data() + fw + rw) &&
+                      (known || (std::equal(front_words, front_words + fw, k.from.data()) &&
+                                 std::equal(recv_words, recv_words + rw, k.from.data() + fw)));
     if (!same) {
+      // The words may be the kept ones (known): the new record is made beside them.
+      IndexArray from(front_words, front_words + fw);
+      from.insert(from.end(), recv_words, recv_words + rw);
+      from.insert(from.end(), places, places + 3);
       k.index.reset();  // should the merge throw, nothing stale is kept
-      k.from.assign(front_index.data(), front_index.data() + fw);
-      k.from.insert(k.from.end(), recv_index.data(), recv_index.data() + rw);
-      k.from.insert(k.from.end(), places, places + 3);
-      k.front_words = fw;
+      k.local.reset();
       const IndexArray words = merged_index(head_view, mine, recv, theirs, size);
       k.index =
           PanelIndex::copy_of(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), nullptr));
+      k.from = std::move(from);
+      k.front_words = fw;
     }
+    k.local = front_held;
     return k.index->view(area, size);
   }
 };

@@ -46,7 +46,9 @@ void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Tra
 // Both ticks in one pass. By messages, the one shift travels while a local panel is copied next
 // to where the received image lands. Through a shared window, each rank copies its image into its
 // segment and sends the index, which tells the peer the segment is written. Then one local product
-// takes both images of each moving operand.
+// takes both images of each moving operand. Where both packed indices are known already (replayed
+// routes whose panels show the kept index objects on every rank: FusedOperand::known), no index
+// travels: by messages only the values, through a window an empty message.
 //
 // Writing into the segment needs the peer's previous product, which read it, to be over. The
 // caller's routes agreement guarantees that: an MPI_Allreduce over the grid (ticks.hpp), whose
@@ -76,15 +78,25 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
   }
   for (const Ring& r : rings) {
     FusedOperand& f = *r.f;
-    const auto words = static_cast<std::int64_t>(f.front_index.size());
-    if (f.shared == nullptr) {
-      post(f.front_index.data(), words, f.front, f.recv_index, f.recv_values(), f.recv_capacity(), r.to, r.from, r.comm,
-           r.role, traffic);
+    if (f.shared == nullptr && f.known) {  // only the values travel
+      traffic.irecv(f.recv_values(), f.recv_capacity(), MPI_DOUBLE, r.from, kTagData, r.comm, r.role, Payload::Data);
+      traffic.isend(f.front.data, f.front.data_size, MPI_DOUBLE, r.to, kTagData, r.comm, r.role, Payload::Data);
       continue;
     }
-    traffic.irecv(f.recv_index.data(), static_cast<std::int64_t>(f.recv_index.size()), MPI_INT64_T, r.from, kTagIndex,
-                  r.comm, r.role, Payload::Index);
-    traffic.isend(f.front_index.data(), words, MPI_INT64_T, r.to, kTagIndex, r.comm, r.role, Payload::Index);
+    if (f.shared == nullptr) {
+      post(f.front_words, f.front_count, f.front, f.recv_index, f.recv_values(), f.recv_capacity(), r.to, r.from,
+           r.comm, r.role, traffic);
+      continue;
+    }
+    // Through the window: the index, or an empty message where both are known, says the segment is written.
+    if (f.known) {
+      traffic.irecv(&f.signal, 0, MPI_INT64_T, r.from, kTagIndex, r.comm, r.role, Payload::Index);
+      traffic.isend(&f.signal, 0, MPI_INT64_T, r.to, kTagIndex, r.comm, r.role, Payload::Index);
+    } else {
+      traffic.irecv(f.recv_index.data(), static_cast<std::int64_t>(f.recv_index.size()), MPI_INT64_T, r.from,
+                    kTagIndex, r.comm, r.role, Payload::Index);
+      traffic.isend(f.front_words, f.front_count, MPI_INT64_T, r.to, kTagIndex, r.comm, r.role, Payload::Index);
+    }
     traffic.add_sent(r.role, Payload::Data, 8 * f.front.data_size, 0);  // what the peer reads from the segment
   }
   for (const Ring& r : rings) r.f->copy_front(poll);  // by messages: the local panel, while it travels
@@ -97,7 +109,7 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
   for (const Ring& r : rings) {
     if (r.f->shared == nullptr) continue;
     mpi::check(MPI_Win_sync(r.f->shared->win()), "MPI_Win_sync");
-    traffic.add_received(r.role, Payload::Data, 8 * r.f->recv_index[2], 0);
+    traffic.add_received(r.role, Payload::Data, 8 * r.f->recv_values_count(), 0);
   }
   product.multiply(plan.PC > 1 ? a_f.both() : A.local().view(), A.layout(), plan.PR > 1 ? b_f.both() : B.local().view(),
                    B.layout());

@@ -390,40 +390,50 @@ TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperands
         Operands o = make_operands(k, grid);
         auto strategy = test::strategy("cannon", {"FuseTicks=" + fuse});
         auto kern = kernel("reference");
-        auto run = [&](const char* what, double replayed) {
+        const bool fused = fuse == "always" && V == 2;
+        // `same`: every rank's moving operands show the index objects of the last multiply of the
+        // entry replayed, so that fused ticks send no index (indices_known).
+        auto run = [&](const char* what, double replayed, bool same) {
           SCOPED_TRACE(what);
           const MultiplyReport rep = strategy->multiply(1.0, o.a, o.b, 0.0, o.c, *kern, MultiplyOptions{});
           if (V > 1) {
             EXPECT_EQ(rep.extra.at("routes_replayed"), replayed);
+            EXPECT_EQ(rep.extra.at("indices_known"), fused && replayed == 1.0 && same ? 1.0 : 0.0);
           }
           std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
           test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
           EXPECT_LE(test::relative_error(o.c.to_dense(), ref), 1e-13);
           return blocks_of(o.c);
         };
-        const auto first = run("first multiply", 0.0);
-        EXPECT_EQ(run("the same operands", 1.0), first) << "a replayed pre-shift gives C to the last bit";
-        // The same index stored elsewhere on every rank: replayed, the values read where they are now.
+        const bool a_moves = grid->npcols() > 1, b_moves = grid->nprows() > 1;
+        const auto first = run("first multiply", 0.0, false);
+        EXPECT_EQ(run("the same operands", 1.0, true), first) << "a replayed pre-shift gives C to the last bit";
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        // A's values stored elsewhere on rank 0 only (the same index, other offsets): replayed, and
+        // every rank sends its indices again, although only rank 0's changed; then known again.
+        if (rank == 0) o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
+        EXPECT_EQ(run("A stored elsewhere on rank 0", 1.0, !a_moves), first);
+        EXPECT_EQ(run("the same again", 1.0, true), first);
+        // The same index stored elsewhere on every rank: replayed, the values read where they are
+        // now, and the indices sent again (their offsets differ).
         o.a.set_local(reversed_storage(o.a.local().view(), o.a.layout()));
         o.b.set_local(reversed_storage(o.b.local().view(), o.b.layout()));
-        EXPECT_EQ(run("the same index, values stored elsewhere", 1.0), first);
+        EXPECT_EQ(run("the same index, values stored elsewhere", 1.0, false), first);
         // The same index with gaps between the values: replayed too, although a panel that stays
         // home can then no longer be sent as its own image (cannon copies it into one). Not so
         // where the ticks are fused and the operand moves: its panel's whole value area travels,
         // and the ring's buffers were sized for the one without gaps.
-        const bool fused = fuse == "always" && V == 2;
         o.a.set_local(gapped_storage(o.a.local().view(), o.a.layout()));
-        EXPECT_EQ(run("A with gaps", fused && grid->npcols() > 1 ? 0.0 : 1.0), first);
+        EXPECT_EQ(run("A with gaps", fused && a_moves ? 0.0 : 1.0, !a_moves), first);
         o.b.set_local(gapped_storage(o.b.local().view(), o.b.layout()));
-        EXPECT_EQ(run("the same index, values with gaps", fused && grid->nprows() > 1 ? 0.0 : 1.0), first);
-        // New values, same patterns: replayed.
+        EXPECT_EQ(run("the same index, values with gaps", fused && b_moves ? 0.0 : 1.0, !b_moves), first);
+        // New values, same patterns: replayed, and the indices known (scaling keeps the index object).
         o.a.scale(2.0);
-        const auto scaled = run("other values", 1.0);
+        const auto scaled = run("other values", 1.0, true);
         const Panel a_before = Panel::copy_of(o.a.local().view());
         // One block fewer on rank 0 only: no rank replays (where the operand moves at all: A does
         // not on a PR x 1 grid, B not on 1 x PC), and the next multiply replays again.
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         auto drop_on_rank0 = [&](DistMatrix& m) {
           int changed = rank == 0 && m.local().nblocks() > 0;
           if (changed) m.set_local(without_first_block(m.local().view(), m.layout()));
@@ -431,13 +441,13 @@ TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperands
           return changed != 0;
         };
         const bool a_changed = drop_on_rank0(o.a);
-        run("A's pattern changed on rank 0", a_changed && grid->npcols() > 1 ? 0.0 : 1.0);
-        run("the changed operands again", 1.0);
+        run("A's pattern changed on rank 0", a_changed && a_moves ? 0.0 : 1.0, !a_moves);
+        run("the changed operands again", 1.0, true);
         // Back to the earlier A: its multiply's routes are still kept (products an iteration
-        // alternates between each replay their own).
+        // alternates between each replay their own), with A as a new panel (its index sent again).
         o.a.set_local(Panel::copy_of(a_before.view()));
-        EXPECT_EQ(run("the earlier operands again", 1.0), scaled);
+        EXPECT_EQ(run("the earlier operands again", 1.0, !a_moves), scaled);
         const bool b_changed = drop_on_rank0(o.b);
-        run("B's pattern changed on rank 0", b_changed && grid->nprows() > 1 ? 0.0 : 1.0);
+        run("B's pattern changed on rank 0", b_changed && b_moves ? 0.0 : 1.0, !b_moves);
       }
 }

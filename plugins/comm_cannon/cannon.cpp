@@ -37,7 +37,8 @@
 // pass multiplies all of it, so each local panel is its rank's tick-0 image. A ring of two
 // processes on one node (SharedWindow) shares one MPI window instead of messages: each rank copies
 // its panel into its own segment, and the product reads the peer's where it is; only the index
-// travels as a message.
+// travels as a message. A replayed multiply whose moving panels show, on every rank, the index
+// objects its routes kept from the last time sends no index at all (agreed_routes).
 #include <algorithm>
 #include <array>
 #include <bit>

@@ -135,7 +135,11 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["routes_replayed"] = replay ? 1.0 : 0.0;
     report.extra["indices_known"] = indices_known ? 1.0 : 0.0;
     Routes& routes = routes_[static_cast<std::size_t>(replay ? agreed : least_recently_used())];
-    if (!replay) routes.valid = false;  // recorded afresh below; a failure leaves none
+    if (!replay) {  // recorded afresh below; a failure leaves none, and no merge of the slot's earlier routes
+      routes.valid = false;
+      routes.a.merge.local.reset();
+      routes.b.merge.local.reset();
+    }
     routes.used = ++clock_;
     // Fused ticks need no pre-shift: the two ranks of a ring hold all of their row's A (column's
     // B) between them, whatever the k-groups, and one pass multiplies all of it, so each rank's

@@ -2,8 +2,9 @@
 // Fused ticks on a ring of two processes on one node (cannon.cpp, SharedWindow): the two tick-0
 // images meet in one MPI shared-memory window instead of travelling as messages. Each rank copies
 // its image into its own segment; the segments lie one after the other, so the local product reads
-// both images where they are, as one value area. A message carries each image's index, and it
-// tells the peer that the segment is written. The window is made once per ring and size, kept
+// both images where they are, as one value area. A message carries each image's index (or nothing,
+// where both indices are known from the last multiply), and it tells the peer that the segment is
+// written. The window is made once per ring and size, kept
 // across multiplies, and freed with the strategy.
 #include <mpi.h>
 

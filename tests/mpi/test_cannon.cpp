@@ -381,16 +381,19 @@ Panel without_first_block(const PanelView& v, const BlockLayout& l) {
 // distribution) and without (block-cyclic: on PR x 1 and 1 x PC grids B, or A, stays home), with
 // the two ticks of a V = 2 grid fused or not.
 TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperandsAsBefore) {
-  for (const std::string fuse : {"never", "always"})
+  // Fused ticks through shared windows where the ranks share a node, and by messages.
+  for (const std::string fuse : {"never", "always", "always:SharedWindow=false"})
     for (const std::string dist : {"random", "block-cyclic"})
       for (const auto& grid : grids()) {
         SCOPED_TRACE("grid " + grid->describe() + ", distribution " + dist + ", FuseTicks=" + fuse);
         const int V = std::lcm(grid->nprows(), grid->npcols());
         Case k{"routes", 13, 11, 12, {3, 5}, 0.4, 1.0, 0.0, dist, "reference"};
         Operands o = make_operands(k, grid);
-        auto strategy = test::strategy("cannon", {"FuseTicks=" + fuse});
+        auto strategy = fuse == "always:SharedWindow=false"
+                            ? test::strategy("cannon", {"FuseTicks=always", "SharedWindow=false"})
+                            : test::strategy("cannon", {"FuseTicks=" + fuse});
         auto kern = kernel("reference");
-        const bool fused = fuse == "always" && V == 2;
+        const bool fused = fuse != "never" && V == 2;
         // `same`: every rank's moving operands show the index objects of the last multiply of the
         // entry replayed, so that fused ticks send no index (indices_known).
         auto run = [&](const char* what, double replayed, bool same) {
@@ -399,6 +402,14 @@ TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperands
           if (V > 1) {
             EXPECT_EQ(rep.extra.at("routes_replayed"), replayed);
             EXPECT_EQ(rep.extra.at("indices_known"), fused && replayed == 1.0 && same ? 1.0 : 0.0);
+            // Known indices travel not at all; otherwise a fused multiply receives its peer's.
+            std::int64_t index_bytes = 0;
+            for (const auto& t : rep.traffic) index_bytes += t.index_bytes_received;
+            if (rep.extra.at("indices_known") == 1.0) {
+              EXPECT_EQ(index_bytes, 0);
+            } else if (fused) {
+              EXPECT_GT(index_bytes, 0);
+            }
           }
           std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
           test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);

@@ -114,6 +114,8 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["images_b"] = plan.b;
     report.extra["fused_ticks"] = 0.0;
     report.extra["shared_window"] = 0.0;
+    report.extra["routes_replayed"] = 0.0;  // a 1x1 grid keeps no routes
+    report.extra["indices_known"] = 0.0;
     Traffic preshift, ticks;
     if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
       product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout());

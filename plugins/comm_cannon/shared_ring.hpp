@@ -4,8 +4,8 @@
 // its image into its own segment; the segments lie one after the other, so the local product reads
 // both images where they are, as one value area. A message carries each image's index (or nothing,
 // where both indices are known from the last multiply), and it tells the peer that the segment is
-// written. The window is made once per ring and size, kept
-// across multiplies, and freed with the strategy.
+// written. The window is made once per ring and size, kept across multiplies, and freed with the
+// strategy.
 #include <mpi.h>
 
 #include <algorithm>

@@ -201,6 +201,16 @@ int Panel::row_index(int global_row) const {
   return (it != ids.end() && *it == global_row) ? static_cast<int>(it - ids.begin()) : -1;
 }
 
+bool PanelView::shows(const PanelIndex& x) const {
+  return index == &x && row_ids == x.row_ids.data() && row_ptr == x.row_ptr.data() && cols == x.cols.data() &&
+         offsets == x.offsets.data() && nrows == static_cast<std::int64_t>(x.row_ids.size()) &&
+         nblocks == static_cast<std::int64_t>(x.cols.size()) && x.row_ptr.size() == x.row_ids.size() + 1;
+}
+
+std::shared_ptr<const PanelIndex> PanelView::held_index() const {
+  return index != nullptr && shows(*index) ? index->weak_from_this().lock() : nullptr;
+}
+
 void PanelView::pack_to(std::int64_t* w) const {
   w[0] = nrows;
   w[1] = nblocks;

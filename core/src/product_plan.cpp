@@ -18,19 +18,7 @@ bool equal(const Vec<T>& v, const T* p, std::int64_t n) {
 }
 }  // namespace
 
-namespace {
-// The view points into exactly this index object's arrays, counts and all (not a view whose
-// fields someone changed after Panel::view).
-bool views_itself(const PanelView& v, const PanelIndex& x) {
-  return v.index == &x && v.row_ids == x.row_ids.data() && v.row_ptr == x.row_ptr.data() && v.cols == x.cols.data() &&
-         v.offsets == x.offsets.data() && v.nrows == static_cast<std::int64_t>(x.row_ids.size()) &&
-         v.nblocks == static_cast<std::int64_t>(x.cols.size()) && x.row_ptr.size() == x.row_ids.size() + 1;
-}
-}  // namespace
-
-IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size) {
-  if (v.index != nullptr && views_itself(v, *v.index))
-    held = v.index->weak_from_this().lock();  // null: not a shared_ptr's (no Panel's)
+IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size), held(v.held_index()) {
   if (held) return;
   row_ids.assign(v.row_ids, v.row_ids + v.nrows);
   row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
@@ -45,7 +33,7 @@ bool IndexCopy::same(const PanelView& v) const {
     if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) || v.nblocks != static_cast<std::int64_t>(x.cols.size()))
       return false;
     // The held index is the view's: nobody changes it while it is held.
-    if (views_itself(v, x)) return true;
+    if (v.shows(x)) return true;
     return std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
            std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
            std::equal(x.cols.begin(), x.cols.end(), v.cols) &&

@@ -55,14 +55,6 @@ struct OperandQueue {
   }
 };
 
-// Whether a view shows exactly this index object, as Panel::view made it (not a view whose fields
-// someone changed since).
-inline bool views_index(const PanelView& v, const PanelIndex& x) {
-  return v.index == &x && v.row_ids == x.row_ids.data() && v.row_ptr == x.row_ptr.data() && v.cols == x.cols.data() &&
-         v.offsets == x.offsets.data() && v.nrows == static_cast<std::int64_t>(x.row_ids.size()) &&
-         v.nblocks == static_cast<std::int64_t>(x.cols.size());
-}
-
 // Both images' index over the fused area (FusedOperand::both), kept by the operand's routes from
 // one multiply to the next with what it was made from: the same images at the same places give
 // the same index, which is then neither merged again nor, as a product plan holds it, compared
@@ -80,7 +72,7 @@ struct KeptMerge {
   std::shared_ptr<const PanelIndex> local;  // the local panel's index that `from` begins with, or null
 
   // Whether `local` (this rank's panel) is the panel whose packed index `from` begins with.
-  bool knows(const PanelView& panel) const { return index && this->local && views_index(panel, *this->local); }
+  bool knows(const PanelView& panel) const { return index && this->local && panel.shows(*this->local); }
 };
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
@@ -128,7 +120,7 @@ struct FusedOperand {
       front_count = static_cast<std::int64_t>(front_index.size());
       recv_index.resize(static_cast<std::size_t>(std::max<std::int64_t>(words, 3)));
       recv_words = recv_index.data();
-      if (local.index != nullptr && views_index(local, *local.index)) front_held = local.index->weak_from_this().lock();
+      front_held = local.held_index();
     }
     if (shared == nullptr)
       values.resize(static_cast<std::size_t>(local.data_size + std::max<std::int64_t>(max_values, 1)));

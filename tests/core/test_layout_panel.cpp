@@ -120,6 +120,44 @@ TEST(Panel, ASharedIndexIsCopiedBeforeAChange) {
   EXPECT_EQ(Panel().view().cols, nullptr);
 }
 
+// A view of a Panel shows its index object (PanelView::shows), which a holder may keep
+// (held_index) and rely on: the panel copies the index before its next change. A view whose
+// fields were changed, a packed view and an index no shared_ptr owns give nothing to hold.
+TEST(Panel, AViewShowsTheIndexItsHolderKeepsUnchanged) {
+  Panel p(std::vector<int>{2, 5});
+  const double values[4] = {1, 2, 3, 4};
+  p.append_block(0, 1, values, 4);
+  p.append_block(1, 3, values, 4);
+  const PanelView v = p.view();
+  ASSERT_NE(v.index, nullptr);
+  EXPECT_TRUE(v.shows(*v.index));
+  const std::shared_ptr<const PanelIndex> held = v.held_index();
+  ASSERT_EQ(held.get(), v.index);
+
+  PanelView changed = v;
+  changed.nblocks = 1;
+  EXPECT_FALSE(changed.shows(*v.index));
+  EXPECT_EQ(changed.held_index(), nullptr);
+
+  std::vector<std::int64_t> words(static_cast<std::size_t>(PanelView::packed_words(v.nrows, v.nblocks)));
+  v.pack_to(words.data());
+  const PanelView packed = PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), v.data);
+  EXPECT_FALSE(packed.shows(*held));
+  EXPECT_EQ(packed.held_index(), nullptr);
+
+  p.append_block(1, 5, values, 4);  // held: the panel changes a copy
+  EXPECT_NE(p.view().index, held.get());
+  EXPECT_FALSE(p.view().shows(*held));
+  const IndexArray cols{1, 3};
+  EXPECT_EQ(held->cols, cols);
+  EXPECT_TRUE(p.view().shows(*p.view().index));
+
+  PanelIndex loose;  // no shared_ptr owns it
+  const PanelView u = loose.view(nullptr, 0);
+  EXPECT_TRUE(u.shows(loose));
+  EXPECT_EQ(u.held_index(), nullptr);
+}
+
 TEST(BalanceRows, EqualWeightPerThread) {
   // 8 rows with weights summing to 40: two threads get 20 each.
   std::vector<std::int64_t> w{10, 5, 5, 2, 8, 4, 3, 3};

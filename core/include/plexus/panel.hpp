@@ -38,6 +38,13 @@ struct PanelView {
   static std::int64_t packed_words(std::int64_t nrows, std::int64_t nblocks) { return 3 + 2 * nrows + 1 + 2 * nblocks; }
   /// Writes the packed index (packed_words(nrows, nblocks) words) to w.
   void pack_to(std::int64_t* w) const;
+  /// Whether this view shows exactly the index object `x`, as Panel::view made it: `index` is
+  /// `x`, and the pointers and counts are its arrays' (not a view whose fields someone changed).
+  bool shows(const PanelIndex& x) const;
+  /// The index object this view shows (shows(*index)), held, or null: none, or not a shared_ptr's
+  /// (a Panel keeps its index in one). Its holder may rely on it never changing: a Panel copies an
+  /// index before its first change while another holds it.
+  std::shared_ptr<const PanelIndex> held_index() const;
 };
 
 /// A panel's index as Panel keeps it: global block-row ids, CSR row pointers, and each block's

@@ -669,6 +669,9 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
   if (s.product_ticks > 0)
     l.info("  stacks replayed       {} of {} local product ticks (all ranks; plans: Kernel/PlanMiB)",
            fmt::format("{:.0f}", s.replayed_ticks), fmt::format("{:.0f}", s.product_ticks));
+  if (s.dense_ticks > 0)
+    l.info("  dense ticks           {} of {} local product ticks (all ranks; one GEMM per strip: Kernel/cpu/DenseMinSize)",
+           fmt::format("{:.0f}", s.dense_ticks), fmt::format("{:.0f}", s.product_ticks));
   l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
   l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
   if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
@@ -1008,6 +1011,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["ticks_max"] = json_number(s.ticks_max);
     j["product_ticks"] = json_number(s.product_ticks);
     j["replayed_ticks"] = json_number(s.replayed_ticks);
+    j["dense_ticks"] = json_number(s.dense_ticks);
     j["beyond_kernel_wait_seconds_median"] = json_number(s.beyond_kernel_wait_median);
     j["peak_buffer_bytes_max"] = json_number(s.peak_buffer_max);
     j["peak_memory_bytes_max"] = json_number(s.peak_memory_max);

@@ -12,6 +12,7 @@
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
 #include "column_tiles.hpp"
+#include "host_session.hpp"
 #include "local_product_work.hpp"
 #include "product_plan.hpp"
 
@@ -25,6 +26,7 @@ LocalMultiplyStats& LocalMultiplyStats::operator+=(const LocalMultiplyStats& o) 
   kernel_seconds += o.kernel_seconds;
   ticks += o.ticks;
   replayed_ticks += o.replayed_ticks;
+  dense_ticks += o.dense_ticks;
   return *this;
 }
 
@@ -139,6 +141,11 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
+  const auto* host = dynamic_cast<const HostKernel*>(&kernel);
+  if (host != nullptr && host->dense_min_size() > 0) {
+    dense_ = dynamic_cast<HostSession*>(session_.get());
+    dense_min_size_ = host->dense_min_size();
+  }
 }
 
 void LocalProduct::reserve_rows() {
@@ -207,7 +214,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   } unstage_guard{session_.get()};
   // The backend finishes the tick's work (a device backend waits for its streams here), and the
   // slowest thread's times (the critical path) and the summed counts are reported.
-  auto end_tick = [&](bool replayed) {
+  auto end_tick = [&](bool replayed, bool dense = false) {
     double unstage_seconds = 0;
     {
       timers::Scoped timer("local multiply: unstage", &unstage_seconds);
@@ -218,6 +225,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     s.kernel_seconds = stage_seconds + unstage_seconds;
     s.ticks = 1;
     s.replayed_ticks = replayed ? 1 : 0;
+    s.dense_ticks = dense ? 1 : 0;
     double slowest_kernel = 0;
     for (auto& w : work_) {
       s.flops += w->stats.flops;
@@ -232,6 +240,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   };
   if (replay(a, a_layout, b)) return end_tick(true);
   const bool filtering = !row_eps_.empty();
+  if (!filtering && dense_tick(a, a_layout, b, a_c_row.data())) return end_tick(false, true);
   std::vector<double> a_norms, b_norms;
   if (filtering) {
     // Where the backend keeps the panels (a device backend computes them there), else here.

@@ -4,6 +4,14 @@
 // shapes, and BLAS dgemm beyond those (and for Backend=blas). Backend=libxsmm leaves the register
 // kernels out; Backend=avx512 or avx2 picks their instruction set.
 //
+// Dense ticks (DenseMinSize, 1024 by default): where a tick's panels are dense and large, core
+// hands process() one large product per strip of C columns on packed copies
+// (HostKernel::dense_min_size), which goes to dgemm. The kernel then sets OpenBLAS to one thread
+// per caller
+// (openblas_set_num_threads(1), where the BLAS is OpenBLAS): the kernel's threads, and the ranks
+// beside it, are the parallelism; an OpenBLAS that started its own threads on top of them
+// oversubscribed the cores (its default is one thread per core, unless OMP_NUM_THREADS says fewer).
+//
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
 // beta = 0 (the register kernels start from zero instead of C), so C's new blocks are never
@@ -35,6 +43,9 @@
 #if PLEXUS_HAVE_LIBXSMM
 #include <libxsmm.h>
 #endif
+
+// OpenBLAS's thread count, where the BLAS linked is OpenBLAS (a weak reference: null elsewhere).
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace plexus_kernels_cpu {
 
@@ -194,9 +205,12 @@ DispatchCache& thread_cache() {
 
 class CpuKernel final : public plexus::HostKernel {
  public:
-  CpuKernel(int threads, Backend backend)
-      : libxsmm_(backend == Backend::Libxsmm || (backend != Backend::Blas && kHaveLibxsmm)) {
+  CpuKernel(int threads, Backend backend, std::int64_t dense_min_size)
+      : libxsmm_(backend == Backend::Libxsmm || (backend != Backend::Blas && kHaveLibxsmm)),
+        dense_min_size_(dense_min_size) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
+    if (dense_min_size < 0)
+      throw plexus::InputError("Kernel/cpu/DenseMinSize", "must be >= 0, got " + std::to_string(dense_min_size));
     if (backend == Backend::Libxsmm && !kHaveLibxsmm)
       throw plexus::InputError("Kernel/cpu/Backend",
                                "Backend=libxsmm was requested but this build of the cpu kernel has no libxsmm "
@@ -225,12 +239,14 @@ class CpuKernel final : public plexus::HostKernel {
 #endif
     threads_ = threads > 0 ? threads : omp_get_max_threads();
     if (threads_ < 1) threads_ = 1;
+    if (dense_min_size_ > 0 && openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
   }
   ~CpuKernel() override = default;
 
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
+  std::int64_t dense_min_size() const override { return dense_min_size_; }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
     const Library lib = library();
     if (!registers_) return lib.stack(stack, n, a, b, c);
@@ -281,6 +297,7 @@ class CpuKernel final : public plexus::HostKernel {
   }
 
   bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
+  std::int64_t dense_min_size_;        // dense ticks from this size on go to it as large products (0: none)
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   int threads_ = 1;
 };
@@ -309,13 +326,23 @@ plexus::ParameterListPtr valid_parameters() {
       "AVX-512F and AVX2 the CPU has (none on other CPUs), " +
           rest + "; avx512, avx2: the register kernels in that set (refused on a CPU without it), " + rest +
           "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
+  plexus::declare_int(
+      *valid, "DenseMinSize", 1024,
+      "a tick whose panels are dense (every A row has a block in every B row, every B row the same columns; no "
+      "filtering) and whose rows M, columns N and inner size K have a harmonic mean 3/(1/M+1/N+1/K) of at least "
+      "this is computed as one dgemm per strip of about 512 C columns on dense copies of the panels, instead of one "
+      "small product per block (the report's dense_ticks counts them; below about 1000 the copies cost more than "
+      "dgemm gains, docs/performance.md). 0: never (and OpenBLAS's threads are left alone; otherwise OpenBLAS is "
+      "set to one thread per caller: the kernel's threads are its parallelism); 1: every dense tick",
+      0, 1 << 30);
   return valid;
 }
 
 std::unique_ptr<plexus::Kernel> make_kernel(const plexus::ParameterList& p) {
   const int threads = p.isParameter("Threads") ? p.get<int>("Threads") : 0;
   const std::string backend = p.isParameter("Backend") ? p.get<std::string>("Backend") : std::string("auto");
-  return std::make_unique<CpuKernel>(threads, parse_backend(backend));
+  const int dense_min = p.isParameter("DenseMinSize") ? p.get<int>("DenseMinSize") : 1024;
+  return std::make_unique<CpuKernel>(threads, parse_backend(backend), dense_min);
 }
 
 const plexus::PluginDescriptor& describe() {
@@ -330,7 +357,7 @@ const plexus::PluginDescriptor& describe() {
     k.summary = std::string("CPU stacks of small products: ") +
                 (widest ? std::string("register kernels (") + isa_name(*widest) + ") for blocks up to 8, " : "") +
                 (kHaveLibxsmm ? "libxsmm JIT kernels, BLAS dgemm fallback" : "BLAS dgemm") +
-                "; OpenMP threads own whole C block rows";
+                "; dense ticks as dgemm; OpenMP threads own whole C block rows";
     k.valid_parameters = valid_parameters;
     k.make_kernel = make_kernel;
     d.components.push_back(std::move(k));

@@ -169,6 +169,41 @@ LocalCase make_case(const std::string& name, int nrow_blocks, int nk_blocks, int
   return lc;
 }
 
+/// The ticks with products whose panels are dense: every A row has blocks in the same columns,
+/// every B row among those columns blocks in the same columns (the ticks a backend's
+/// HostKernel::dense_min_size may take whole).
+std::int64_t dense_ticks(const LocalCase& lc) {
+  std::int64_t n = 0;
+  for (const Tick& t : lc.ticks) {
+    const PanelView a = t.a.view(), b = t.b.view();
+    if (a.nrows == 0 || b.nrows == 0) continue;
+    const std::vector<std::int64_t> a_cols(a.cols + a.row_ptr[0], a.cols + a.row_ptr[1]);
+    std::vector<std::int64_t> b_cols;
+    bool dense = !a_cols.empty(), products = false;
+    for (int r = 0; r < a.nrows; ++r)
+      dense = dense && std::vector<std::int64_t>(a.cols + a.row_ptr[r], a.cols + a.row_ptr[r + 1]) == a_cols;
+    for (int r = 0; r < b.nrows; ++r) {
+      if (std::find(a_cols.begin(), a_cols.end(), b.row_ids[r]) == a_cols.end()) continue;
+      const std::vector<std::int64_t> cols(b.cols + b.row_ptr[r], b.cols + b.row_ptr[r + 1]);
+      if (!products) b_cols = cols;
+      products = true;
+      dense = dense && cols == b_cols && !cols.empty();
+    }
+    n += dense && products ? 1 : 0;
+  }
+  return n;
+}
+
+/// The dense ticks a backend computes whole: every one if it takes them from size 1 on, none if
+/// it never does or the case is smaller than its size; -1 (not checked) in between.
+std::int64_t expected_dense_ticks(const LocalCase& lc, const Kernel& k, bool filter) {
+  const auto* host = dynamic_cast<const plexus::HostKernel*>(&k);
+  const std::int64_t size = host != nullptr ? host->dense_min_size() : 0;
+  if (size == 0 || filter) return 0;
+  if (size == 1) return dense_ticks(lc);
+  return size > std::max({lc.cl.rows.total(), lc.cl.cols.total(), lc.al.cols.total()}) ? 0 : -1;
+}
+
 /// Runs the case on a backend through LocalProduct; returns the dense result and the stats.
 std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const LocalCase& lc, Kernel& k,
                                                                      const std::vector<double>& row_eps, int threads,
@@ -215,7 +250,11 @@ void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_sca
     EXPECT_LE(rel_error(c, ex.c), kTol) << "vs dense loop";
     EXPECT_EQ(stats.products, ex.products);
     EXPECT_EQ(stats.skipped, ex.skipped);
+    if (const std::int64_t dense = expected_dense_ticks(lc, *k, filter); dense >= 0) {
+      EXPECT_EQ(stats.dense_ticks, dense) << "ticks computed as dense products";
+    }
   }
+  EXPECT_EQ(ref_stats.dense_ticks, 0) << "the reference kernel computes block products only";
 }
 
 TEST_P(BackendConformance, LocalProductMixedSizesOneTick) {
@@ -236,6 +275,31 @@ TEST_P(BackendConformance, LocalProductDenseBlocks) {
   const LocalCase lc = make_case("dense", 11, 10, 9, 1.0, 1.0, 1.0, 1, 23, false);
   check_case(lc, false, GetParam());
   check_case(lc, true, GetParam());
+}
+
+// Dense panels over several ticks into a C that has a third of its blocks (the others are created
+// by the first tick: written, not added), and ticks that miss one block of A or of B (block
+// products, between dense ticks); C scaled.
+TEST_P(BackendConformance, LocalProductDenseTicks) {
+  LocalCase lc = make_case("dense ticks", 14, 12, 13, 1.0, 1.0, 0.3, 4, 25, true);
+  // Tick 1 without one block of A, tick 2 without one of B: not dense.
+  auto without = [](const Panel& p, const BlockLayout& layout, std::int64_t drop) {
+    std::vector<int> rows;
+    for (int r = 0; r < p.nrows(); ++r) rows.push_back(p.row_id(r));
+    Panel out(rows);
+    for (int r = 0; r < p.nrows(); ++r)
+      for (std::int64_t blk = p.row_begin(r); blk < p.row_end(r); ++blk)
+        if (blk != drop)
+          out.append_block(r, p.col(blk), p.data().data() + p.offset(blk),
+                           layout.rows.size(p.row_id(r)) * layout.cols.size(p.col(blk)));
+    return out;
+  };
+  lc.ticks[1].a = without(lc.ticks[1].a, lc.al, 17);
+  lc.ticks[2].b = without(lc.ticks[2].b, lc.bl, 40);
+  ASSERT_EQ(dense_ticks(lc), 2);
+  check_case(lc, false, GetParam());
+  check_case(lc, false, GetParam(), 2.0);
+  check_case(lc, true, GetParam(), -0.5);
 }
 
 TEST_P(BackendConformance, LocalProductManyStacks) {

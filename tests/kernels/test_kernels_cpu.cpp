@@ -19,6 +19,9 @@
 #include "raw_stacks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
+#include "plexus/layout.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/panel.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/registry.hpp"
@@ -220,6 +223,16 @@ TEST(KernelsCpu, BadParametersRefused) {
     p.set("Threads", 5000);
     EXPECT_THROW(plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu"), plexus::InputError);
   }
+  {
+    plexus::ParameterList p("cpu");
+    p.set("DenseMinSize", -1);
+    try {
+      plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+      FAIL() << "DenseMinSize=-1 accepted";
+    } catch (const plexus::InputError& e) {
+      EXPECT_NE(error_text(e).find("DenseMinSize"), std::string::npos) << error_text(e);
+    }
+  }
   // The factory checks on its own too (for callers that bypass validation).
   const auto& d = plexus::Registry::global().get(plexus::ComponentKind::Kernel, "cpu").descriptor;
   {
@@ -243,6 +256,59 @@ TEST(KernelsCpu, BadParametersRefused) {
     } catch (const plexus::InputError& e) {
       EXPECT_NE(error_text(e).find("Backend"), std::string::npos) << error_text(e);
     }
+  }
+}
+
+// DenseMinSize: a dense tick goes to dgemm whole where the harmonic mean of its rows M, columns N
+// and inner size K reaches the size (HostKernel::dense_min_size), and as block products below it;
+// C is the dense product either way. A tick of M = 40 (5 block rows of 8), K = 48, N = 60: the
+// harmonic mean is 3 / (1/40 + 1/48 + 1/60) = 48.
+TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
+  load_plugin_once();
+  const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(5, 8), plexus::BlockSizes::uniform(5, 12)};
+  const plexus::BlockLayout a_layout{c_layout.rows, plexus::BlockSizes::uniform(4, 12)};
+  const plexus::BlockLayout b_layout{a_layout.cols, c_layout.cols};
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  auto full = [&](int nrows, int ncols, int m, int n) {
+    std::vector<int> rows(static_cast<std::size_t>(nrows));
+    for (int r = 0; r < nrows; ++r) rows[static_cast<std::size_t>(r)] = r;
+    plexus::Panel p(rows);
+    for (int r = 0; r < nrows; ++r)
+      for (int c = 0; c < ncols; ++c) {
+        double* v = p.append_block(r, c, m * n);
+        for (int i = 0; i < m * n; ++i) v[i] = val(rng);
+      }
+    return p;
+  };
+  const plexus::Panel a = full(5, 4, 8, 12), b = full(4, 5, 12, 12), c0 = full(5, 5, 8, 12);
+  plexus::ReferenceKernel ref;
+  auto product = [&](Kernel& k) {
+    plexus::LocalProduct lp(c0.view(), c_layout, k, 1, {}, {}, 0.5);
+    lp.multiply(a.view(), a_layout, b.view(), b_layout);
+    const auto dense = lp.stats().dense_ticks;
+    const plexus::Panel c = lp.finish();
+    const plexus::PanelView v = c.view();
+    return std::make_pair(std::vector<double>(v.data, v.data + v.data_size), dense);
+  };
+  const auto [expect, ref_dense] = product(ref);
+  EXPECT_EQ(ref_dense, 0);
+  for (const auto& [size, dense] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{48, 1}, std::pair{49, 0}}) {
+    SCOPED_TRACE("DenseMinSize " + std::to_string(size));
+    plexus::ParameterList p("cpu");
+    p.set("Threads", 1);
+    p.set("DenseMinSize", size);
+    auto k = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+    EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*k).dense_min_size(), size);
+    const auto [c, ticks] = product(*k);
+    EXPECT_EQ(ticks, dense);
+    ASSERT_EQ(c.size(), expect.size());
+    double err = 0, norm = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      err = std::max(err, std::abs(c[i] - expect[i]));
+      norm = std::max(norm, std::abs(expect[i]));
+    }
+    EXPECT_LE(err, kTol * 48 * norm);
   }
 }
 

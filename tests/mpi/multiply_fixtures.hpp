@@ -40,9 +40,16 @@ inline std::unique_ptr<CommStrategy> strategy(const std::string& name, const std
   return Registry::global().make_comm(name, p, "Communication/" + name);
 }
 
-inline std::unique_ptr<Kernel> kernel(const std::string& name) {
+/// A local backend by spec: its name, then any ":Key=Value" parameters ("cpu:DenseMinSize=1").
+inline std::unique_ptr<Kernel> kernel(const std::string& spec) {
   load_plugins();
+  const std::string name = spec.substr(0, spec.find(':'));
   ParameterList p(name);
+  for (std::size_t at = spec.find(':'); at != std::string::npos;) {
+    const std::size_t next = spec.find(':', at + 1);
+    apply_override(p, spec.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+    at = next;
+  }
   return Registry::global().make_kernel(name, p, "Kernel/" + name);
 }
 

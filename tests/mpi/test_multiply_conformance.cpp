@@ -196,6 +196,18 @@ TEST_P(MultiplyConformance, MatchesTheDenseProduct) {
       EXPECT_LE(test::relative_error(C->to_dense(), expect), 1e-12);
       EXPECT_EQ(rep.strategy, algo->name());
       EXPECT_EQ(rep.kernel, kern->name());
+      // A backend that takes every dense tick whole (the dense_panels cases) is handed some by every
+      // algorithm that multiplies through core's accumulators (all but dbcsr): their ticks' panels
+      // hold the operands' blocks, all present. None on sparse operands, with filtering, or on a
+      // backend that does not take them.
+      std::int64_t dense = rep.dense_ticks;
+      MPI_Allreduce(MPI_IN_PLACE, &dense, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      const auto* host = dynamic_cast<const plexus::HostKernel*>(kern.get());
+      if (host == nullptr || host->dense_min_size() == 0 || k.occupancy < 1.0 || k.filter_eps > 0) {
+        EXPECT_EQ(dense, 0) << "dense ticks on sparse operands, with filtering, or on a backend without them";
+      } else if (host->dense_min_size() == 1 && spec.name != "dbcsr") {
+        EXPECT_GT(dense, 0) << "no tick computed as a dense product";
+      }
       if (k.retain) {
         EXPECT_EQ(pattern_of(*C), old_pattern) << "retain_sparsity must keep C's block pattern";
       }
@@ -258,6 +270,12 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"tall", 15, 4, 6, {2, 9}, 0.6, 1.0, 0.5},              // more rows than columns
                     Case{"empty", 8, 8, 8, {4}, 0.0, 1.0, 0.5},                 // A, B empty: C = beta*C
                     Case{"dense", 6, 6, 6, {5}, 1.0, 0.5, 0.0},                 // every block present
+                    // Dense ticks as dgemm on packed panels: C created (written), C added into
+                    // with alpha and beta, and C aliased to A and B.
+                    on(Case{"dense_panels", 8, 7, 9, {5, 3}, 1.0, 0.5, 0.0}, "random", "cpu:DenseMinSize=1"),
+                    on(Case{"dense_panels_beta", 8, 7, 9, {5, 3}, 1.0, -1.0, 1.5}, "random", "cpu:DenseMinSize=1"),
+                    on(aliased(Case{"dense_panels_alias", 8, 8, 8, {4, 3}, 1.0, 1.0, 0.5}, Alias::CisAB), "random",
+                       "cpu:DenseMinSize=1"),
                     Case{"alpha_zero", 7, 7, 7, {3}, 0.5, 0.0, 2.0},            // C = beta*C, patterns kept
                     repeated(Case{"repeat", 9, 9, 9, {2, 6}, 0.4, 0.5, 1.0}, 3),
                     filtered(Case{"filter", 10, 12, 10, {1, 5, 13}, 0.6, 1.0, 0.0}, 2.0),

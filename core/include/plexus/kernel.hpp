@@ -115,6 +115,18 @@ class HostKernel : public Kernel {
   virtual void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) = 0;
   /// Frobenius norm of a block of n values.
   virtual double block_norm(const double* x, std::int64_t n);
+  /// Above what size core computes a dense tick (every A row has blocks in the same columns, every
+  /// B row among them blocks in the same columns; no filtering) as a few large products instead
+  /// of one per block:
+  /// where the harmonic mean 3 / (1/M + 1/N + 1/K) of the tick's rows M, columns N and inner size
+  /// K is at least this. Core then copies the panels into dense column-major scratch, calls
+  /// process() with one entry per strip of C columns (m a thread's rows, n the strip's columns, k
+  /// the whole inner size; a, b and c into its scratch, marked `first`, the scratch C zeroed
+  /// unless first_product_writes()), and adds the strips into C's blocks (DBCSR's dense mode does
+  /// the same). Large products then run at a large GEMM's rate rather than a small block's, for
+  /// copies of (M + N) K + 2 M N values. 0 (the default): never; 1: every dense tick. The answer
+  /// must not change over the kernel's life.
+  virtual std::int64_t dense_min_size() const { return 0; }
 };
 
 /// The oracle: plain loops, one thread, obviously correct. Always available in core. It adds every

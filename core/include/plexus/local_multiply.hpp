@@ -17,6 +17,8 @@
 
 namespace plexus {
 
+class HostSession;
+
 namespace plan {
 struct PlanKey;
 struct ProductPlan;
@@ -78,6 +80,7 @@ struct LocalMultiplyStats {
   double kernel_seconds = 0;      ///< inside Kernel::process (max over threads)
   std::int64_t ticks = 0;         ///< ticks with products (multiply() calls with blocks in A and B)
   std::int64_t replayed_ticks = 0;  ///< of them, ticks whose stacks came from a plan (ProductPlans)
+  std::int64_t dense_ticks = 0;     ///< of them, ticks computed as dense products (HostKernel::dense_min_size)
   LocalMultiplyStats& operator+=(const LocalMultiplyStats& o);
 };
 
@@ -120,6 +123,11 @@ class LocalProduct {
  private:
   struct ThreadWork;
   bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
+  // Dense ticks (local_product_dense.cpp): the tick as dense products, where the backend takes it
+  // and the panels are dense (false: not, and nothing done).
+  struct DenseShape;
+  bool dense_shape(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, DenseShape& d) const;
+  bool dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row);
   void leave_plan();    // the rows get the blocks of the ticks replayed so far; recording goes on from there
   void reserve_rows();  // each row's list reserved for the blocks it is expected to end with
   void record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, std::int64_t grow_before);
@@ -132,6 +140,8 @@ class LocalProduct {
   std::function<void()> progress_;
   bool host_ = true;                        // the kernel works on host memory: with one thread, one pass per tick
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
+  HostSession* dense_ = nullptr;  // session_, where its backend takes dense ticks (HostKernel::dense_min_size)
+  std::int64_t dense_min_size_ = 0;
   std::int64_t c_values_ = 0;               // size of C's value area
   std::int64_t reserved_values_ = 0;        // C's area reserved up front (its start, or expected_values)
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1

@@ -1,0 +1,61 @@
+#pragma once
+// A host backend's session (HostKernel::begin), where core's LocalProduct can reach it: its dense
+// ticks (local_product_dense.cpp) compute into scratch through the kernel's process() on host
+// pointers and add the result into C's blocks, which only this session's C area holds.
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "plexus/kernel.hpp"
+
+namespace plexus {
+
+// A host backend's accumulation: C stays in the area it was handed, the panels are read in place.
+class HostSession final : public KernelSession {
+ public:
+  HostSession(HostKernel& kernel, MatrixData c, int slots)
+      : kernel_(kernel), c_(std::move(c)), slots_(slots), writes_first_(kernel.first_product_writes()) {}
+
+  void grow(std::int64_t values) override {
+    const auto old = static_cast<std::int64_t>(c_.size());
+    if (values <= old) return;
+    // Room for later ticks too: a tick rarely creates the last blocks of C.
+    if (values > static_cast<std::int64_t>(c_.capacity()))
+      c_.reserve(std::max(static_cast<std::size_t>(values), c_.capacity() * 3 / 2));
+    c_.resize(static_cast<std::size_t>(values));  // tracked vectors leave new doubles unset
+    // A kernel whose first products write gets them unset: each new block's first product
+    // overwrites it (StackEntry::first), so zeroing would only be a pass over memory.
+    if (writes_first_) return;
+    double* fresh = c_.data() + old;
+    const std::int64_t n = values - old;
+#pragma omp parallel for num_threads(slots_) schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) fresh[i] = 0.0;
+  }
+
+  void stage(const PanelView& a, const PanelView& b) override {
+    a_ = a.data;
+    b_ = b.data;
+  }
+
+  void process(const StackEntry* stack, std::int64_t n, int) override {
+    if (n > 0) kernel_.process(stack, n, a_, b_, c_.data());
+  }
+
+  void unstage() override { a_ = b_ = nullptr; }
+
+  MatrixData finish() override { return std::move(c_); }
+
+  /// The backend, and C's value area as it is now (valid until the next grow()).
+  HostKernel& kernel() { return kernel_; }
+  double* values() { return c_.data(); }
+
+ private:
+  HostKernel& kernel_;
+  MatrixData c_;
+  int slots_;
+  bool writes_first_;
+  const double* a_ = nullptr;
+  const double* b_ = nullptr;
+};
+
+}  // namespace plexus

@@ -1,0 +1,262 @@
+// LocalProduct: dense ticks. A tick whose panels are dense (every A row has blocks in the same
+// columns, every B row among them blocks in the same columns) and large enough for the backend
+// (HostKernel::dense_min_size) is one GEMM per strip of C's columns instead of one small product
+// per block: B is copied once into a dense K x N column-major matrix, each thread copies its A
+// rows into an m x K one, the backend's process() multiplies them by a strip of B's columns into
+// an m x n scratch in one entry, and the thread adds the scratch into C's blocks (writes it into
+// the blocks this tick creates). Beside the panels a tick holds a copy of each, and a strip's
+// result. The copies cost (M + N) K + 2 M N values against 2 M N K flops; a block product of 32^3
+// from a stack ran at 0.75-0.9 of a large DGEMM's rate on this project's machines, because each
+// product loads and stores its C block for only 32 steps of k, and reads its operands from
+// memory once the panels outgrow the caches (docs/performance.md, "Dense ticks").
+#include <omp.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "host_session.hpp"
+#include "local_product_work.hpp"
+#include "plexus/local_multiply.hpp"
+#include "plexus/timers.hpp"
+
+namespace plexus {
+
+namespace {
+
+// The product goes to the backend in strips of about this many of C's columns (whole block
+// columns), each an m x 512 GEMM with m the thread's rows: the scratch for the strip's result
+// stays bounded, and the GEMM keeps the shape BLAS runs fastest. OpenBLAS 0.3.21 on one core of
+// this project's Xeon: 2560 x 512 x 2560 at 70 GFLOP/s, as fast as 2560^3, where strips of rows
+// (512 x 2560 x 2560) ran at 52-59.
+constexpr std::int64_t kStripColumns = 512;
+
+// A rows x cols block from `src` (column-major, leading dimension lds) to `dst` (leading dimension
+// ldd): copied, or added. Loops the compiler vectorises in place: recognised as copies, they became
+// a memmove call per column, which for blocks of 23 took a quarter of the tick's copying.
+[[gnu::optimize("no-tree-loop-distribute-patterns")]] void copy_block(const double* __restrict src, std::int64_t lds,
+                                                                       double* __restrict dst, std::int64_t ldd,
+                                                                       int rows, int cols) {
+  for (int j = 0; j < cols; ++j, src += lds, dst += ldd)
+    for (int i = 0; i < rows; ++i) dst[i] = src[i];
+}
+void add_block(const double* __restrict src, std::int64_t lds, double* __restrict dst, std::int64_t ldd, int rows,
+               int cols) {
+  for (int j = 0; j < cols; ++j, src += lds, dst += ldd)
+    for (int i = 0; i < rows; ++i) dst[i] += src[i];
+}
+
+// Where each of a list of blocks starts in a dense dimension made of them, and the total.
+template <class SizeOf>
+std::int64_t prefix_positions(std::int64_t count, SizeOf size_of, std::vector<std::int64_t>& pos) {
+  pos.resize(static_cast<std::size_t>(count));
+  std::int64_t at = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    pos[static_cast<std::size_t>(i)] = at;
+    at += size_of(i);
+  }
+  return at;
+}
+
+}  // namespace
+
+// A dense tick's shape: the k blocks A's rows and B's rows have in common (each A row's position
+// of it, and B's CSR row), B's columns (every such B row's), and the dense dimensions.
+struct LocalProduct::DenseShape {
+  std::vector<std::int64_t> a_pos, b_row;  // per common k block
+  std::vector<std::int64_t> kpos, npos;    // where each k block and each column starts in K and N
+  const std::int64_t* cols = nullptr;      // B's columns (ncols of them)
+  std::int64_t ncols = 0, K = 0, N = 0;
+};
+
+// Dense: every A row has the same columns, and every B row among them the same columns. Only the
+// k blocks in both take part (an A column without a B row, or a B row without an A column, has no
+// products): a non-square grid's ticks hand over panels whose k ranges differ.
+bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                               DenseShape& d) const {
+  if (a.nrows < 1 || b.nrows < 1) return false;
+  const std::int64_t na = a.row_ptr[1] - a.row_ptr[0];
+  if (na < 1 || a.nblocks != na * a.nrows) return false;
+  const std::int64_t* const a_cols = a.cols + a.row_ptr[0];
+  for (int r = 1; r < a.nrows; ++r)
+    if (a.row_ptr[r + 1] - a.row_ptr[r] != na || !std::equal(a_cols, a_cols + na, a.cols + a.row_ptr[r])) return false;
+  d.a_pos.clear();
+  d.b_row.clear();
+  for (std::int64_t p = 0, br = 0; p < na && br < b.nrows;) {  // both ascend
+    if (a_cols[p] < b.row_ids[br]) {
+      ++p;
+    } else if (b.row_ids[br] < a_cols[p]) {
+      ++br;
+    } else {
+      d.a_pos.push_back(p++);
+      d.b_row.push_back(br++);
+    }
+  }
+  if (d.b_row.empty()) return false;
+  const std::int64_t first = d.b_row.front();
+  d.cols = b.cols + b.row_ptr[first];
+  d.ncols = b.row_ptr[first + 1] - b.row_ptr[first];
+  if (d.ncols < 1) return false;
+  for (const std::int64_t br : d.b_row)
+    if (b.row_ptr[br + 1] - b.row_ptr[br] != d.ncols || !std::equal(d.cols, d.cols + d.ncols, b.cols + b.row_ptr[br]))
+      return false;
+  const auto nk = static_cast<std::int64_t>(d.b_row.size());
+  d.K = prefix_positions(
+      nk, [&](std::int64_t p) { return a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[p]])); }, d.kpos);
+  d.N = prefix_positions(d.ncols, [&](std::int64_t q) { return layout_.cols.size(static_cast<int>(d.cols[q])); },
+                         d.npos);
+  // Large enough that the copies pay: the harmonic mean of M, N and K at least the backend's size.
+  double m = 0;
+  for (int r = 0; r < a.nrows; ++r) m += layout_.rows.size(static_cast<int>(a.row_ids[r]));
+  const auto n = static_cast<double>(d.N), k = static_cast<double>(d.K);
+  return 3.0 / (1.0 / m + 1.0 / n + 1.0 / k) >= static_cast<double>(dense_min_size_) && m <= INT_MAX && n <= INT_MAX &&
+         k <= INT_MAX;
+}
+
+bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                              const int* a_c_row) {
+  DenseShape d;
+  if (dense_ == nullptr || !dense_shape(a, a_layout, b, d)) return false;
+  const timers::Scoped timer("local multiply: dense");
+  // No plan for this product: a dense tick has no stacks to replay (and one like it is built as
+  // quickly as it would be replayed).
+  record_.reset();
+  candidates_.clear();
+  for (auto& w : work_) {
+    w->record = {};
+    w->record_dropped = false;
+  }
+  const auto nk = static_cast<std::int64_t>(d.b_row.size());
+  const std::int64_t ncols = d.ncols, K = d.K, N = d.N;
+  const std::int64_t* const b_cols = d.cols;
+  const std::vector<std::int64_t>&kpos = d.kpos, &npos = d.npos;
+  const int nthreads = static_cast<int>(work_.size());
+  auto a_rows_of = [&](const ThreadWork& w) {
+    const auto row = [&](int c_row) {
+      return static_cast<int>(std::lower_bound(a_c_row, a_c_row + a.nrows, c_row) - a_c_row);
+    };
+    return std::pair<int, int>{row(w.row_begin), row(w.row_end)};
+  };
+  const int* const n_of = layout_.cols.sizes().data();
+
+  // Each thread places the C blocks its rows lack (as the symbolic pass does) and copies its share
+  // of B's rows into the dense B.
+  Scratch<double> bd(static_cast<std::size_t>(K * N));
+  std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
+  for_each_thread(nthreads, [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    const double t0 = omp_get_wtime();
+    w.fresh.clear();
+    w.fresh_values = 0;
+    const auto [ar0, ar1] = a_rows_of(w);
+    for (int ar = ar0; ar < ar1; ++ar) {
+      const int r = a_c_row[ar] - w.row_begin;
+      auto& list = w.rows[static_cast<std::size_t>(r)];
+      for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = 0;
+      const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+      for (std::int64_t q = 0; q < ncols; ++q) {
+        const std::int64_t j = b_cols[q];
+        if (w.c_off[static_cast<std::size_t>(j)] >= 0) continue;
+        w.fresh.emplace_back(r, list.size());
+        list.emplace_back(j, w.fresh_values);
+        w.fresh_values += std::int64_t{m} * n_of[j];
+      }
+      for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
+    }
+    for (std::int64_t p = nk * t / nthreads; p < nk * (t + 1) / nthreads; ++p) {
+      const std::int64_t br = d.b_row[static_cast<std::size_t>(p)];
+      const std::int64_t kb = a_layout.cols.size(static_cast<int>(b.row_ids[br]));
+      for (std::int64_t q = 0; q < ncols; ++q) {
+        copy_block(b.data + b.offsets[b.row_ptr[br] + q], kb,
+                   bd.data() + npos[static_cast<std::size_t>(q)] * K + kpos[static_cast<std::size_t>(p)], K,
+                   static_cast<int>(kb), n_of[b_cols[q]]);
+      }
+    }
+    seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
+  });
+  // One growth of C's area for every thread's new blocks.
+  const std::int64_t tick_start = c_values_;
+  std::int64_t end = c_values_;
+  for (auto& w : work_) {
+    w->base = end;
+    end += w->fresh_values;
+  }
+  if (end > c_values_) {
+    session_->grow(end);
+    c_values_ = end;
+  }
+  double* const c = dense_->values();
+  HostKernel& kernel = dense_->kernel();
+  const bool writes_first = kernel.first_product_writes();
+
+  for_each_thread(nthreads, [&](int t) {
+    ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+    const double t0 = omp_get_wtime();
+    for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
+    const bool caller = omp_get_thread_num() == 0 && progress_;
+    const auto [ar0, ar1] = a_rows_of(w);
+    // The thread's A rows, whole: m x K.
+    std::int64_t m_all = 0;
+    for (int ar = ar0; ar < ar1; ++ar) m_all += layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+    Scratch<double> ad(static_cast<std::size_t>(m_all * K));
+    std::int64_t ro = 0;
+    for (int ar = ar0; ar < ar1; ++ar) {
+      const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+      for (std::int64_t p = 0; p < nk; ++p) {
+        const auto pp = static_cast<std::size_t>(p);
+        copy_block(a.data + a.offsets[a.row_ptr[ar] + d.a_pos[pp]], m, ad.data() + kpos[pp] * m_all + ro, m_all, m,
+                   a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[pp]])));
+      }
+      ro += m;
+    }
+    const std::int64_t strips = std::max<std::int64_t>(1, N / kStripColumns);
+    const std::int64_t strip_cols = (N + strips - 1) / strips;  // about; whole block columns
+    Scratch<double> cd;
+    double kernel_time = 0;
+    std::int64_t q0 = 0;
+    while (m_all > 0 && q0 < ncols) {
+      // The strip: B's columns q0 .. q1 - 1, about strip_cols of C's columns.
+      std::int64_t q1 = q0;
+      std::int64_t ns = 0;
+      while (q1 < ncols && (q1 == q0 || ns < strip_cols)) ns += n_of[b_cols[q1++]];
+      cd.resize(static_cast<std::size_t>(m_all * ns));
+      if (!writes_first) std::fill(cd.begin(), cd.end(), 0.0);
+      const StackEntry e{.m = static_cast<int>(m_all), .n = static_cast<int>(ns), .k = static_cast<int>(K), .first = 1,
+                         .a = 0, .b = npos[static_cast<std::size_t>(q0)] * K, .c = 0};
+      const double k0 = omp_get_wtime();
+      kernel.process(&e, 1, ad.data(), bd.data(), cd.data());
+      kernel_time += omp_get_wtime() - k0;
+      // The strip into C's blocks: added, or written into the blocks new this tick.
+      ro = 0;
+      const std::int64_t n0 = npos[static_cast<std::size_t>(q0)];
+      for (int ar = ar0; ar < ar1; ++ar) {
+        const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+        auto& list = w.rows[static_cast<std::size_t>(a_c_row[ar] - w.row_begin)];
+        for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
+        for (std::int64_t q = q0; q < q1; ++q) {
+          const std::int64_t j = b_cols[q];
+          const std::int64_t off = w.c_off[static_cast<std::size_t>(j)];
+          const double* src = cd.data() + (npos[static_cast<std::size_t>(q)] - n0) * m_all + ro;
+          if (off >= tick_start)
+            copy_block(src, m_all, c + off, m, m, n_of[j]);
+          else
+            add_block(src, m_all, c + off, m, m, n_of[j]);
+        }
+        for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
+        ro += m;
+      }
+      q0 = q1;
+      if (caller) progress_();
+    }
+    w.stats.products += static_cast<std::int64_t>(ar1 - ar0) * nk * ncols;
+    w.stats.flops += 2.0 * static_cast<double>(m_all) * static_cast<double>(N) * static_cast<double>(K);
+    const double total = seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0;
+    w.stats.kernel_seconds += kernel_time;
+    w.stats.stack_seconds += total - kernel_time;
+  });
+  return true;
+}
+
+}  // namespace plexus

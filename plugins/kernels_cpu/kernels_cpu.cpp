@@ -7,10 +7,10 @@
 // Dense ticks (DenseMinSize, 1024 by default): where a tick's panels are dense and large, core
 // hands process() one large product per strip of C columns on packed copies
 // (HostKernel::dense_min_size), which goes to dgemm. The kernel then sets OpenBLAS to one thread
-// per caller
-// (openblas_set_num_threads(1), where the BLAS is OpenBLAS): the kernel's threads, and the ranks
-// beside it, are the parallelism; an OpenBLAS that started its own threads on top of them
-// oversubscribed the cores (its default is one thread per core, unless OMP_NUM_THREADS says fewer).
+// per caller (openblas_set_num_threads(1), where the BLAS is OpenBLAS): the kernel's threads, and
+// the ranks beside it, are the parallelism, and an OpenBLAS that started its own threads on top
+// of them would oversubscribe the cores (its default is one thread per core, unless
+// OMP_NUM_THREADS or OPENBLAS_NUM_THREADS says fewer).
 //
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with

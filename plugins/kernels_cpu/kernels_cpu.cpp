@@ -328,8 +328,8 @@ plexus::ParameterListPtr valid_parameters() {
           "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
   plexus::declare_int(
       *valid, "DenseMinSize", 1024,
-      "a tick whose panels are dense (every A row has a block in every B row, every B row the same columns; no "
-      "filtering) and whose rows M, columns N and inner size K have a harmonic mean 3/(1/M+1/N+1/K) of at least "
+      "a tick whose panels are dense (every A row has blocks in the same columns, every B row among them blocks in the "
+      "same columns; no filtering) and whose rows M, columns N and inner size K have a harmonic mean 3/(1/M+1/N+1/K) of at least "
       "this is computed as one dgemm per strip of about 512 C columns on dense copies of the panels, instead of one "
       "small product per block (the report's dense_ticks counts them; below about 1000 the copies cost more than "
       "dgemm gains, docs/performance.md). 0: never (and OpenBLAS's threads are left alone; otherwise OpenBLAS is "

@@ -281,7 +281,7 @@ TEST_P(BackendConformance, LocalProductDenseBlocks) {
 // by the first tick: written, not added), and ticks that miss one block of A or of B (block
 // products, between dense ticks); C scaled.
 TEST_P(BackendConformance, LocalProductDenseTicks) {
-  LocalCase lc = make_case("dense ticks", 14, 12, 13, 1.0, 1.0, 0.3, 4, 25, true);
+  LocalCase lc = make_case("dense ticks", 10, 9, 10, 1.0, 1.0, 0.3, 4, 25, true);
   // Tick 1 without one block of A, tick 2 without one of B: not dense.
   auto without = [](const Panel& p, const BlockLayout& layout, std::int64_t drop) {
     std::vector<int> rows;

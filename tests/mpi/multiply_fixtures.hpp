@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance_specs.hpp"
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
@@ -40,17 +41,15 @@ inline std::unique_ptr<CommStrategy> strategy(const std::string& name, const std
   return Registry::global().make_comm(name, p, "Communication/" + name);
 }
 
-/// A local backend by spec: its name, then any ":Key=Value" parameters ("cpu:DenseMinSize=1").
+/// A local backend by spec: its name, then any ":Key=Value" parameters ("cpu:DenseMinSize=1"), as
+/// the conformance suites' specs are written.
 inline std::unique_ptr<Kernel> kernel(const std::string& spec) {
   load_plugins();
-  const std::string name = spec.substr(0, spec.find(':'));
-  ParameterList p(name);
-  for (std::size_t at = spec.find(':'); at != std::string::npos;) {
-    const std::size_t next = spec.find(':', at + 1);
-    apply_override(p, spec.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
-    at = next;
-  }
-  return Registry::global().make_kernel(name, p, "Kernel/" + name);
+  const std::vector<Spec> specs = parse_specs(spec.c_str());
+  if (specs.size() != 1) throw Error("test::kernel", "one kernel spec expected, got '" + spec + "'");
+  ParameterList p(specs[0].name);
+  for (const auto& kv : specs[0].params) apply_override(p, kv);
+  return Registry::global().make_kernel(specs[0].name, p, "Kernel/" + specs[0].name);
 }
 
 /// The grids a test runs on: MPI_Dims_create's and its transpose.

@@ -188,12 +188,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     a_c_row[r] = cr;
   }
   // The A rows whose C row thread w owns: A and C rows ascend, so they are a contiguous range.
-  auto a_rows_of = [&](const ThreadWork& w) {
-    const auto row = [&](int c_row) {
-      return static_cast<int>(std::lower_bound(a_c_row.begin(), a_c_row.end(), c_row) - a_c_row.begin());
-    };
-    return std::pair<int, int>{row(w.row_begin), row(w.row_end)};
-  };
+  auto a_rows_of = [&](const ThreadWork& w) { return a_rows_in(a_c_row.data(), a.nrows, w.row_begin, w.row_end); };
   // Staged first: a device backend copies the panels while the stacks are being built. Should
   // anything below throw, the guard unstages before the caller frees the panels (a device
   // backend may still be copying them).

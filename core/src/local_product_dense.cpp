@@ -139,12 +139,6 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
   const std::int64_t* const b_cols = d.cols;
   const std::vector<std::int64_t>&kpos = d.kpos, &npos = d.npos;
   const int nthreads = static_cast<int>(work_.size());
-  auto a_rows_of = [&](const ThreadWork& w) {
-    const auto row = [&](int c_row) {
-      return static_cast<int>(std::lower_bound(a_c_row, a_c_row + a.nrows, c_row) - a_c_row);
-    };
-    return std::pair<int, int>{row(w.row_begin), row(w.row_end)};
-  };
   const int* const n_of = layout_.cols.sizes().data();
 
   // Each thread places the C blocks its rows lack (as the symbolic pass does) and copies its share
@@ -156,7 +150,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     const double t0 = omp_get_wtime();
     w.fresh.clear();
     w.fresh_values = 0;
-    const auto [ar0, ar1] = a_rows_of(w);
+    const auto [ar0, ar1] = a_rows_in(a_c_row, a.nrows, w.row_begin, w.row_end);
     for (int ar = ar0; ar < ar1; ++ar) {
       const int r = a_c_row[ar] - w.row_begin;
       auto& list = w.rows[static_cast<std::size_t>(r)];
@@ -202,7 +196,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     const double t0 = omp_get_wtime();
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
     const bool caller = omp_get_thread_num() == 0 && progress_;
-    const auto [ar0, ar1] = a_rows_of(w);
+    const auto [ar0, ar1] = a_rows_in(a_c_row, a.nrows, w.row_begin, w.row_end);
     // The thread's A rows, whole: m x K.
     std::int64_t m_all = 0;
     for (int ar = ar0; ar < ar1; ++ar) m_all += layout_.rows.size(static_cast<int>(a.row_ids[ar]));

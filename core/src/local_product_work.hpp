@@ -4,6 +4,7 @@
 // work and scratch, and the threads' loop.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <utility>
@@ -42,6 +43,15 @@ struct LocalProduct::ThreadWork {
   plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
   bool record_dropped = false;  // the share outgrew the plans' room this tick
 };
+
+// The A rows (of `nrows`, whose C rows a_c_row lists, ascending) whose C row lies in [c_begin,
+// c_end), a thread's rows: a contiguous range [first, second).
+inline std::pair<int, int> a_rows_in(const int* a_c_row, int nrows, int c_begin, int c_end) {
+  const auto row = [&](int c_row) {
+    return static_cast<int>(std::lower_bound(a_c_row, a_c_row + nrows, c_row) - a_c_row);
+  };
+  return {row(c_begin), row(c_end)};
+}
 
 // Runs f(t) for every thread slot t in an OpenMP region of `n` threads (also when OpenMP gives
 // fewer), and rethrows the first exception after the region.

@@ -141,11 +141,9 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
-  const auto* host = dynamic_cast<const HostKernel*>(&kernel);
-  if (host != nullptr && host->dense_min_size() > 0) {
-    dense_ = dynamic_cast<HostSession*>(session_.get());
-    dense_min_size_ = host->dense_min_size();
-  }
+  // A host backend may take dense ticks (it says from what size, tick by tick: dense_shape).
+  dense_kernel_ = dynamic_cast<const HostKernel*>(&kernel);
+  dense_ = dense_kernel_ != nullptr ? dynamic_cast<HostSession*>(session_.get()) : nullptr;
 }
 
 void LocalProduct::reserve_rows() {

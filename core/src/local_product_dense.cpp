@@ -1,6 +1,6 @@
 // LocalProduct: dense ticks. A tick whose panels are dense (every A row has blocks in the same
 // columns, every B row among them blocks in the same columns) and large enough for the backend
-// (HostKernel::dense_min_size) is one GEMM per strip of C's columns instead of one small product
+// (HostKernel::dense_min_size, by the tick's block sizes) is one GEMM per strip of C's columns instead of one small product
 // per block: B is copied once into a dense K x N column-major matrix, each thread copies its A
 // rows into an m x K one, the backend's process() multiplies them by a strip of B's columns into
 // an m x n scratch in one entry, and the thread adds the scratch into C's blocks (writes it into
@@ -113,12 +113,15 @@ bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, 
       nk, [&](std::int64_t p) { return a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[p]])); }, d.kpos);
   d.N = prefix_positions(d.ncols, [&](std::int64_t q) { return layout_.cols.size(static_cast<int>(d.cols[q])); },
                          d.npos);
-  // Large enough that the copies pay: the harmonic mean of M, N and K at least the backend's size.
+  // Large enough that the copies pay: the harmonic mean of M, N and K at least the backend's size
+  // for blocks of these mean sizes (0: none).
   double m = 0;
   for (int r = 0; r < a.nrows; ++r) m += layout_.rows.size(static_cast<int>(a.row_ids[r]));
   const auto n = static_cast<double>(d.N), k = static_cast<double>(d.K);
-  return 3.0 / (1.0 / m + 1.0 / n + 1.0 / k) >= static_cast<double>(dense_min_size_) && m <= INT_MAX && n <= INT_MAX &&
-         k <= INT_MAX;
+  const DenseBlocks blocks{m / a.nrows, n / static_cast<double>(d.ncols), k / static_cast<double>(nk)};
+  const std::int64_t size = dense_kernel_->dense_min_size(blocks);
+  return size > 0 && 3.0 / (1.0 / m + 1.0 / n + 1.0 / k) >= static_cast<double>(size) && m <= INT_MAX &&
+         n <= INT_MAX && k <= INT_MAX;
 }
 
 bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,

@@ -4,9 +4,9 @@
 // shapes, and BLAS dgemm beyond those (and for Backend=blas). Backend=libxsmm leaves the register
 // kernels out; Backend=avx512 or avx2 picks their instruction set.
 //
-// Dense ticks (DenseMinSize, 1024 by default): where a tick's panels are dense and large, core
-// hands process() one large product per strip of C columns on packed copies
-// (HostKernel::dense_min_size), which goes to dgemm. The kernel then sets OpenBLAS to one thread
+// Dense ticks (DenseMinSize; by default from a size that depends on the tick's blocks): where a
+// tick's panels are dense and large, core hands process() one large product per strip of C
+// columns on packed copies (HostKernel::dense_min_size), which goes to dgemm. The kernel then sets OpenBLAS to one thread
 // per caller (openblas_set_num_threads(1), where the BLAS is OpenBLAS): the kernel's threads, and
 // the ranks beside it, are the parallelism, and an OpenBLAS that started its own threads on top
 // of them would oversubscribe the cores (its default is one thread per core, unless
@@ -203,14 +203,21 @@ DispatchCache& thread_cache() {
 }
 #endif
 
+// DenseMinSize: -1 means by the tick's blocks (CpuKernel::dense_min_size), in that many of them.
+constexpr std::int64_t kDenseAuto = -1;
+constexpr double kDenseBlocksAligned = 36;  // blocks whose mean rows are a whole multiple of 8
+constexpr double kDenseBlocks = 30;         // other blocks
+
 class CpuKernel final : public plexus::HostKernel {
  public:
   CpuKernel(int threads, Backend backend, std::int64_t dense_min_size)
       : libxsmm_(backend == Backend::Libxsmm || (backend != Backend::Blas && kHaveLibxsmm)),
         dense_min_size_(dense_min_size) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
-    if (dense_min_size < 0)
-      throw plexus::InputError("Kernel/cpu/DenseMinSize", "must be >= 0, got " + std::to_string(dense_min_size));
+    if (dense_min_size < kDenseAuto)
+      throw plexus::InputError("Kernel/cpu/DenseMinSize",
+                               "must be -1 (by the blocks' size), 0 (never) or a size >= 1, got " +
+                                   std::to_string(dense_min_size));
     if (backend == Backend::Libxsmm && !kHaveLibxsmm)
       throw plexus::InputError("Kernel/cpu/Backend",
                                "Backend=libxsmm was requested but this build of the cpu kernel has no libxsmm "
@@ -239,14 +246,28 @@ class CpuKernel final : public plexus::HostKernel {
 #endif
     threads_ = threads > 0 ? threads : omp_get_max_threads();
     if (threads_ < 1) threads_ = 1;
-    if (dense_min_size_ > 0 && openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
+    if (dense_min_size_ != 0 && openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
   }
   ~CpuKernel() override = default;
 
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
-  std::int64_t dense_min_size() const override { return dense_min_size_; }
+  // By the blocks (DenseMinSize = -1): the tick's size (harmonic mean of M, N and K) from which the
+  // copies pay, as a number of its blocks (the harmonic mean of their mean rows, columns and inner
+  // size): kDenseBlocksAligned where the blocks' mean rows are a whole multiple of 8 (the register
+  // width of AVX-512 in doubles: libxsmm's kernels for such blocks run at 0.75-0.9 of a large
+  // dgemm), kDenseBlocks otherwise (blocks of 13 or 23 at about half of it, of 6 at a quarter).
+  // Measured crossovers on one rank: blocks of 6 below 192, of 13 about 260, of 23 about 460, of
+  // 16 about 650, of 32 about 1,150; on two ranks sharing the memory, blocks of 23 from 550 to 830
+  // (docs/performance.md, "Dense ticks by the blocks' size").
+  std::int64_t dense_min_size(const plexus::DenseBlocks& b) const override {
+    if (dense_min_size_ != kDenseAuto) return dense_min_size_;
+    if (!(b.rows > 0 && b.cols > 0 && b.inner > 0)) return 0;
+    const double mean = 3.0 / (1.0 / b.rows + 1.0 / b.cols + 1.0 / b.inner);
+    const bool aligned = b.rows >= 8 && std::fmod(b.rows, 8.0) == 0.0;
+    return std::max<std::int64_t>(1, std::llround((aligned ? kDenseBlocksAligned : kDenseBlocks) * mean));
+  }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
     const Library lib = library();
     if (!registers_) return lib.stack(stack, n, a, b, c);
@@ -297,7 +318,7 @@ class CpuKernel final : public plexus::HostKernel {
   }
 
   bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
-  std::int64_t dense_min_size_;        // dense ticks from this size on go to it as large products (0: none)
+  std::int64_t dense_min_size_;        // dense ticks from this size on go to it as large products (0: none; -1: by the blocks)
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   int threads_ = 1;
 };
@@ -327,21 +348,24 @@ plexus::ParameterListPtr valid_parameters() {
           rest + "; avx512, avx2: the register kernels in that set (refused on a CPU without it), " + rest +
           "; libxsmm: libxsmm JIT kernels up to 64^3, dgemm beyond; blas: dgemm for every product");
   plexus::declare_int(
-      *valid, "DenseMinSize", 1024,
+      *valid, "DenseMinSize", static_cast<int>(kDenseAuto),
       "a tick whose panels are dense (every A row has blocks in the same columns, every B row among them blocks in the "
       "same columns; no filtering) and whose rows M, columns N and inner size K have a harmonic mean 3/(1/M+1/N+1/K) of at least "
       "this is computed as one dgemm per strip of about 512 C columns on dense copies of the panels, instead of one "
-      "small product per block (the report's dense_ticks counts them; below about 1000 the copies cost more than "
-      "dgemm gains, docs/performance.md). 0: never (and OpenBLAS's threads are left alone; otherwise OpenBLAS is "
-      "set to one thread per caller: the kernel's threads are its parallelism); 1: every dense tick",
-      0, 1 << 30);
+      "small product per block (the report's dense_ticks counts them). -1 (the default): by the tick's blocks, 36 "
+      "times their mean size (harmonic mean of their mean rows, columns and inner size) where their mean rows are a "
+      "whole multiple of 8, 30 times otherwise: blocks of 32 from 1152, of 23 from 690, of 6 from 180 (below, the "
+      "copies cost more than dgemm gains; docs/performance.md). 0: never (and OpenBLAS's threads are left alone; "
+      "otherwise OpenBLAS is set to one thread per caller: the kernel's threads are its parallelism); 1: every dense "
+      "tick; a size: from that size on, whatever the blocks",
+      static_cast<int>(kDenseAuto), 1 << 30);
   return valid;
 }
 
 std::unique_ptr<plexus::Kernel> make_kernel(const plexus::ParameterList& p) {
   const int threads = p.isParameter("Threads") ? p.get<int>("Threads") : 0;
   const std::string backend = p.isParameter("Backend") ? p.get<std::string>("Backend") : std::string("auto");
-  const int dense_min = p.isParameter("DenseMinSize") ? p.get<int>("DenseMinSize") : 1024;
+  const int dense_min = p.isParameter("DenseMinSize") ? p.get<int>("DenseMinSize") : static_cast<int>(kDenseAuto);
   return std::make_unique<CpuKernel>(threads, parse_backend(backend), dense_min);
 }
 

@@ -171,8 +171,10 @@ LocalCase make_case(const std::string& name, int nrow_blocks, int nk_blocks, int
 
 /// The ticks with products whose panels are dense: every A row has blocks in the same columns,
 /// every B row among those columns blocks in the same columns (the ticks a backend's
-/// HostKernel::dense_min_size may take whole).
-std::int64_t dense_ticks(const LocalCase& lc) {
+/// HostKernel::dense_min_size may take whole). With `host`, only those it takes: whose harmonic
+/// mean of rows M, columns N and inner size K (the k blocks both panels hold) reaches its size
+/// for their blocks' mean sizes.
+std::int64_t dense_ticks(const LocalCase& lc, const plexus::HostKernel* host = nullptr) {
   std::int64_t n = 0;
   for (const Tick& t : lc.ticks) {
     const PanelView a = t.a.view(), b = t.b.view();
@@ -182,26 +184,36 @@ std::int64_t dense_ticks(const LocalCase& lc) {
     bool dense = !a_cols.empty(), products = false;
     for (int r = 0; r < a.nrows; ++r)
       dense = dense && std::vector<std::int64_t>(a.cols + a.row_ptr[r], a.cols + a.row_ptr[r + 1]) == a_cols;
+    double K = 0, nk = 0;
     for (int r = 0; r < b.nrows; ++r) {
       if (std::find(a_cols.begin(), a_cols.end(), b.row_ids[r]) == a_cols.end()) continue;
       const std::vector<std::int64_t> cols(b.cols + b.row_ptr[r], b.cols + b.row_ptr[r + 1]);
       if (!products) b_cols = cols;
       products = true;
       dense = dense && cols == b_cols && !cols.empty();
+      K += lc.al.cols.size(static_cast<int>(b.row_ids[r]));
+      nk += 1;
     }
-    n += dense && products ? 1 : 0;
+    if (!dense || !products) continue;
+    if (host != nullptr) {
+      double M = 0, N = 0;
+      for (int r = 0; r < a.nrows; ++r) M += lc.cl.rows.size(static_cast<int>(a.row_ids[r]));
+      for (const std::int64_t j : b_cols) N += lc.cl.cols.size(static_cast<int>(j));
+      const plexus::DenseBlocks blocks{M / a.nrows, N / static_cast<double>(b_cols.size()), K / nk};
+      const std::int64_t size = host->dense_min_size(blocks);
+      if (size == 0 || 3.0 / (1.0 / M + 1.0 / N + 1.0 / K) < static_cast<double>(size)) continue;
+    }
+    ++n;
   }
   return n;
 }
 
-/// The dense ticks a backend computes whole: every one if it takes them from size 1 on, none if
-/// it never does or the case is smaller than its size; -1 (not checked) in between.
+/// The dense ticks a backend computes whole: none on a device backend or with filtering, else
+/// those it takes by its sizes.
 std::int64_t expected_dense_ticks(const LocalCase& lc, const Kernel& k, bool filter) {
   const auto* host = dynamic_cast<const plexus::HostKernel*>(&k);
-  const std::int64_t size = host != nullptr ? host->dense_min_size() : 0;
-  if (size == 0 || filter) return 0;
-  if (size == 1) return dense_ticks(lc);
-  return size > std::max({lc.cl.rows.total(), lc.cl.cols.total(), lc.al.cols.total()}) ? 0 : -1;
+  if (host == nullptr || filter) return 0;
+  return dense_ticks(lc, host);
 }
 
 /// Runs the case on a backend through LocalProduct; returns the dense result and the stats.
@@ -250,9 +262,7 @@ void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_sca
     EXPECT_LE(rel_error(c, ex.c), kTol) << "vs dense loop";
     EXPECT_EQ(stats.products, ex.products);
     EXPECT_EQ(stats.skipped, ex.skipped);
-    if (const std::int64_t dense = expected_dense_ticks(lc, *k, filter); dense >= 0) {
-      EXPECT_EQ(stats.dense_ticks, dense) << "ticks computed as dense products";
-    }
+    EXPECT_EQ(stats.dense_ticks, expected_dense_ticks(lc, *k, filter)) << "ticks computed as dense products";
   }
   EXPECT_EQ(ref_stats.dense_ticks, 0) << "the reference kernel computes block products only";
 }

@@ -225,10 +225,10 @@ TEST(KernelsCpu, BadParametersRefused) {
   }
   {
     plexus::ParameterList p("cpu");
-    p.set("DenseMinSize", -1);
+    p.set("DenseMinSize", -2);
     try {
       plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
-      FAIL() << "DenseMinSize=-1 accepted";
+      FAIL() << "DenseMinSize=-2 accepted";
     } catch (const plexus::InputError& e) {
       EXPECT_NE(error_text(e).find("DenseMinSize"), std::string::npos) << error_text(e);
     }
@@ -261,12 +261,17 @@ TEST(KernelsCpu, BadParametersRefused) {
 
 // DenseMinSize: a dense tick goes to dgemm whole where the harmonic mean of its rows M, columns N
 // and inner size K reaches the size (HostKernel::dense_min_size), and as block products below it;
-// C is the dense product either way. A tick of M = 40 (5 block rows of 8), K = 48, N = 60: the
-// harmonic mean is 3 / (1/40 + 1/48 + 1/60) = 48.
-TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
-  load_plugin_once();
-  const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(5, 8), plexus::BlockSizes::uniform(5, 12)};
-  const plexus::BlockLayout a_layout{c_layout.rows, plexus::BlockSizes::uniform(4, 12)};
+// C is the dense product either way. `rows` block rows of m, `inner` k blocks of k and `cols`
+// block columns of n.
+struct DenseCase {
+  int rows, m, inner, k, cols, n;
+  double harmonic() const { return 3.0 / (1.0 / (rows * m) + 1.0 / (inner * k) + 1.0 / (cols * n)); }
+};
+
+// C = C0 / 2 + A B in one tick on `k` (the reference kernel's result, and its dense ticks).
+std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase& dc, Kernel& k) {
+  const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(dc.rows, dc.m), plexus::BlockSizes::uniform(dc.cols, dc.n)};
+  const plexus::BlockLayout a_layout{c_layout.rows, plexus::BlockSizes::uniform(dc.inner, dc.k)};
   const plexus::BlockLayout b_layout{a_layout.cols, c_layout.cols};
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> val(-1.0, 1.0);
@@ -281,26 +286,32 @@ TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
       }
     return p;
   };
-  const plexus::Panel a = full(5, 4, 8, 12), b = full(4, 5, 12, 12), c0 = full(5, 5, 8, 12);
+  const plexus::Panel a = full(dc.rows, dc.inner, dc.m, dc.k), b = full(dc.inner, dc.cols, dc.k, dc.n),
+                      c0 = full(dc.rows, dc.cols, dc.m, dc.n);
+  plexus::LocalProduct lp(c0.view(), c_layout, k, 1, {}, {}, 0.5);
+  lp.multiply(a.view(), a_layout, b.view(), b_layout);
+  const auto dense = lp.stats().dense_ticks;
+  const plexus::Panel c = lp.finish();
+  const plexus::PanelView v = c.view();
+  return {std::vector<double>(v.data, v.data + v.data_size), dense};
+}
+
+std::unique_ptr<Kernel> cpu_with_dense_size(int size) {
+  plexus::ParameterList p("cpu");
+  p.set("Threads", 1);
+  p.set("DenseMinSize", size);
+  return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+}
+
+// Each (DenseMinSize, case) against the reference kernel: C agrees, and the tick is dense or not.
+void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t>>& cases) {
   plexus::ReferenceKernel ref;
-  auto product = [&](Kernel& k) {
-    plexus::LocalProduct lp(c0.view(), c_layout, k, 1, {}, {}, 0.5);
-    lp.multiply(a.view(), a_layout, b.view(), b_layout);
-    const auto dense = lp.stats().dense_ticks;
-    const plexus::Panel c = lp.finish();
-    const plexus::PanelView v = c.view();
-    return std::make_pair(std::vector<double>(v.data, v.data + v.data_size), dense);
-  };
-  const auto [expect, ref_dense] = product(ref);
-  EXPECT_EQ(ref_dense, 0);
-  for (const auto& [size, dense] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{48, 1}, std::pair{49, 0}}) {
-    SCOPED_TRACE("DenseMinSize " + std::to_string(size));
-    plexus::ParameterList p("cpu");
-    p.set("Threads", 1);
-    p.set("DenseMinSize", size);
-    auto k = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
-    EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*k).dense_min_size(), size);
-    const auto [c, ticks] = product(*k);
+  for (const auto& [size, dc, dense] : cases) {
+    SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()));
+    const auto [expect, ref_dense] = dense_case_product(dc, ref);
+    EXPECT_EQ(ref_dense, 0);
+    auto k = cpu_with_dense_size(size);
+    const auto [c, ticks] = dense_case_product(dc, *k);
     EXPECT_EQ(ticks, dense);
     ASSERT_EQ(c.size(), expect.size());
     double err = 0, norm = 0;
@@ -308,8 +319,50 @@ TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
       err = std::max(err, std::abs(c[i] - expect[i]));
       norm = std::max(norm, std::abs(expect[i]));
     }
-    EXPECT_LE(err, kTol * 48 * norm);
+    EXPECT_LE(err, kTol * dc.inner * dc.k * norm);
   }
+}
+
+// A given size: from it on, whatever the blocks. A tick of M = 40 (5 block rows of 8), K = 48,
+// N = 60: the harmonic mean is 3 / (1/40 + 1/48 + 1/60) = 48.
+TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
+  load_plugin_once();
+  const DenseCase tick{5, 8, 4, 12, 5, 12};
+  ASSERT_DOUBLE_EQ(tick.harmonic(), 48.0);
+  for (int size : {0, 1, 48, 49, 5000}) {
+    auto k = cpu_with_dense_size(size);
+    for (const plexus::DenseBlocks& b : {plexus::DenseBlocks{8, 12, 12}, plexus::DenseBlocks{32, 32, 32}})
+      EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*k).dense_min_size(b), size) << size;
+  }
+  check_dense_cases({{0, tick, 0}, {1, tick, 1}, {48, tick, 1}, {49, tick, 0}});
+}
+
+// By the blocks (-1, the default): 36 times their mean size (the harmonic mean of their mean rows,
+// columns and inner size) where the mean rows are a whole multiple of 8, 30 times otherwise.
+TEST(KernelsCpu, DenseTicksByTheBlocksSize) {
+  load_plugin_once();
+  auto k = cpu_with_dense_size(-1);
+  const auto& host = dynamic_cast<const plexus::HostKernel&>(*k);
+  EXPECT_EQ(host.dense_min_size({32, 32, 32}), 36 * 32);
+  EXPECT_EQ(host.dense_min_size({16, 16, 16}), 36 * 16);
+  EXPECT_EQ(host.dense_min_size({23, 23, 23}), 30 * 23);
+  EXPECT_EQ(host.dense_min_size({6, 6, 6}), 30 * 6);
+  EXPECT_EQ(host.dense_min_size({8, 12, 12}), std::llround(36 * 3.0 / (1.0 / 8 + 2.0 / 12)));
+  EXPECT_EQ(host.dense_min_size({12, 8, 8}), std::llround(30 * 3.0 / (1.0 / 12 + 2.0 / 8)));
+  // The default is by the blocks.
+  plexus::ParameterList p("cpu");
+  auto by_default = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+  EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*by_default).dense_min_size({23, 23, 23}), 30 * 23);
+  // Blocks of 2 from 60: a tick of 30 x 32 x 32 blocks (harmonic mean 62.6) goes dense, one of
+  // 25 x 25 x 25 (50) does not. Blocks of 8 x 2 x 2 (mean size 2.67, rows a multiple of 8) from 96:
+  // a tick of 30 x 48 x 48 of them (120) goes dense, one of 30 x 32 x 32 (84.7, dense were the
+  // rows not a multiple of 8: 80) does not.
+  check_dense_cases({{-1, DenseCase{30, 2, 32, 2, 32, 2}, 1},
+                     {-1, DenseCase{25, 2, 25, 2, 25, 2}, 0},
+                     {-1, DenseCase{30, 8, 48, 2, 48, 2}, 1},
+                     {-1, DenseCase{30, 8, 32, 2, 32, 2}, 0}});
+  EXPECT_EQ(host.dense_min_size({8, 2, 2}), 96);
+  EXPECT_EQ(host.dense_min_size({9, 2, 2}), std::llround(30 * 3.0 / (1.0 / 9 + 1.0)));
 }
 
 TEST(KernelsCpu, BlockNorm) {

@@ -103,6 +103,12 @@ class Kernel {
   virtual std::unique_ptr<KernelSession> begin(MatrixData c, int slots) = 0;
 };
 
+/// The mean block sizes of a dense tick, in values (HostKernel::dense_min_size): rows (M over A's
+/// block rows), columns (N over B's block columns) and inner size (K over the k blocks).
+struct DenseBlocks {
+  double rows = 0, cols = 0, inner = 0;
+};
+
 /// A backend on host memory: panels are read where they are, C is accumulated in place (no
 /// copy). It supplies only the product of a stack on host pointers. Its sessions zero C's grown
 /// values unless first_product_writes() says that process() writes the marked first products.
@@ -123,9 +129,15 @@ class HostKernel : public Kernel {
   /// the whole inner size; a, b and c into its scratch, marked `first`, the scratch C zeroed
   /// unless first_product_writes()), and adds the strips into C's blocks (DBCSR's dense mode does
   /// the same). Large products then run at a large GEMM's rate rather than a small block's, for
-  /// copies of (M + N) K + 2 M N values. 0 (the default): never; 1: every dense tick. The answer
-  /// must not change over the kernel's life.
-  virtual std::int64_t dense_min_size() const { return 0; }
+  /// copies of (M + N) K + 2 M N values: how large a tick must be for that to pay depends on how
+  /// far the backend's block products fall short of a GEMM, so on the tick's blocks, whose mean
+  /// sizes `blocks` gives (M over A's block rows, N over B's block columns, K over the k blocks).
+  /// 0 (the default): never; 1: every dense tick. The same blocks must get the same answer over
+  /// the kernel's life.
+  virtual std::int64_t dense_min_size(const DenseBlocks& blocks) const {
+    (void)blocks;
+    return 0;
+  }
 };
 
 /// The oracle: plain loops, one thread, obviously correct. Always available in core. It adds every

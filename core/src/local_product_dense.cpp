@@ -1,14 +1,15 @@
 // LocalProduct: dense ticks. A tick whose panels are dense (every A row has blocks in the same
 // columns, every B row among them blocks in the same columns) and large enough for the backend
-// (HostKernel::dense_min_size, by the tick's block sizes) is one GEMM per strip of C's columns instead of one small product
-// per block: B is copied once into a dense K x N column-major matrix, each thread copies its A
-// rows into an m x K one, the backend's process() multiplies them by a strip of B's columns into
-// an m x n scratch in one entry, and the thread adds the scratch into C's blocks (writes it into
-// the blocks this tick creates). Beside the panels a tick holds a copy of each, and a strip's
-// result. The copies cost (M + N) K + 2 M N values against 2 M N K flops; a block product of 32^3
-// from a stack ran at 0.75-0.9 of a large DGEMM's rate on this project's machines, because each
-// product loads and stores its C block for only 32 steps of k, and reads its operands from
-// memory once the panels outgrow the caches (docs/performance.md, "Dense ticks").
+// (HostKernel::dense_min_size, by the tick's block sizes) is one GEMM per strip of C's columns
+// instead of one small product per block: B is copied once into a dense K x N column-major
+// matrix, each thread copies its A rows into an m x K one, the backend's process() multiplies
+// them by a strip of B's columns into an m x n scratch in one entry, and the thread adds the
+// scratch into C's blocks (writes it into the blocks this tick creates). Beside the panels a tick
+// holds a copy of each, and a strip's result. The copies cost (M + N) K + 2 M N values against
+// 2 M N K flops; a block product of 32^3 from a stack ran at 0.75-0.9 of a large DGEMM's rate on
+// this project's machines (23^3 at about half of it), because each product loads and stores its
+// C block for only 32 steps of k, and reads its operands from memory once the panels outgrow the
+// caches (docs/performance.md, "Dense ticks").
 #include <omp.h>
 
 #include <algorithm>

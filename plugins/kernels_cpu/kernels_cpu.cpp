@@ -6,11 +6,11 @@
 //
 // Dense ticks (DenseMinSize; by default from a size that depends on the tick's blocks): where a
 // tick's panels are dense and large, core hands process() one large product per strip of C
-// columns on packed copies (HostKernel::dense_min_size), which goes to dgemm. The kernel then sets OpenBLAS to one thread
-// per caller (openblas_set_num_threads(1), where the BLAS is OpenBLAS): the kernel's threads, and
-// the ranks beside it, are the parallelism, and an OpenBLAS that started its own threads on top
-// of them would oversubscribe the cores (its default is one thread per core, unless
-// OMP_NUM_THREADS or OPENBLAS_NUM_THREADS says fewer).
+// columns on packed copies (HostKernel::dense_min_size), which goes to dgemm. The kernel then
+// sets OpenBLAS to one thread per caller (openblas_set_num_threads(1), where the BLAS is
+// OpenBLAS): the kernel's threads, and the ranks beside it, are the parallelism, and an OpenBLAS
+// that started its own threads on top of them would oversubscribe the cores (its default is one
+// thread per core, unless OMP_NUM_THREADS or OPENBLAS_NUM_THREADS says fewer).
 //
 // A host backend (plexus::HostKernel): C and the panels stay where core keeps them. Its first
 // products write (Kernel::first_product_writes): a stack entry marked `first` runs a kernel with
@@ -318,7 +318,7 @@ class CpuKernel final : public plexus::HostKernel {
   }
 
   bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
-  std::int64_t dense_min_size_;        // dense ticks from this size on go to it as large products (0: none; -1: by the blocks)
+  std::int64_t dense_min_size_;        // dense ticks from this size on go dense (0: none; -1: by the blocks)
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   int threads_ = 1;
 };

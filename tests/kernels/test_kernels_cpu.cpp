@@ -270,7 +270,8 @@ struct DenseCase {
 
 // C = C0 / 2 + A B in one tick on `k` (the reference kernel's result, and its dense ticks).
 std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase& dc, Kernel& k) {
-  const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(dc.rows, dc.m), plexus::BlockSizes::uniform(dc.cols, dc.n)};
+  const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(dc.rows, dc.m),
+                                     plexus::BlockSizes::uniform(dc.cols, dc.n)};
   const plexus::BlockLayout a_layout{c_layout.rows, plexus::BlockSizes::uniform(dc.inner, dc.k)};
   const plexus::BlockLayout b_layout{a_layout.cols, c_layout.cols};
   std::mt19937_64 rng(7);

@@ -43,9 +43,8 @@ constexpr std::int64_t kStripColumns = 512;
 #else
 #define PLEXUS_COPY_LOOPS
 #endif
-PLEXUS_COPY_LOOPS void copy_block(const double* __restrict src, std::int64_t lds,
-                                                                       double* __restrict dst, std::int64_t ldd,
-                                                                       int rows, int cols) {
+PLEXUS_COPY_LOOPS void copy_block(const double* __restrict src, std::int64_t lds, double* __restrict dst,
+                                  std::int64_t ldd, int rows, int cols) {
   for (int j = 0; j < cols; ++j, src += lds, dst += ldd)
     for (int i = 0; i < rows; ++i) dst[i] = src[i];
 }

@@ -124,11 +124,11 @@ class HostKernel : public Kernel {
   /// From what size core computes a dense tick (every A row has blocks in the same columns, every
   /// B row among them blocks in the same columns; no filtering) as a few large products instead
   /// of one per block: where the harmonic mean 3 / (1/M + 1/N + 1/K) of the tick's rows M,
-  /// columns N and inner size K is at least this. Core then copies the panels into dense column-major scratch, calls
-  /// process() with one entry per strip of C columns (m a thread's rows, n the strip's columns, k
-  /// the whole inner size; a, b and c into its scratch, marked `first`, the scratch C zeroed
-  /// unless first_product_writes()), and adds the strips into C's blocks (DBCSR's dense mode does
-  /// the same). Large products then run at a large GEMM's rate rather than a small block's, for
+  /// columns N and inner size K is at least this. Core then copies the panels into dense
+  /// column-major scratch, calls process() with one entry per strip of C columns (m a thread's
+  /// rows, n the strip's columns, k the whole inner size; a, b and c into its scratch, marked
+  /// `first`, the scratch C zeroed unless first_product_writes()), and adds the strips into C's
+  /// blocks (DBCSR's dense mode does the same). Large products then run at a large GEMM's rate rather than a small block's, for
   /// copies of (M + N) K + 2 M N values: how large a tick must be for that to pay depends on how
   /// far the backend's block products fall short of a GEMM, so on the tick's blocks, whose mean
   /// sizes `blocks` gives (M over A's block rows, N over B's block columns, K over the k blocks).

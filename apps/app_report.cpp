@@ -147,7 +147,7 @@ std::map<std::string, OperationSummary> summarize_operations(const std::vector<O
   std::map<std::string, OperationSummary> local;
   for (const auto& op : ops) {
     OperationSummary& o = local[op.operation + "/" + op.component];
-    o.count += per_run;
+    o.count += static_cast<double>(op.count) * per_run;
     o.seconds += op.seconds * per_run;
     for (const auto& t : op.traffic) o.bytes_received += static_cast<double>(t.bytes_received) * per_run;
     if (auto it = op.predicted.find("bytes_received"); it != op.predicted.end())

@@ -1,5 +1,6 @@
 #include "plexus/context.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <utility>
@@ -83,6 +84,18 @@ OperationReport OperationReport::of(const MultiplyReport& r) {
   return o;
 }
 
+void OperationReport::accumulate(const OperationReport& other) {
+  count += other.count;
+  seconds += other.seconds;
+  flops += other.flops;
+  for (std::size_t k = 0; k < traffic.size(); ++k) traffic[k] += other.traffic[k];
+  peak_buffer_bytes = std::max(peak_buffer_bytes, other.peak_buffer_bytes);
+  peak_memory_bytes = std::max(peak_memory_bytes, other.peak_memory_bytes);
+  peak_device_bytes = std::max(peak_device_bytes, other.peak_device_bytes);
+  for (const auto& [k, v] : other.predicted) predicted[k] += v;
+  for (const auto& [k, v] : other.extra) extra[k] += v;
+}
+
 std::int64_t OperationReport::bytes_received() const {
   std::int64_t s = 0;
   for (const auto& t : traffic) s += t.bytes_received + t.index_bytes_received;
@@ -129,9 +142,45 @@ Context::~Context() = default;
 int Context::rank() const { return mpi::rank(comm_); }
 int Context::size() const { return mpi::size(comm_); }
 
-std::vector<OperationReport> Context::log_since(std::size_t mark) const {
-  if (mark > log_.size()) throw Error("Context::log_since", "a mark beyond the end of the log (was it cleared?)");
-  return std::vector<OperationReport>(log_.begin() + static_cast<std::ptrdiff_t>(mark), log_.end());
+void Context::record(OperationReport r) {
+  ++recorded_;
+  auto total = std::find_if(totals_.begin(), totals_.end(), [&](const OperationReport& t) {
+    return t.operation == r.operation && t.component == r.component;
+  });
+  if (total == totals_.end()) {
+    totals_.push_back(r);
+  } else {
+    total->accumulate(r);
+  }
+  // Every open scope gets its copy; closed ones are dropped here.
+  scopes_.erase(std::remove_if(scopes_.begin(), scopes_.end(), [](const auto& w) { return w.expired(); }),
+                scopes_.end());
+  for (const auto& w : scopes_)
+    if (auto ops = w.lock()) ops->push_back(r);
+  if (log_capacity_ == 0) return;
+  if (log_.size() >= log_capacity_) log_.pop_front();
+  log_.push_back(std::move(r));
+}
+
+void Context::clear_log() {
+  log_.clear();
+  totals_.clear();
+  recorded_ = 0;
+}
+
+void Context::set_log_capacity(std::size_t n) {
+  log_capacity_ = n;
+  while (log_.size() > n) log_.pop_front();
+}
+
+LogScope::LogScope(Context& ctx) : ops_(std::make_shared<std::vector<OperationReport>>()) {
+  ctx.scopes_.push_back(ops_);
+}
+
+std::vector<OperationReport> LogScope::take() {
+  std::vector<OperationReport> out;
+  out.swap(*ops_);
+  return out;
 }
 
 CommStrategy* Context::strategy() const { return dynamic_cast<CommStrategy*>(multiply_.get()); }

@@ -94,7 +94,7 @@ class CgBandsSolver final : public Solver {
     Context& ctx = *sc.context;
     const int p = ctx.size(), me = ctx.rank();
     const bool speak = !sc.quiet && me == 0;
-    const std::size_t mark = ctx.log_mark();
+    LogScope scope = ctx.log_scope();
     MPI_Comm dots = ctx.comms().dup(ctx.comm(), "cg_bands/dots");
     MPI_Comm fft_comm = ctx.comms().dup(ctx.comm(), "cg_bands/fft");
 
@@ -129,7 +129,7 @@ class CgBandsSolver final : public Solver {
           "cg_bands: not converged in {} sweeps (largest residual {:.3e} Ry, cg_bands/Tolerance {}); the "
           "figures are those of the last sweep (cg_bands/KeepUnconverged)",
           r.sweeps, result.figures["max_residual"], s_.tolerance);
-    result.operations = ctx.log_since(mark);
+    result.operations = scope.take();
     return result;
   }
 

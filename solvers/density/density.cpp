@@ -548,7 +548,7 @@ Settings quiet_as(Settings s, bool quiet) {
 
 Start::Start(SolverContext& sc, const Settings& settings)
     : ctx(context_of(sc)),
-      mark(ctx.log_mark()),
+      scope(ctx.log_scope()),
       s(quiet_as(settings, sc.quiet)),
       o(orthogonalise(ctx, *sc.problem, s, rec)) {
   for (auto& row : rec.history) row["stage"] = 1;

@@ -127,13 +127,13 @@ struct Orthogonal {
 /// and K. Collective; bad input throws InputError naming the parameter.
 Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s, Trace& rec);
 
-/// What a density solver's run begins with: the context, the mark of its log, the run's settings
+/// What a density solver's run begins with: the context, the scope of its operations, the run's settings
 /// (quiet as the caller asks), the record of the run, and the orthogonalised problem (its history
 /// rows marked stage 1). Collective, as orthogonalise.
 struct Start {
   Start(SolverContext& sc, const Settings& settings);
   Context& ctx;
-  std::size_t mark;
+  LogScope scope;
   Settings s;
   Trace rec;
   Orthogonal o;

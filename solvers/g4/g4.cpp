@@ -175,7 +175,7 @@ class G4Solver final : public plexus::Solver {
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   PLEXUS_CHECK(ctx.context, "g4: the solver context has no context");
   check_collectives(*ctx.context);  // callers other than the program may not have checked
-  const std::size_t mark = ctx.context->log_mark();
+  plexus::LogScope scope = ctx.context->log_scope();
   const plexus::MultiplyAlgorithm& strategy = ctx.context->multiply_algorithm();
   plexus::Collectives& coll = ctx.context->collectives();
   const MPI_Comm comm = ctx.context->comm();
@@ -445,7 +445,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
     result.reports.push_back(std::move(r));
   }
   record_operations(*ctx.context, per, reduce_traffic, reduce_seconds, slice, ring, rings);
-  result.operations = ctx.context->log_since(mark);
+  result.operations = scope.take();
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
         "g4: {:.4g} s per measurement, G4 storage {} per rank, peak tracked memory {} per rank; |G4|_1 = {:.10g}, "

@@ -154,7 +154,7 @@ class MultiplySolver final : public plexus::Solver {
     plexus::Context& context = *ctx.context;
     const MPI_Comm comm = context.comm();
     const int rank = context.rank();
-    const std::size_t mark = context.log_mark();
+    plexus::LogScope scope = context.log_scope();
     // C is generated when its values or its pattern take part: beta != 0 or RetainSparsity.
     std::optional<plexus::timers::Scoped> setup(std::in_place, "multiply solver: problem");
     auto m = plexus::build_problem(*ctx.problem, context, beta_ != 0.0 || retain_sparsity_,
@@ -212,7 +212,7 @@ class MultiplySolver final : public plexus::Solver {
       if (rank == 0 && !ctx.quiet) plexus::log().info("multiply: wrote C to '{}'", output_);
     }
     result.result = m.c;
-    result.operations = context.log_since(mark);
+    result.operations = scope.take();
     return result;
   }
 

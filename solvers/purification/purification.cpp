@@ -78,7 +78,7 @@ class PurificationSolver final : public Solver {
     if (dm::speaks(ctx, s.iteration))
       log().info("purification ({}): {} iterations, energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", method_name_,
                  d.iterations, f["energy"], f["trace_PS"]);
-    result.operations = ctx.log_since(run.mark);
+    result.operations = run.scope.take();
     return result;
   }
 

@@ -119,7 +119,7 @@ class SignSolver final : public Solver {
     if (dm::speaks(ctx, s.iteration))
       log().info("sign: mu = {:.8f} ({} evaluation{}), energy 2 Tr(PH) = {:.10f}, Tr(PS) = {:.8f}", mu, evaluations,
                  evaluations == 1 ? "" : "s", f["energy"], f["trace_PS"]);
-    result.operations = ctx.log_since(run.mark);
+    result.operations = run.scope.take();
     return result;
   }
 

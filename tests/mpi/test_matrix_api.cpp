@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,125 @@ TEST(Context, MeshesAndLayeredViewsComeFromThePool) {
   EXPECT_EQ(ctx->comms().size(), with_2d + (p > 1 ? 4 : 0)) << "the view's communicators, in the context's pool";
   ctx->release();
   EXPECT_EQ(ctx->comms().size(), 0u);
+}
+
+// The totals of a list of reports, summed here one kind at a time in the order each came.
+std::vector<OperationReport> totals_of(const std::vector<OperationReport>& ops) {
+  std::vector<OperationReport> out;
+  for (const auto& op : ops) {
+    OperationReport* t = nullptr;
+    for (auto& o : out)
+      if (o.operation == op.operation && o.component == op.component) t = &o;
+    if (!t) {
+      out.push_back(op);
+      continue;
+    }
+    ++t->count;
+    t->seconds += op.seconds;
+    t->flops += op.flops;
+    for (std::size_t r = 0; r < t->traffic.size(); ++r) {
+      t->traffic[r].bytes_received += op.traffic[r].bytes_received;
+      t->traffic[r].messages_received += op.traffic[r].messages_received;
+    }
+    t->peak_memory_bytes = std::max(t->peak_memory_bytes, op.peak_memory_bytes);
+    for (const auto& [k, v] : op.predicted) t->predicted[k] += v;
+    for (const auto& [k, v] : op.extra) t->extra[k] += v;
+  }
+  return out;
+}
+
+void expect_same_totals(const std::vector<OperationReport>& got, const std::vector<OperationReport>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(want[i].operation + "/" + want[i].component);
+    EXPECT_EQ(got[i].operation, want[i].operation);
+    EXPECT_EQ(got[i].component, want[i].component);
+    EXPECT_EQ(got[i].count, want[i].count);
+    EXPECT_DOUBLE_EQ(got[i].seconds, want[i].seconds);
+    EXPECT_DOUBLE_EQ(got[i].flops, want[i].flops);
+    for (std::size_t r = 0; r < want[i].traffic.size(); ++r) {
+      EXPECT_EQ(got[i].traffic[r].bytes_received, want[i].traffic[r].bytes_received);
+      EXPECT_EQ(got[i].traffic[r].messages_received, want[i].traffic[r].messages_received);
+    }
+    EXPECT_EQ(got[i].peak_memory_bytes, want[i].peak_memory_bytes);
+    EXPECT_EQ(got[i].predicted, want[i].predicted);
+    ASSERT_EQ(got[i].extra.size(), want[i].extra.size());
+    for (const auto& [k, v] : want[i].extra) EXPECT_DOUBLE_EQ(got[i].extra.at(k), v) << k;
+  }
+}
+
+TEST(Context, TheLogKeepsTheLatestOperationsTheTotalsAndTheScopesEveryOne) {
+  auto ctx = make_context();
+  ctx->set_log_capacity(4);
+  auto d = Distribution::random_permuted(ctx->grid(), 8, 8, 3);
+  DistMatrix a = random_matrix("A", d, 1, 0.6), b = random_matrix("B", d, 2, 0.6);
+  DistMatrix c = create_like(a, "C");
+  LogScope all = ctx->log_scope();
+  std::vector<OperationReport> inner_ops;
+  {
+    std::optional<LogScope> inner;
+    for (int k = 0; k < 9; ++k) {
+      if (k == 3) inner.emplace(ctx->log_scope());  // opened late: sees only what follows
+      if (k == 7) inner_ops = inner->take();        // and hands over what it has so far
+      multiply(*ctx, Trans::N, Trans::N, 1.0, a, b, 0.0, c);
+      scale(*ctx, c, 0.5);
+      OperationReport own;  // a solver's own phase, with figures of its own
+      own.operation = "phase";
+      own.component = "test";
+      own.seconds = 0.25 * (k + 1);
+      own.peak_memory_bytes = 1000 * ((k * 7) % 5);
+      own.traffic[3].bytes_received = 10 * k;
+      own.predicted["bytes_received"] = 10.0 * k;
+      own.extra["k"] = k;
+      ctx->record(own);
+    }
+    EXPECT_EQ(inner_ops.size(), 12u) << "operations 3 to 6, three each";
+    EXPECT_EQ(inner->operations().size(), 6u) << "what came after take()";
+  }
+  multiply(*ctx, Trans::N, Trans::N, 1.0, a, b, 0.0, c);  // after the inner scope closed
+
+  // Every operation reached the open scope, in order.
+  const std::vector<OperationReport>& ops = all.operations();
+  ASSERT_EQ(ops.size(), 28u);
+  EXPECT_EQ(ctx->recorded(), 28);
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i)
+    EXPECT_EQ(ops[i].operation, std::vector<std::string>({"multiply", "scale", "phase"})[i % 3]) << i;
+  EXPECT_EQ(ops.back().operation, "multiply");
+  EXPECT_EQ(ops[3 * 3].operation, inner_ops.front().operation);
+  EXPECT_DOUBLE_EQ(inner_ops.back().seconds, 0.25 * 7) << "the phase of k = 6";
+
+  // The log holds the latest four, the oldest first.
+  ASSERT_EQ(ctx->log().size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ctx->log()[i].operation, ops[24 + i].operation);
+    EXPECT_DOUBLE_EQ(ctx->log()[i].seconds, ops[24 + i].seconds);
+  }
+  // One total per kind, the order each kind came first, against sums taken here.
+  expect_same_totals(ctx->totals(), totals_of(ops));
+  EXPECT_EQ(ctx->totals()[0].count, 10);
+  EXPECT_EQ(ctx->totals()[2].peak_memory_bytes, 4000);
+
+  // Fewer kept: the oldest go. None kept: the totals still count.
+  ctx->set_log_capacity(2);
+  ASSERT_EQ(ctx->log().size(), 2u);
+  EXPECT_EQ(ctx->log().front().operation, ops[26].operation);
+  ctx->set_log_capacity(0);
+  EXPECT_TRUE(ctx->log().empty());
+  scale(*ctx, c, 2.0);
+  EXPECT_TRUE(ctx->log().empty());
+  EXPECT_EQ(ctx->totals()[1].count, 10);
+  EXPECT_EQ(all.operations().size(), 29u);
+
+  // Cleared: the log and the totals; a scope keeps what it collected.
+  ctx->clear_log();
+  EXPECT_TRUE(ctx->totals().empty());
+  EXPECT_EQ(ctx->recorded(), 0);
+  EXPECT_EQ(all.take().size(), 29u);
+  ctx->set_log_capacity(Context::kDefaultLogCapacity);
+  for (int k = 0; k < 3; ++k) scale(*ctx, c, 1.0);
+  EXPECT_EQ(all.operations().size(), 3u) << "collecting from empty after take()";
+  expect_same_totals(ctx->totals(), totals_of(all.operations()));
+  ctx->release();
 }
 
 TEST(MatrixApi, AddScaleDiagCopyCreateLike) {

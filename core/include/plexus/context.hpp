@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,7 +27,10 @@ namespace plexus {
 class CommStrategy;
 class Context;
 
-/// One entry of the context's log: what one operation did on this rank, counted.
+/// One entry of the context's log: what one operation did on this rank, counted. In
+/// Context::totals() one report stands for `count` operations of one kind (operation and
+/// component): its seconds, flops, traffic, predicted and extra figures are their sums, its peaks
+/// the largest.
 struct OperationReport {
   std::string operation;  ///< "multiply", "add", "redistribute", "transpose", ... or a solver phase
   std::string component;  ///< the algorithm or component that ran it ("core" for core's own)
@@ -38,10 +42,32 @@ struct OperationReport {
   std::int64_t peak_device_bytes = 0;  ///< device memory of the local backend
   std::map<std::string, double> predicted;  ///< the operation's model (e.g. bytes_received)
   std::map<std::string, double> extra;      ///< component figures
+  /// Operations this report stands for: 1, but in a total.
+  std::int64_t count = 1;
 
   /// The general view of a multiply's report.
   static OperationReport of(const MultiplyReport& r);
   std::int64_t bytes_received() const;  ///< data + index, all roles
+  /// Adds another report into this one, as a total does (sums; peaks: the larger; count: summed).
+  void accumulate(const OperationReport& other);
+};
+
+/// Collects every operation the context records from its construction on, in order, however
+/// many: what a solver's run did (SolverResult::operations). The context itself keeps only the
+/// latest operations (Context::log()) and the totals, so that a program that multiplies without
+/// end does not grow. Any number may be open at once (nested runs); each gets every operation.
+/// It may outlive its context (it keeps what it collected); the context's functions are not
+/// thread-safe, and neither is collecting.
+class LogScope {
+ public:
+  explicit LogScope(Context& ctx);
+  /// The operations recorded since the scope opened (or since the last take()).
+  const std::vector<OperationReport>& operations() const { return *ops_; }
+  /// Hands them over and goes on collecting from empty.
+  std::vector<OperationReport> take();
+
+ private:
+  std::shared_ptr<std::vector<OperationReport>> ops_;
 };
 
 /// Times one operation from construction to done() and records it in the context's log with
@@ -103,12 +129,23 @@ class Context {
   /// views (Grid::layered) take their communicators from the same pool.
   std::shared_ptr<const Grid> grid(int nprows = 0, int npcols = 0, int nlayers = 1);
 
-  void record(OperationReport r) { log_.push_back(std::move(r)); }
-  const std::vector<OperationReport>& log() const { return log_; }
-  void clear_log() { log_.clear(); }
-  /// A mark in the log, and the reports recorded since (what one solver run did).
-  std::size_t log_mark() const { return log_.size(); }
-  std::vector<OperationReport> log_since(std::size_t mark) const;
+  /// Records one operation: into the totals, the latest operations and every open LogScope.
+  void record(OperationReport r);
+  /// The latest operations, oldest first: at most log_capacity() of them.
+  const std::deque<OperationReport>& log() const { return log_; }
+  /// Every operation since the context was made (or the log cleared), one total per kind
+  /// (operation and component), in the order each kind first came.
+  const std::vector<OperationReport>& totals() const { return totals_; }
+  /// Operations recorded since the context was made (or the log cleared).
+  std::int64_t recorded() const { return recorded_; }
+  /// Empties log() and totals(); open scopes keep what they collected.
+  void clear_log();
+  std::size_t log_capacity() const { return log_capacity_; }
+  /// How many of the latest operations log() keeps (0: none); drops the oldest beyond it.
+  void set_log_capacity(std::size_t n);
+  /// A scope that collects every operation from now on (what one solver run did).
+  LogScope log_scope() { return LogScope(*this); }
+  static constexpr std::size_t kDefaultLogCapacity = 1000;
 
   /// Frees the grids' and every other pooled communicator. Collective over comm(); before
   /// MPI_Finalize. Matrices on the context's grids must not be used afterwards.
@@ -123,7 +160,12 @@ class Context {
   MpiCollectives mpi_collectives_;             // when there is neither
   MultiplyOptions multiply_defaults_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<const Grid>> grids_;
-  std::vector<OperationReport> log_;
+  friend class LogScope;
+  std::deque<OperationReport> log_;
+  std::size_t log_capacity_ = kDefaultLogCapacity;
+  std::vector<OperationReport> totals_;
+  std::int64_t recorded_ = 0;
+  std::vector<std::weak_ptr<std::vector<OperationReport>>> scopes_;  // the open LogScopes
   std::unique_ptr<ProductPlans> plans_ = std::make_unique<ProductPlans>();
 };
 

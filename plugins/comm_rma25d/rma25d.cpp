@@ -74,9 +74,9 @@ class Rma25d final : public plexus::CommStrategy {
     // again does not count as theirs). Decided together all the same, as a rank's sizes may not.
     const bool new_comm = !window_comm_.is(comm);
     int renew = (new_comm || sa.words > static_cast<std::int64_t>(a_win_.index.size()) ||
-                 sa.values > static_cast<std::int64_t>(a_win_.data.size()) ||
+                 sa.values_total > static_cast<std::int64_t>(a_win_.data.size()) ||
                  sb.words > static_cast<std::int64_t>(b_win_.index.size()) ||
-                 sb.values > static_cast<std::int64_t>(b_win_.data.size()))
+                 sb.values_total > static_cast<std::int64_t>(b_win_.data.size()))
                     ? 1
                     : 0;
     MPI_Request grow_req = MPI_REQUEST_NULL;
@@ -91,14 +91,14 @@ class Rma25d final : public plexus::CommStrategy {
 
     plexus::mpi::check(MPI_Wait(&grow_req, MPI_STATUS_IGNORE), "MPI_Wait");
     if (renew) {
-      a_win_.create(comm, sa.words, sa.values);
-      b_win_.create(comm, sb.words, sb.values);
+      a_win_.create(comm, sa.words, sa.values_total);
+      b_win_.create(comm, sb.words, sb.values_total);
       window_comm_.watch(comm);
       ++window_creations_;
     }
     // Expose: copy the pieces into the windows, then publish the directory (non-blocking).
-    std::vector<std::int64_t> mine = expose(sa, a_win_);
-    std::vector<std::int64_t> mine_b = expose(sb, b_win_);
+    std::vector<std::int64_t> mine = expose(sa, A.layout(), a_win_);
+    std::vector<std::int64_t> mine_b = expose(sb, B.layout(), b_win_);
     mine.insert(mine.end(), mine_b.begin(), mine_b.end());
     for (MPI_Win w : {a_win_.win_index(), a_win_.win_data(), b_win_.win_index(), b_win_.win_data()})
       plexus::mpi::check(MPI_Win_sync(w), "MPI_Win_sync");

@@ -11,62 +11,82 @@ namespace plexus_rma25d {
 Staged stage(const DistMatrix& M, const Geometry& geo, bool is_a) {
   const PanelView v = M.local().view();
   const auto& layout = M.layout();
+  const auto G = static_cast<std::size_t>(geo.G);
+  Staged s;
+  s.panel = v;
+  s.blocks.resize(G);
+  s.block_rows.resize(G);
+  s.rows.assign(G, 0);
+  s.values.assign(G, 0);
+  std::vector<int> last_row(G, -1);
   // Blocks bucketed by k-group, keeping (row, col) order.
-  std::vector<std::vector<std::int64_t>> bucket(static_cast<std::size_t>(geo.G));
-  std::vector<std::vector<int>> bucket_row(static_cast<std::size_t>(geo.G));
-  for (int r = 0; r < v.nrows; ++r)
+  for (int r = 0; r < v.nrows; ++r) {
+    const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
     for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
       const int k = static_cast<int>(is_a ? v.cols[b] : v.row_ids[r]);
       const auto g = static_cast<std::size_t>(geo.kgroup[static_cast<std::size_t>(k)]);
-      bucket[g].push_back(b);
-      bucket_row[g].push_back(r);
-    }
-  Staged s;
-  s.pieces.resize(static_cast<std::size_t>(geo.G));
-  for (std::size_t g = 0; g < bucket.size(); ++g) {
-    std::vector<int> rows;
-    for (int r : bucket_row[g])
-      if (rows.empty() || rows.back() != static_cast<int>(v.row_ids[r])) rows.push_back(static_cast<int>(v.row_ids[r]));
-    Panel p(rows);
-    int pr = -1, last = -1;
-    for (std::size_t q = 0; q < bucket[g].size(); ++q) {
-      const std::int64_t b = bucket[g][q];
-      const int row = static_cast<int>(v.row_ids[bucket_row[g][q]]);
-      if (row != last) {
-        ++pr;
-        last = row;
+      s.blocks[g].push_back(b);
+      s.block_rows[g].push_back(r);
+      if (last_row[g] != r) {
+        last_row[g] = r;
+        ++s.rows[g];
       }
-      const int col = static_cast<int>(v.cols[b]);
-      const int n = layout.rows.size(row) * layout.cols.size(col);
-      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, p.append_block(pr, col, n));
+      s.values[g] += std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
     }
-    if (p.nblocks() > 0) {
-      s.words += PanelView::packed_words(p.nrows(), p.nblocks());
-      s.values += p.data_size();
-    }
-    s.pieces[g] = std::move(p);
+  }
+  for (std::size_t g = 0; g < G; ++g) {
+    if (s.blocks[g].empty()) continue;
+    s.words += PanelView::packed_words(static_cast<int>(s.rows[g]), static_cast<std::int64_t>(s.blocks[g].size()));
+    s.values_total += s.values[g];
   }
   return s;
 }
 
-std::vector<std::int64_t> expose(Staged& s, Exposed& e) {
-  std::vector<std::int64_t> dir(s.pieces.size() * kPieceWords, 0);
+std::vector<std::int64_t> expose(const Staged& s, const plexus::BlockLayout& layout, Exposed& e) {
+  const PanelView& v = s.panel;
+  std::vector<std::int64_t> dir(s.blocks.size() * kPieceWords, 0);
   std::int64_t wo = 0, vo = 0;
-  for (std::size_t g = 0; g < s.pieces.size(); ++g) {
-    Panel& p = s.pieces[g];
-    if (p.nblocks() == 0) continue;
-    const std::int64_t words = PanelView::packed_words(p.nrows(), p.nblocks());
-    p.pack_to(e.index.data() + wo);
-    std::copy(p.data().begin(), p.data().end(), e.data.data() + vo);
+  for (std::size_t g = 0; g < s.blocks.size(); ++g) {
+    const std::vector<std::int64_t>& blocks = s.blocks[g];
+    if (blocks.empty()) continue;
+    const std::int64_t nrows = s.rows[g], nblocks = static_cast<std::int64_t>(blocks.size());
+    const std::int64_t words = PanelView::packed_words(static_cast<int>(nrows), nblocks);
+    // The packed index (PanelView::from_packed): header, row ids, row pointers, columns, offsets.
+    std::int64_t* const w = e.index.data() + wo;
+    w[0] = nrows;
+    w[1] = nblocks;
+    w[2] = s.values[g];
+    std::int64_t* const row_ids = w + 3;
+    std::int64_t* const row_ptr = row_ids + nrows;
+    std::int64_t* const cols = row_ptr + nrows + 1;
+    std::int64_t* const offsets = cols + nblocks;
+    double* const values = e.data.data() + vo;
+    std::int64_t pr = -1, off = 0;
+    int last = -1;
+    for (std::int64_t q = 0; q < nblocks; ++q) {
+      const std::int64_t b = blocks[static_cast<std::size_t>(q)];
+      const int r = s.block_rows[g][static_cast<std::size_t>(q)];
+      if (r != last) {
+        last = r;
+        row_ids[++pr] = v.row_ids[r];
+        row_ptr[pr] = q;
+      }
+      cols[q] = v.cols[b];
+      offsets[q] = off;
+      const std::int64_t n =
+          std::int64_t{layout.rows.size(static_cast<int>(v.row_ids[r]))} * layout.cols.size(static_cast<int>(v.cols[b]));
+      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, values + off);
+      off += n;
+    }
+    row_ptr[nrows] = nblocks;
     std::int64_t* d = dir.data() + g * kPieceWords;
     d[0] = wo;
     d[1] = words;
     d[2] = vo;
-    d[3] = p.data_size();
+    d[3] = s.values[g];
     wo += words;
-    vo += p.data_size();
+    vo += s.values[g];
   }
-  s.pieces.clear();
   return dir;
 }
 

@@ -86,16 +86,22 @@ struct Exposed {
   }
 };
 
-// The pieces of a local panel by k-group (rows with blocks only), before they go to the window.
+// The pieces of a local panel by k-group (rows with blocks only), before they go to the window:
+// which of the panel's blocks each piece holds, in (row, col) order, and the piece's size. The
+// values stay where they are until expose() copies them into the window, once.
 struct Staged {
-  std::vector<Panel> pieces;  // per k-group
-  std::int64_t words = 0, values = 0;
+  PanelView panel;  // the local panel (its matrix outlives the multiply)
+  std::vector<std::vector<std::int64_t>> blocks;  // per k-group: the panel's blocks
+  std::vector<std::vector<int>> block_rows;       // per k-group: each block's CSR row in the panel
+  std::vector<std::int64_t> rows, values;         // per k-group: its rows and values
+  std::int64_t words = 0, values_total = 0;       // of every piece together, packed
 };
 
 Staged stage(const DistMatrix& M, const Geometry& geo, bool is_a);
 
-// Copies the staged pieces into the window buffers; returns this rank's directory entries.
-std::vector<std::int64_t> expose(Staged& s, Exposed& e);
+// Writes the staged pieces into the window buffers (each piece's packed index and its values);
+// returns this rank's directory entries.
+std::vector<std::int64_t> expose(const Staged& s, const plexus::BlockLayout& layout, Exposed& e);
 
 // Posts the Rgets of `fetches` into `buf`, the pieces appended after what it holds (wpos and vpos:
 // the word and value offsets where the next piece goes, advanced past each).

@@ -32,8 +32,8 @@ struct SolverResult {
   std::shared_ptr<DistMatrix> result;     ///< the matrix results are compared on
   std::vector<MultiplyReport> reports;    ///< one per timed step (a multiply, a measurement): the run's timings
   /// Every operation of the run on this rank, in order (multiplies, the matrix API, collectives,
-  /// solver phases), each with its model's predictions: Context::log_since(mark) of the run, plus
-  /// what the solver recorded itself.
+  /// solver phases), each with its model's predictions: what a LogScope opened when the run began
+  /// collected (Context::log_scope), what the solver recorded itself included.
   std::vector<OperationReport> operations;
   std::map<std::string, double> figures;  ///< solver-specific scalars (trace, energy, ...)
   /// Per-iteration figures of iterative solvers (residual, occupancy, seconds, ...), in order;

@@ -143,7 +143,6 @@ int Context::rank() const { return mpi::rank(comm_); }
 int Context::size() const { return mpi::size(comm_); }
 
 void Context::record(OperationReport r) {
-  ++recorded_;
   auto total = std::find_if(totals_.begin(), totals_.end(), [&](const OperationReport& t) {
     return t.operation == r.operation && t.component == r.component;
   });
@@ -165,7 +164,12 @@ void Context::record(OperationReport r) {
 void Context::clear_log() {
   log_.clear();
   totals_.clear();
-  recorded_ = 0;
+}
+
+std::int64_t Context::recorded() const {
+  std::int64_t n = 0;
+  for (const OperationReport& t : totals_) n += t.count;
+  return n;
 }
 
 void Context::set_log_capacity(std::size_t n) {

@@ -136,8 +136,8 @@ class Context {
   /// Every operation since the context was made (or the log cleared), one total per kind
   /// (operation and component), in the order each kind first came.
   const std::vector<OperationReport>& totals() const { return totals_; }
-  /// Operations recorded since the context was made (or the log cleared).
-  std::int64_t recorded() const { return recorded_; }
+  /// Operations recorded since the context was made (or the log cleared): the totals' counts.
+  std::int64_t recorded() const;
   /// Empties log() and totals(); open scopes keep what they collected.
   void clear_log();
   std::size_t log_capacity() const { return log_capacity_; }
@@ -164,7 +164,6 @@ class Context {
   std::deque<OperationReport> log_;
   std::size_t log_capacity_ = kDefaultLogCapacity;
   std::vector<OperationReport> totals_;
-  std::int64_t recorded_ = 0;
   std::vector<std::weak_ptr<std::vector<OperationReport>>> scopes_;  // the open LogScopes
   std::unique_ptr<ProductPlans> plans_ = std::make_unique<ProductPlans>();
 };

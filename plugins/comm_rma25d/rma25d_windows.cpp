@@ -62,7 +62,7 @@ std::vector<std::int64_t> expose(const Staged& s, const plexus::BlockLayout& lay
     std::int64_t* const offsets = cols + nblocks;
     double* const values = e.data.data() + vo;
     std::int64_t pr = -1, off = 0;
-    int last = -1;
+    int last = -1, m = 0;  // the row in hand, and its block rows
     for (std::int64_t q = 0; q < nblocks; ++q) {
       const std::int64_t b = blocks[static_cast<std::size_t>(q)];
       const int r = s.block_rows[g][static_cast<std::size_t>(q)];
@@ -70,11 +70,11 @@ std::vector<std::int64_t> expose(const Staged& s, const plexus::BlockLayout& lay
         last = r;
         row_ids[++pr] = v.row_ids[r];
         row_ptr[pr] = q;
+        m = layout.rows.size(static_cast<int>(v.row_ids[r]));
       }
       cols[q] = v.cols[b];
       offsets[q] = off;
-      const std::int64_t n =
-          std::int64_t{layout.rows.size(static_cast<int>(v.row_ids[r]))} * layout.cols.size(static_cast<int>(v.cols[b]));
+      const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
       std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, values + off);
       off += n;
     }

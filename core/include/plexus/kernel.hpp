@@ -128,10 +128,11 @@ class HostKernel : public Kernel {
   /// column-major scratch, calls process() with one entry per strip of C columns (m a thread's
   /// rows, n the strip's columns, k the whole inner size; a, b and c into its scratch, marked
   /// `first`, the scratch C zeroed unless first_product_writes()), and adds the strips into C's
-  /// blocks (DBCSR's dense mode does the same). Large products then run at a large GEMM's rate rather than a small block's, for
-  /// copies of (M + N) K + 2 M N values: how large a tick must be for that to pay depends on how
-  /// far the backend's block products fall short of a GEMM, so on the tick's blocks, whose mean
-  /// sizes `blocks` gives (M over A's block rows, N over B's block columns, K over the k blocks).
+  /// blocks (DBCSR's dense mode does the same). Large products then run at a large GEMM's rate
+  /// rather than a small block's, for copies of (M + N) K + 2 M N values: how large a tick must be
+  /// for that to pay depends on how far the backend's block products fall short of a GEMM, so on
+  /// the tick's blocks, whose mean sizes `blocks` gives (M over A's block rows, N over B's block
+  /// columns, K over the k blocks).
   /// 0 (the default): never; 1: every dense tick. The same blocks must get the same answer over
   /// the kernel's life.
   virtual std::int64_t dense_min_size(const DenseBlocks& blocks) const {

@@ -41,7 +41,7 @@ std::vector<std::string> names_of_rank0(const Map& map, MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   std::string names;
   if (rank == 0)
-    for (const auto& entry : map) names += entry.first + "\n";
+    for (const auto& entry : map) names += std::string(entry.first) + "\n";
   int len = static_cast<int>(names.size());
   MPI_Bcast(&len, 1, MPI_INT, 0, comm);
   names.resize(static_cast<std::size_t>(len));
@@ -127,7 +127,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.gflops = s.seconds_median > 0 ? s.flops / s.seconds_median * 1e-9 : 0.0;
 
   // Strategy-specific figures: the names rank 0 knows, averaged per rank, max over ranks.
-  std::map<std::string, double> local_extra;
+  Figures local_extra;
   for (const auto& r : reports)
     for (const auto& [k, v] : r.extra) local_extra[k] += v / n;
   const std::vector<std::string> keys = names_of_rank0(local_extra, comm);

@@ -75,6 +75,7 @@ OperationReport OperationReport::of(const MultiplyReport& r) {
   o.peak_buffer_bytes = r.peak_buffer_bytes;
   o.peak_memory_bytes = r.peak_memory_bytes;
   o.peak_device_bytes = r.peak_device_bytes;
+  o.extra.reserve(r.extra.size() + 4);  // room for the four below: the copy is one allocation
   o.extra = r.extra;
   o.extra["ticks"] = r.ticks;
   o.extra["kernel_seconds"] = r.kernel_seconds;

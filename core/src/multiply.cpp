@@ -50,7 +50,9 @@ MultiplyTask::MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistM
       kernel_(kernel),
       options_(options),
       thresholds_(std::move(thresholds)),
-      plans_(plans) {}
+      plans_(plans) {
+  report_.extra.reserve(32);  // a strategy's figures (cannon's are about 20): one allocation
+}
 
 MultiplyTask::~MultiplyTask() = default;
 
@@ -276,12 +278,12 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
     b_target = std::make_shared<const Distribution>(grid, cyclic(k, grid->nprows()), C.distribution().col_dist(),
                                                     "transposed");
   {
-    // The algorithm's own conditions, on the distributions the operands will have.
-    const DistMatrix a_shape("op(A)", a_target ? a_target : A.distribution_ptr(),
-                             ta == Trans::N ? A.layout() : BlockLayout{A.layout().cols, A.layout().rows});
-    const DistMatrix b_shape("op(B)", b_target ? b_target : B.distribution_ptr(),
-                             tb == Trans::N ? B.layout() : BlockLayout{B.layout().cols, B.layout().rows});
-    algorithm.check_operands(a_shape, b_shape, C);
+    // The algorithm's own conditions, on the distributions the operands will have: an operand
+    // itself where it is not transposed (no shape made, every multiply), else an empty op(X).
+    std::optional<DistMatrix> a_shape, b_shape;
+    if (ta == Trans::T) a_shape.emplace("op(A)", a_target, BlockLayout{A.layout().cols, A.layout().rows});
+    if (tb == Trans::T) b_shape.emplace("op(B)", b_target, BlockLayout{B.layout().cols, B.layout().rows});
+    algorithm.check_operands(a_shape ? *a_shape : A, b_shape ? *b_shape : B, C);
   }
 
   memory::reset_peak(memory::Category::CommBuffer);

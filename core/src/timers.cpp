@@ -38,6 +38,7 @@ struct State {
   std::unordered_map<std::string, detail::Entry> entries;  // references stay valid on rehash
   std::vector<std::string> labels;
   std::string prefix;  // the labels joined, each followed by ": "
+  std::string full_name;  // Scoped's buffer for the prefix and its name
   std::atomic<bool> on{true};
   unsigned long epoch = 0;  // reset() count
 };
@@ -69,13 +70,15 @@ Scoped::Scoped(std::string_view name, double* add_seconds_to) : sink_(add_second
   if (usable()) {
     State& s = state();
     if (s.on) {
-      std::string full = s.prefix;
+      // The full name is put together in a buffer kept for that: no allocation once it has room.
+      std::string& full = s.full_name;
+      full.assign(s.prefix);
       full += name;
       auto it = s.entries.find(full);
       if (it == s.entries.end()) {
         detail::Entry e;
         e.time = Teuchos::TimeMonitor::getNewCounter(full);
-        it = s.entries.emplace(std::move(full), std::move(e)).first;
+        it = s.entries.emplace(full, std::move(e)).first;
       }
       detail::Entry& e = it->second;
       if (e.depth++ == 0 && e.time->isEnabled() && !e.time->isRunning()) {

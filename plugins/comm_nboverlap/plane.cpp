@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "plexus/error.hpp"
@@ -107,7 +108,7 @@ Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m
   return Panel(d.local_rows());
 }
 
-void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
+void mesh_figures(Figures& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
                   const AlphaBeta& model) {
   extra["model_latency_terms"] = model.latency_terms;
   extra["model_bandwidth_bytes"] = model.bandwidth_bytes;

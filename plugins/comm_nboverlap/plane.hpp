@@ -7,11 +7,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "mesh.hpp"
+#include "plexus/figures.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/matrix.hpp"
@@ -50,7 +50,7 @@ Panel from_plane(Panel&& plane, const DistMatrix& target, bool in, const Mesh& m
 
 /// The strategy figures of one operation on the mesh, with the alpha-beta model's terms of this
 /// rank's data (model_latency_terms, model_bandwidth_bytes: time = alpha terms + beta bytes).
-void mesh_figures(std::map<std::string, double>& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
+void mesh_figures(Figures& extra, const Mesh& m, const PartPlan& plan, const IdleTime* idle,
                   const AlphaBeta& model);
 
 /// Sizes of every plane panel of up to two operands, known to every active rank (one allgather).

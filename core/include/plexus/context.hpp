@@ -17,6 +17,7 @@
 #include "plexus/collectives.hpp"
 #include "plexus/comm_pool.hpp"
 #include "plexus/distribution.hpp"
+#include "plexus/figures.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/multiply.hpp"
@@ -40,8 +41,8 @@ struct OperationReport {
   std::int64_t peak_buffer_bytes = 0;
   std::int64_t peak_memory_bytes = 0;  ///< host
   std::int64_t peak_device_bytes = 0;  ///< device memory of the local backend
-  std::map<std::string, double> predicted;  ///< the operation's model (e.g. bytes_received)
-  std::map<std::string, double> extra;      ///< component figures
+  Figures predicted;  ///< the operation's model (e.g. bytes_received)
+  Figures extra;      ///< component figures
   /// Operations this report stands for: 1, but in a total.
   std::int64_t count = 1;
 

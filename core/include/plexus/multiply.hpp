@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/figures.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/matrix.hpp"
@@ -52,7 +53,7 @@ struct MultiplyReport {
   /// Strategy-specific figures (documented by the strategy). "skipped_products_not_counted" (1):
   /// the algorithm's products are computed where it cannot count them (an external library), so
   /// products and skipped_products say nothing about them.
-  std::map<std::string, double> extra;
+  Figures extra;
 
   double wait_seconds() const;
   std::int64_t bytes_sent() const;  ///< data + index, all roles

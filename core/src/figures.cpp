@@ -1,0 +1,81 @@
+#include "plexus/figures.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "plexus/error.hpp"
+
+namespace plexus {
+
+FigureName::FigureName(std::string_view name) {
+  if (name.size() > kMaxSize)
+    throw Error("Figures", "the figure name '" + std::string(name) + "' is longer than " + std::to_string(kMaxSize) +
+                               " characters");
+  std::memcpy(chars_, name.data(), name.size());
+  chars_[name.size()] = '\0';
+  size_ = static_cast<unsigned char>(name.size());
+}
+
+Figures::Figures(std::initializer_list<std::pair<std::string_view, double>> figures) {
+  items_.reserve(figures.size());
+  for (const auto& [name, value] : figures) (*this)[name] = value;
+}
+
+Figures::Figures(const std::map<std::string, double>& figures) {
+  items_.reserve(figures.size());
+  for (const auto& [name, value] : figures) items_.push_back({name, value});  // already in order
+}
+
+Figures::iterator Figures::lower_bound(std::string_view name) {
+  return std::lower_bound(items_.begin(), items_.end(), name,
+                          [](const Figure& f, std::string_view n) { return f.first.view() < n; });
+}
+
+Figures::const_iterator Figures::lower_bound(std::string_view name) const {
+  return std::lower_bound(items_.begin(), items_.end(), name,
+                          [](const Figure& f, std::string_view n) { return f.first.view() < n; });
+}
+
+double& Figures::operator[](std::string_view name) {
+  auto it = lower_bound(name);
+  if (it == items_.end() || it->first.view() != name) it = items_.insert(it, Figure{name, 0.0});
+  return it->second;
+}
+
+Figures::iterator Figures::find(std::string_view name) {
+  auto it = lower_bound(name);
+  return it != items_.end() && it->first.view() == name ? it : items_.end();
+}
+
+Figures::const_iterator Figures::find(std::string_view name) const {
+  auto it = lower_bound(name);
+  return it != items_.end() && it->first.view() == name ? it : items_.end();
+}
+
+double& Figures::at(std::string_view name) {
+  auto it = find(name);
+  if (it == items_.end()) throw std::out_of_range("Figures::at: no figure '" + std::string(name) + "'");
+  return it->second;
+}
+
+double Figures::at(std::string_view name) const {
+  auto it = find(name);
+  if (it == items_.end()) throw std::out_of_range("Figures::at: no figure '" + std::string(name) + "'");
+  return it->second;
+}
+
+std::size_t Figures::erase(std::string_view name) {
+  auto it = find(name);
+  if (it == items_.end()) return 0;
+  items_.erase(it);
+  return 1;
+}
+
+std::map<std::string, double> Figures::to_map() const {
+  std::map<std::string, double> m;
+  for (const Figure& f : items_) m.emplace_hint(m.end(), f.first.str(), f.second);
+  return m;
+}
+
+}  // namespace plexus

@@ -37,10 +37,18 @@ Figures::const_iterator Figures::lower_bound(std::string_view name) const {
                           [](const Figure& f, std::string_view n) { return f.first.view() < n; });
 }
 
-double& Figures::operator[](std::string_view name) {
+double& Figures::operator[](std::string_view name) { return emplace(name, 0.0).first->second; }
+
+std::pair<Figures::iterator, bool> Figures::emplace(std::string_view name, double value) {
   auto it = lower_bound(name);
-  if (it == items_.end() || it->first.view() != name) it = items_.insert(it, Figure{name, 0.0});
-  return it->second;
+  if (it != items_.end() && it->first.view() == name) return {it, false};
+  return {items_.insert(it, Figure{name, value}), true};
+}
+
+std::pair<Figures::iterator, bool> Figures::insert_or_assign(std::string_view name, double value) {
+  auto [it, added] = emplace(name, value);
+  it->second = value;
+  return {it, added};
 }
 
 Figures::iterator Figures::find(std::string_view name) {

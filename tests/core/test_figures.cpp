@@ -1,5 +1,6 @@
 // plexus::Figures against the std::map<std::string, double> it replaced in the reports: the same
-// operations on both, with random names, must leave the same entries in the same order.
+// operations on both (operator[], emplace, insert_or_assign, erase, find, at, copies), with random
+// names, must leave the same entries in the same order.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -43,7 +44,7 @@ TEST(Figures, EveryOperationDoesWhatTheMapDoes) {
     names.push_back(n);
   }
   std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
-  std::uniform_int_distribution<int> op(0, 5);
+  std::uniform_int_distribution<int> op(0, 7);
   Figures f;
   std::map<std::string, double> m;
   for (int step = 0; step < 4000; ++step) {
@@ -79,6 +80,22 @@ TEST(Figures, EveryOperationDoesWhatTheMapDoes) {
           EXPECT_THROW((void)f.at(n), std::out_of_range);
         }
         break;
+      case 5: {
+        const auto [fi, f_added] = f.emplace(n, v);
+        const auto [mi, m_added] = m.emplace(n, v);
+        EXPECT_EQ(f_added, m_added) << n;
+        EXPECT_EQ(fi->first.view(), mi->first);
+        EXPECT_EQ(fi->second, mi->second);
+        break;
+      }
+      case 6: {
+        const auto [fi, f_added] = f.insert_or_assign(n, v);
+        const auto [mi, m_added] = m.insert_or_assign(n, v);
+        EXPECT_EQ(f_added, m_added) << n;
+        EXPECT_EQ(fi->first.view(), mi->first);
+        EXPECT_EQ(fi->second, v);
+        break;
+      }
       default: {
         const Figures copy = f;  // copies compare equal, and stay apart
         EXPECT_EQ(copy, f);

@@ -5,8 +5,8 @@
 // each copy allocated one node per figure, and one string more per name beyond the short-string
 // buffer (about 150 allocations a multiply on the se class). Figures keeps its entries in one
 // vector, sorted by name as a map would be, with the names inline, so a copy is one allocation.
-// It reads like the map it replaces: operator[], find, at, count, contains, and iteration over
-// entries whose `first` is the name and `second` the value.
+// It reads like the map it replaces: operator[], emplace, insert_or_assign, find, at, count,
+// contains, erase, and iteration over entries whose `first` is the name and `second` the value.
 #include <compare>
 #include <cstddef>
 #include <initializer_list>
@@ -67,6 +67,10 @@ class Figures {
 
   /// The value of `name`, made 0 where there is none yet (as a map's operator[]).
   double& operator[](std::string_view name);
+  /// As a map's: adds `name` with `value` where there is none (true), else leaves it (false).
+  std::pair<iterator, bool> emplace(std::string_view name, double value);
+  /// As a map's: sets `name` to `value`, added where there is none (true) or replaced (false).
+  std::pair<iterator, bool> insert_or_assign(std::string_view name, double value);
   iterator find(std::string_view name);
   const_iterator find(std::string_view name) const;
   /// The value of `name`; std::out_of_range where there is none (as a map's at()).

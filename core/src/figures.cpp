@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "plexus/error.hpp"
 
@@ -27,14 +28,13 @@ Figures::Figures(const std::map<std::string, double>& figures) {
   for (const auto& [name, value] : figures) items_.push_back({name, value});  // already in order
 }
 
-Figures::iterator Figures::lower_bound(std::string_view name) {
+Figures::const_iterator Figures::lower_bound(std::string_view name) const {
   return std::lower_bound(items_.begin(), items_.end(), name,
                           [](const Figure& f, std::string_view n) { return f.first.view() < n; });
 }
 
-Figures::const_iterator Figures::lower_bound(std::string_view name) const {
-  return std::lower_bound(items_.begin(), items_.end(), name,
-                          [](const Figure& f, std::string_view n) { return f.first.view() < n; });
+Figures::iterator Figures::lower_bound(std::string_view name) {
+  return items_.begin() + (std::as_const(*this).lower_bound(name) - items_.cbegin());
 }
 
 double& Figures::operator[](std::string_view name) { return emplace(name, 0.0).first->second; }
@@ -51,23 +51,22 @@ std::pair<Figures::iterator, bool> Figures::insert_or_assign(std::string_view na
   return {it, added};
 }
 
-Figures::iterator Figures::find(std::string_view name) {
-  auto it = lower_bound(name);
-  return it != items_.end() && it->first.view() == name ? it : items_.end();
-}
-
 Figures::const_iterator Figures::find(std::string_view name) const {
   auto it = lower_bound(name);
   return it != items_.end() && it->first.view() == name ? it : items_.end();
 }
 
-double& Figures::at(std::string_view name) {
+Figures::iterator Figures::find(std::string_view name) {
+  return items_.begin() + (std::as_const(*this).find(name) - items_.cbegin());
+}
+
+double Figures::at(std::string_view name) const {
   auto it = find(name);
   if (it == items_.end()) throw std::out_of_range("Figures::at: no figure '" + std::string(name) + "'");
   return it->second;
 }
 
-double Figures::at(std::string_view name) const {
+double& Figures::at(std::string_view name) {
   auto it = find(name);
   if (it == items_.end()) throw std::out_of_range("Figures::at: no figure '" + std::string(name) + "'");
   return it->second;

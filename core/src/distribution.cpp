@@ -7,6 +7,7 @@
 #include "plexus/comm_pool.hpp"
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/panel.hpp"
 #include "plexus/progress.hpp"
 
 namespace plexus {
@@ -175,7 +176,13 @@ Distribution::Distribution(std::shared_ptr<const Grid> grid, std::vector<int> ro
                                       std::to_string(col_dist_[j]) + " outside the grid " + grid_->describe());
     if (col_dist_[j] == grid_->mypcol() && grid_->mylayer() == 0) local_cols_.push_back(static_cast<int>(j));
   }
+  auto none = std::make_shared<PanelIndex>();
+  none->row_ids.assign(local_rows_.begin(), local_rows_.end());
+  none->row_ptr.assign(local_rows_.size() + 1, 0);
+  no_blocks_ = std::move(none);
 }
+
+PanelView Distribution::empty_local_view() const { return no_blocks_->view(nullptr, 0); }
 
 std::shared_ptr<const Distribution> Distribution::block_cyclic(std::shared_ptr<const Grid> grid, int nblkrows,
                                                                int nblkcols) {

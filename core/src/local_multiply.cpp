@@ -60,28 +60,33 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   c_row_of_.assign(static_cast<std::size_t>(layout.rows.count()), -1);
   for (int r = 0; r < c.nrows; ++r) c_row_of_[static_cast<std::size_t>(c.row_ids[r])] = r;
 
-  std::vector<std::int64_t> weight(row_weight);
-  if (weight.empty()) {
-    weight.resize(static_cast<std::size_t>(c.nrows));
-    for (int r = 0; r < c.nrows; ++r) weight[r] = c.row_ptr[r + 1] - c.row_ptr[r];
-  }
-  if (static_cast<int>(weight.size()) != c.nrows) throw Error("LocalProduct", "row_weight needs one weight per C row");
+  if (!row_weight.empty() && static_cast<int>(row_weight.size()) != c.nrows)
+    throw Error("LocalProduct", "row_weight needs one weight per C row");
   threads = std::max(1, threads);
-  first_row_ = balance_rows(weight, threads);
+  if (threads == 1) {  // one thread owns every row: no weights to balance
+    first_row_ = {0, c.nrows};
+  } else if (!row_weight.empty()) {
+    first_row_ = balance_rows(row_weight, threads);
+  } else {
+    std::vector<std::int64_t> weight(static_cast<std::size_t>(c.nrows));
+    for (int r = 0; r < c.nrows; ++r) weight[r] = c.row_ptr[r + 1] - c.row_ptr[r];
+    first_row_ = balance_rows(weight, threads);
+  }
   host_ = kernel.memory_space() == MemorySpace::Host;
   // The plans this product could replay (the first tick chooses), and the one it records. Not
-  // with filtering: the stacks then depend on the values.
+  // with filtering: the stacks then depend on the values. The plans' keys are compared with what
+  // the product is given in place; the record gets its key copied only where no plan has it
+  // (a product that replays one copies it, from the plan, only if it leaves the plan and its
+  // record is kept: finish).
   if (plans != nullptr && row_eps_.empty() && plans->max_bytes() > 0) {
     plans_ = plans;
     record_ = std::make_unique<plan::ProductPlan>();
-    plan::PlanKey& key = record_->key;
-    key.layout = layout;
-    key.host = host_;
-    key.first_row = first_row_;
-    key.row_ids.assign(c.row_ids, c.row_ids + c.nrows);
-    key.start_row_ptr.assign(c.row_ptr, c.row_ptr + c.nrows + 1);
-    key.start_cols.assign(c.cols, c.cols + c.nblocks);
+    const plan::KeyView key{layout, host_, first_row_, c};
     candidates_ = plans->candidates(key);
+    if (candidates_.empty())
+      record_->key = plan::PlanKey(key);
+    else
+      key_of_ = candidates_.front();
   }
   // C's starting blocks: thread t's rows get the values from its base on, copied by thread t.
   std::vector<std::int64_t> base(static_cast<std::size_t>(threads) + 1, 0);
@@ -133,17 +138,27 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
         off += n;
       }
     }
-    w.c_off.assign(static_cast<std::size_t>(layout.cols.count()), -1);
-    // Held for the accumulator's life (not per tick), so the tracker's peaks do not depend on
-    // whether the threads' ticks overlap.
-    w.stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
-    w.placed.resize(kStackCapacity);
   });
   c_values_ = base.back();
   session_ = kernel.begin(std::move(data), threads);
   // A host backend may take dense ticks (it says from what size, tick by tick: dense_shape).
   dense_kernel_ = dynamic_cast<const HostKernel*>(&kernel);
   dense_ = dense_kernel_ != nullptr ? dynamic_cast<HostSession*>(session_.get()) : nullptr;
+}
+
+// The threads' scratch for building stacks, made at the first tick that builds them: a product
+// that replays a plan throughout needs none (se-like, 400 block columns: three arrays and 180 KB of
+// stacks a thread, every multiply). Held from then on for the accumulator's life (not per tick), so
+// the tracker's peaks do not depend on whether the threads' ticks overlap.
+void LocalProduct::ensure_scratch() {
+  const auto ncols = static_cast<std::size_t>(layout_.cols.count());
+  for (auto& w : work_) {
+    if (w->c_off.size() != ncols) w->c_off.assign(ncols, -1);
+    if (w->stack.size() != kStackCapacity) {
+      w->stack.resize(kStackCapacity);  // default-initialised: every entry is written before use
+      w->placed.resize(kStackCapacity);
+    }
+  }
 }
 
 void LocalProduct::reserve_rows() {
@@ -232,6 +247,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     stats_ += s;
   };
   if (replay(a, a_layout, b)) return end_tick(true);
+  ensure_scratch();
   const bool filtering = !row_eps_.empty();
   if (!filtering && dense_tick(a, a_layout, b, a_c_row.data())) return end_tick(false, true);
   std::vector<double> a_norms, b_norms;

@@ -56,12 +56,14 @@ Panel LocalProduct::finish() {
   if (planned) {
     plans_->touch(replay_);
   } else if (record_ && !record_->ticks.empty()) {
+    if (key_of_) record_->key = key_of_->key;  // the key the constructor found in that plan
     record_->c_index = index;  // shared with the panel made here
     record_->c_values = c_values_;
     plans_->keep(std::move(record_));
   }
   replay_.reset();
   record_.reset();
+  key_of_.reset();
   return Panel::adopt(std::move(index), std::move(data));
 }
 

@@ -59,10 +59,10 @@ MultiplyTask::~MultiplyTask() = default;
 LocalProduct& MultiplyTask::c_accumulator() {
   if (!c_acc_) {
     const std::vector<int>& rows = c_.distribution().local_rows();
-    const Panel empty(rows);
-    const PanelView start = beta_ != 0.0 ? c_.local().view() : empty.view();
-    c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_, kernel_.threads(),
-                                            thresholds_of_rows(thresholds_, rows), row_weights(a_, c_, beta_),
+    const PanelView start = beta_ != 0.0 ? c_.local().view() : c_.distribution().empty_local_view();
+    const int threads = kernel_.threads();  // one thread needs no weights to balance
+    c_acc_ = std::make_unique<LocalProduct>(start, c_.layout(), kernel_, threads, thresholds_of_rows(thresholds_, rows),
+                                            threads > 1 ? row_weights(a_, c_, beta_) : std::vector<std::int64_t>{},
                                             beta_ != 0.0 ? beta_ : 1.0, c_.local().data_size(), plans_);
   }
   return *c_acc_;
@@ -218,44 +218,47 @@ std::string cut_difference(const std::string& x, const BlockSizes& a, const std:
 
 // Every check that needs no communication and gives the same answer on every rank.
 void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alpha, const DistMatrix& A,
-              const DistMatrix& B, double beta, const DistMatrix& C, const MultiplyOptions& options,
-              const std::string& where) {
-  if (ta != Trans::N && ta != Trans::T) throw InputError(where, "transA must be 'N' or 'T'");
-  if (tb != Trans::N && tb != Trans::T) throw InputError(where, "transB must be 'N' or 'T'");
-  if (!std::isfinite(alpha) || !std::isfinite(beta)) throw InputError(where, "alpha and beta must be finite numbers");
+              const DistMatrix& B, double beta, const DistMatrix& C, const MultiplyOptions& options) {
+  // The error's place, put together only for an error (not every multiply).
+  const auto where = [&] { return "multiply(" + algorithm.name() + ")"; };
+  if (ta != Trans::N && ta != Trans::T) throw InputError(where(), "transA must be 'N' or 'T'");
+  if (tb != Trans::N && tb != Trans::T) throw InputError(where(), "transB must be 'N' or 'T'");
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) throw InputError(where(), "alpha and beta must be finite numbers");
   if (!(options.filter_eps >= 0) || !std::isfinite(options.filter_eps))
-    throw InputError(where, "filter_eps must be a finite number >= 0 (got " + std::to_string(options.filter_eps) + ")");
+    throw InputError(where(),
+                     "filter_eps must be a finite number >= 0 (got " + std::to_string(options.filter_eps) + ")");
   for (const DistMatrix* m : {&A, &B, &C})
     if (!m->finalized())
-      throw Error(where, "matrix '" + m->name() + "' has blocks put since the last finalize(); call finalize() first");
+      throw Error(where(),
+                  "matrix '" + m->name() + "' has blocks put since the last finalize(); call finalize() first");
   if (!same_grid(A.grid(), B.grid()) || !same_grid(A.grid(), C.grid()))
-    throw Error(where, "A, B and C must be distributed over the same process grid (A: " + A.grid().describe() +
-                           ", B: " + B.grid().describe() + ", C: " + C.grid().describe() + ")");
+    throw Error(where(), "A, B and C must be distributed over the same process grid (A: " + A.grid().describe() +
+                             ", B: " + B.grid().describe() + ", C: " + C.grid().describe() + ")");
   if (A.grid().nlayers() > 1)
-    throw Error(where, "the operands are on a grid with layers (" + A.grid().describe() +
-                           "); the multiply algorithms take operands on a PR x PC grid (layers are theirs to make: "
-                           "Grid::layered)");
+    throw Error(where(), "the operands are on a grid with layers (" + A.grid().describe() +
+                             "); the multiply algorithms take operands on a PR x PC grid (layers are theirs to make: "
+                             "Grid::layered)");
   const BlockSizes& a_rows = ta == Trans::N ? A.layout().rows : A.layout().cols;
   const BlockSizes& a_cols = ta == Trans::N ? A.layout().cols : A.layout().rows;
   const BlockSizes& b_rows = tb == Trans::N ? B.layout().rows : B.layout().cols;
   const BlockSizes& b_cols = tb == Trans::N ? B.layout().cols : B.layout().rows;
-  const std::string ops = std::string("op(A) = A") + (ta == Trans::T ? "^T" : "") + ", op(B) = B" +
-                          (tb == Trans::T ? "^T" : "");
+  const auto ops = [&] {
+    return std::string("op(A) = A") + (ta == Trans::T ? "^T" : "") + ", op(B) = B" + (tb == Trans::T ? "^T" : "");
+  };
   if (!(a_cols == b_rows))
-    throw Error(where, "the columns of op(A) and the rows of op(B) are cut into different blocks (" +
-                           cut_difference("op(A)'s columns", a_cols, "op(B)'s rows", b_rows) + "; " + ops + ")");
+    throw Error(where(), "the columns of op(A) and the rows of op(B) are cut into different blocks (" +
+                             cut_difference("op(A)'s columns", a_cols, "op(B)'s rows", b_rows) + "; " + ops() + ")");
   if (!(C.layout().rows == a_rows))
-    throw Error(where, "C's rows and op(A)'s rows are cut into different blocks (" +
-                           cut_difference("C's rows", C.layout().rows, "op(A)'s rows", a_rows) + "; " + ops + ")");
+    throw Error(where(), "C's rows and op(A)'s rows are cut into different blocks (" +
+                             cut_difference("C's rows", C.layout().rows, "op(A)'s rows", a_rows) + "; " + ops() + ")");
   if (!(C.layout().cols == b_cols))
-    throw Error(where, "C's columns and op(B)'s columns are cut into different blocks (" +
-                           cut_difference("C's columns", C.layout().cols, "op(B)'s columns", b_cols) + "; " + ops +
-                           ")");
+    throw Error(where(), "C's columns and op(B)'s columns are cut into different blocks (" +
+                             cut_difference("C's columns", C.layout().cols, "op(B)'s columns", b_cols) + "; " + ops() +
+                             ")");
   if (ta == Trans::N && C.distribution().row_dist() != A.distribution().row_dist())
-    throw Error(where, "C's rows must be distributed like A's rows (redistribute C or A first)");
+    throw Error(where(), "C's rows must be distributed like A's rows (redistribute C or A first)");
   if (tb == Trans::N && C.distribution().col_dist() != B.distribution().col_dist())
-    throw Error(where, "C's columns must be distributed like B's columns (redistribute C or B first)");
-  (void)algorithm;
+    throw Error(where(), "C's columns must be distributed like B's columns (redistribute C or B first)");
 }
 
 }  // namespace
@@ -263,9 +266,8 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
 MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, Trans tb, double alpha,
                         const DistMatrix& A, const DistMatrix& B, double beta, DistMatrix& C,
                         const MultiplyOptions& options, ProductPlans* plans) {
-  const std::string where = "multiply(" + algorithm.name() + ")";
   const progress::Operation operation("multiply " + algorithm.name() + "/" + kernel.name());
-  validate(algorithm, ta, tb, alpha, A, B, beta, C, options, where);
+  validate(algorithm, ta, tb, alpha, A, B, beta, C, options);
   const auto& grid = C.distribution().grid_ptr();
   // The distributions of the transposed operands: op(A)'s rows like C's rows, op(B)'s columns like
   // C's columns, the k dimension block-cyclic.

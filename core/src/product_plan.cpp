@@ -64,6 +64,18 @@ bool TickRecord::same_input(const PanelView& a_view, const BlockSizes& k_sizes, 
   return *k == k_sizes && a.same(a_view) && b.same(b_view);
 }
 
+PlanKey::PlanKey(const KeyView& v) : layout(v.layout), host(v.host), first_row(v.first_row) {
+  row_ids.assign(v.start.row_ids, v.start.row_ids + v.start.nrows);
+  start_row_ptr.assign(v.start.row_ptr, v.start.row_ptr + v.start.nrows + 1);
+  start_cols.assign(v.start.cols, v.start.cols + v.start.nblocks);
+}
+
+bool PlanKey::matches(const KeyView& v) const {
+  return host == v.host && first_row == v.first_row && equal(row_ids, v.start.row_ids, v.start.nrows) &&
+         equal(start_row_ptr, v.start.row_ptr, v.start.nrows + 1) && equal(start_cols, v.start.cols, v.start.nblocks) &&
+         layout == v.layout;
+}
+
 bool PlanKey::operator==(const PlanKey& o) const {
   return host == o.host && first_row == o.first_row && row_ids == o.row_ids && start_row_ptr == o.start_row_ptr &&
          start_cols == o.start_cols && layout == o.layout;
@@ -120,11 +132,11 @@ void ProductPlans::clear() {
   bytes_ = 0;
 }
 
-std::vector<ProductPlans::PlanPtr> ProductPlans::candidates(const plan::PlanKey& key) const {
+std::vector<ProductPlans::PlanPtr> ProductPlans::candidates(const plan::KeyView& key) const {
   const std::lock_guard<std::mutex> lock(mutex_);
   std::vector<PlanPtr> found;
   for (auto p = plans_.rbegin(); p != plans_.rend(); ++p)
-    if ((*p)->key == key) found.push_back(*p);
+    if ((*p)->key.matches(key)) found.push_back(*p);
   return found;
 }
 

@@ -66,6 +66,14 @@ struct TickRecord {
   bool same_input(const PanelView& a_view, const BlockSizes& k_sizes, const PanelView& b_view) const;
 };
 
+/// What a product is given before any tick, as the product's constructor sees it (nothing copied).
+struct KeyView {
+  const BlockLayout& layout;
+  bool host;
+  const std::vector<int>& first_row;  // the threads' row ranges
+  const PanelView& start;             // C's start pattern (its rows and blocks; values do not matter)
+};
+
 /// What a product is made with, before any tick: a plan is a candidate only for a product whose
 /// key is equal.
 struct PlanKey {
@@ -73,7 +81,11 @@ struct PlanKey {
   bool host = true;
   std::vector<int> first_row;  // the threads' row ranges
   Vec<std::int64_t> row_ids, start_row_ptr, start_cols;
+  PlanKey() = default;
+  explicit PlanKey(const KeyView& v);
   bool operator==(const PlanKey& o) const;
+  /// Equal to PlanKey(v), compared in place: a product that finds a plan copies no key.
+  bool matches(const KeyView& v) const;
   std::int64_t bytes() const;
 };
 

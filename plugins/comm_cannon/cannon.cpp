@@ -105,7 +105,7 @@ class Cannon final : public plexus::CommStrategy {
   // The schedule: pre-shift, then V ticks multiplying the front images while they travel.
   Panel run(plexus::MultiplyTask& task) override {
     const DistMatrix &A = task.a(), &B = task.b();
-    const Plan plan = make_plan(A);
+    const Plan& plan = make_plan(A);
     plexus::LocalProduct& product = task.c_accumulator();
     plexus::MultiplyReport& report = task.report();
     report.ticks = plan.V;
@@ -292,6 +292,9 @@ class Cannon final : public plexus::CommStrategy {
   // Earlier multiplies' routes. Every rank records, replays and replaces alike (each choice is
   // collective), so an entry's position means the same multiply on every rank.
   std::array<Routes, kKeptRoutes> routes_;
+  Plan plan_;                    // the last schedule made (make_plan)
+  std::vector<int> plan_cdist_;  // the column map it was made for
+  bool plan_made_ = false;
   std::uint64_t clock_ = 0;
 
   // The entry whose routes serve this multiply, or -1: on every rank of the grid, the same grid
@@ -335,10 +338,17 @@ class Cannon final : public plexus::CommStrategy {
 
   // The virtual grid and the k-groups. A k index keeps its A process column: group g holds
   // k with col_dist(k) = g mod PC, dealt in order over the V/PC groups of that column.
-  static Plan make_plan(const DistMatrix& A) {
+  // The schedule for A's grid and column map: the last one made serves again while they stay
+  // (an iteration's multiplies), so a multiply makes none of its arrays.
+  const Plan& make_plan(const DistMatrix& A) {
     const auto& g = A.grid();
-    Plan p = make_grid_plan(g.nprows(), g.npcols(), g.myprow(), g.mypcol());
     const auto& cdist = A.distribution().col_dist();
+    Plan& p = plan_;
+    if (plan_made_ && p.PR == g.nprows() && p.PC == g.npcols() && p.pr == g.myprow() && p.pc == g.mypcol() &&
+        plan_cdist_ == cdist)
+      return p;
+    plan_made_ = false;
+    p = make_grid_plan(g.nprows(), g.npcols(), g.myprow(), g.mypcol());
     p.kgroup.resize(cdist.size());
     p.group_rows.assign(static_cast<std::size_t>(p.V), {});
     std::vector<int> seen(static_cast<std::size_t>(p.PC), 0);
@@ -347,6 +357,8 @@ class Cannon final : public plexus::CommStrategy {
       p.kgroup[k] = c + p.PC * (seen[static_cast<std::size_t>(c)]++ % p.a);
       p.group_rows[static_cast<std::size_t>(p.kgroup[k])].push_back(static_cast<int>(k));
     }
+    plan_cdist_ = cdist;
+    plan_made_ = true;
     return p;
   }
 

@@ -18,6 +18,7 @@
 #include "plexus/generator.hpp"
 #include "plexus/matrix.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/panel.hpp"
 
 using namespace plexus;
 
@@ -298,6 +299,21 @@ TEST(LayeredDistribution, BlocksLiveOnLayerZeroWithThePlanesMaps) {
       if (g->mylayer() != 0) {
         EXPECT_EQ(m.local().nblocks(), 0);
       }
+      // A panel of the local rows without blocks (a multiply's C from nothing): the rows of the
+      // matrix's panel, made once.
+      const PanelView none = d->empty_local_view();
+      const PanelView mine = m.local().view();
+      ASSERT_EQ(none.nrows, static_cast<int>(d->local_rows().size()));
+      ASSERT_EQ(none.nrows, mine.nrows);
+      EXPECT_EQ(none.nblocks, 0);
+      EXPECT_EQ(none.data_size, 0);
+      EXPECT_EQ(none.row_ptr[0], 0);
+      for (int r = 0; r < none.nrows; ++r) {
+        EXPECT_EQ(none.row_ids[r], mine.row_ids[r]);
+        EXPECT_EQ(none.row_ptr[r + 1], 0);
+      }
+      EXPECT_NE(none.held_index(), nullptr);
+      EXPECT_EQ(d->empty_local_view().index, none.index);
       EXPECT_EQ(m.to_dense(), dense) << "the same matrix as on the 2D grid, stored once";
       EXPECT_NEAR(m.frobenius_norm(), ref.frobenius_norm(), 1e-12 * ref.frobenius_norm());
       EXPECT_EQ(m.redistribute(flat).to_dense(), dense);

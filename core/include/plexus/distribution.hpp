@@ -12,6 +12,9 @@
 
 namespace plexus {
 
+struct PanelIndex;
+struct PanelView;
+
 /// A PR x PC x L process grid over a communicator: L layers (planes) of PR x PC ranks, L = 1 for
 /// the 2D grids of most algorithms. Coordinates (prow, pcol, layer); in the plane of a layer the
 /// ranks form the usual row-major PR x PC grid.
@@ -143,6 +146,9 @@ class Distribution {
   const std::vector<int>& local_rows() const { return local_rows_; }
   /// Block columns owned by my process column, ascending (empty on layers other than 0).
   const std::vector<int>& local_cols() const { return local_cols_; }
+  /// A view of a panel of my local rows without blocks (made once, here): where a multiply starts
+  /// C from nothing (beta = 0), every multiply, without a panel of its own.
+  PanelView empty_local_view() const;
   /// The same maps on grids that place blocks alike: every block has the same owner rank.
   bool same_maps(const Distribution& o) const {
     return row_dist_ == o.row_dist_ && col_dist_ == o.col_dist_ && grid_->same_placement(*o.grid_);
@@ -153,6 +159,7 @@ class Distribution {
   std::vector<int> row_dist_, col_dist_;
   std::vector<int> local_rows_, local_cols_;
   std::string kind_;
+  std::shared_ptr<const PanelIndex> no_blocks_;  // local_rows_, no blocks
 };
 
 }  // namespace plexus

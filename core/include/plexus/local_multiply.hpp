@@ -20,7 +20,7 @@ namespace plexus {
 class HostSession;
 
 namespace plan {
-struct PlanKey;
+struct KeyView;
 struct ProductPlan;
 }  // namespace plan
 
@@ -62,7 +62,7 @@ class ProductPlans {
  private:
   friend class LocalProduct;
   using PlanPtr = std::shared_ptr<const plan::ProductPlan>;
-  std::vector<PlanPtr> candidates(const plan::PlanKey& key) const;  // the most recently used first
+  std::vector<PlanPtr> candidates(const plan::KeyView& key) const;  // the most recently used first
   void keep(PlanPtr plan);          // as the most recently used
   void touch(const PlanPtr& plan);  // marks it the most recently used
   void trim();                      // within max_bytes_; the caller holds mutex_
@@ -128,6 +128,7 @@ class LocalProduct {
   struct DenseShape;
   bool dense_shape(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, DenseShape& d) const;
   bool dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row);
+  void ensure_scratch();  // the threads' scratch for building stacks, made at the first tick that builds them
   void leave_plan();    // the rows get the blocks of the ticks replayed so far; recording goes on from there
   void reserve_rows();  // each row's list reserved for the blocks it is expected to end with
   void record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, std::int64_t grow_before);
@@ -154,6 +155,7 @@ class LocalProduct {
   std::shared_ptr<const plan::ProductPlan> replay_;
   std::size_t replayed_ = 0;
   std::unique_ptr<plan::ProductPlan> record_;
+  std::shared_ptr<const plan::ProductPlan> key_of_;  // a plan with this product's key, which record_ lacks
   std::int64_t record_bytes_ = 0;
   std::size_t row_blocks_ = 0;  // the blocks a row's list is reserved for (reserve_rows)
 };

@@ -93,8 +93,8 @@ void OperationReport::accumulate(const OperationReport& other) {
   peak_buffer_bytes = std::max(peak_buffer_bytes, other.peak_buffer_bytes);
   peak_memory_bytes = std::max(peak_memory_bytes, other.peak_memory_bytes);
   peak_device_bytes = std::max(peak_device_bytes, other.peak_device_bytes);
-  for (const auto& [k, v] : other.predicted) predicted[k] += v;
-  for (const auto& [k, v] : other.extra) extra[k] += v;
+  predicted.add(other.predicted);
+  extra.add(other.extra);
 }
 
 std::int64_t OperationReport::bytes_received() const {

@@ -39,6 +39,44 @@ Figures::iterator Figures::lower_bound(std::string_view name) {
 
 double& Figures::operator[](std::string_view name) { return emplace(name, 0.0).first->second; }
 
+void Figures::add(const Figures& other) {
+  // Both are sorted by name. Usually every name of `other` is here already (the totals of a
+  // repeated operation): added in place. Otherwise one merge into a new vector.
+  bool all_here = true;
+  for (auto it = items_.cbegin(); const Figure& f : other.items_) {
+    while (it != items_.cend() && it->first < f.first) ++it;
+    if (it == items_.cend() || !(it->first == f.first)) {
+      all_here = false;
+      break;
+    }
+    ++it;
+  }
+  if (all_here) {
+    auto it = items_.begin();
+    for (const Figure& f : other.items_) {
+      while (it->first < f.first) ++it;
+      (it++)->second += f.second;
+    }
+    return;
+  }
+  std::vector<Figure> merged;
+  merged.reserve(items_.size() + other.items_.size());
+  auto a = items_.cbegin(), b = other.items_.cbegin();
+  while (a != items_.cend() || b != other.items_.cend()) {
+    if (b == other.items_.cend() || (a != items_.cend() && a->first < b->first)) {
+      merged.push_back(*a++);
+    } else if (a == items_.cend() || b->first < a->first) {
+      merged.push_back({b->first, 0.0 + b->second});
+      ++b;
+    } else {
+      merged.push_back({a->first, a->second + b->second});
+      ++a;
+      ++b;
+    }
+  }
+  items_ = std::move(merged);
+}
+
 std::pair<Figures::iterator, bool> Figures::emplace(std::string_view name, double value) {
   auto it = lower_bound(name);
   if (it != items_.end() && it->first.view() == name) return {it, false};

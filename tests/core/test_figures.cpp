@@ -1,5 +1,5 @@
 // plexus::Figures against the std::map<std::string, double> it replaced in the reports: the same
-// operations on both (operator[], emplace, insert_or_assign, erase, find, at, copies), with random
+// operations on both (operator[], emplace, insert_or_assign, erase, find, at, add, copies), with random
 // names, must leave the same entries in the same order.
 #include <gtest/gtest.h>
 
@@ -52,7 +52,7 @@ TEST(Figures, EveryOperationDoesWhatTheMapDoes) {
     names.push_back(n);
   }
   std::uniform_int_distribution<std::size_t> pick(0, names.size() - 1);
-  std::uniform_int_distribution<int> op(0, 7);
+  std::uniform_int_distribution<int> op(0, 8);
   Figures f;
   std::map<std::string, double> m;
   for (int step = 0; step < 4000; ++step) {
@@ -94,6 +94,19 @@ TEST(Figures, EveryOperationDoesWhatTheMapDoes) {
       case 6:
         expect_same_insertion(f.insert_or_assign(n, v), m.insert_or_assign(n, v));
         break;
+      case 7: {  // add(): another set of figures, every other time only names that are here already
+        Figures other;
+        std::map<std::string, double> om;
+        for (int i = 0; i < 6; ++i) {
+          const std::string& k = names[pick(rng)];
+          if (step % 2 == 0 && !m.contains(k)) continue;
+          other[k] += i - 2.5;
+          om[k] += i - 2.5;
+        }
+        f.add(other);
+        for (const auto& [k, x] : om) m[k] += x;
+        break;
+      }
       default: {
         const Figures copy = f;  // copies compare equal, and stay apart
         EXPECT_EQ(copy, f);

@@ -79,6 +79,9 @@ class Figures {
   std::size_t count(std::string_view name) const { return find(name) == end() ? 0 : 1; }
   bool contains(std::string_view name) const { return find(name) != end(); }
   std::size_t erase(std::string_view name);
+  /// Adds each of `other`'s figures to the one of its name here (made, at 0, where missing), as
+  /// `for (auto& [k, v] : other) (*this)[k] += v;` would, in one pass over both.
+  void add(const Figures& other);
   void clear() { items_.clear(); }
   void reserve(std::size_t n) { items_.reserve(n); }
 

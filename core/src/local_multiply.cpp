@@ -547,7 +547,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     else
       for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
     // for_each_thread's thread 0 is the caller's; slots beyond the team run on its threads too.
-    const bool caller = omp_get_thread_num() == 0 && progress_;
+    const bool caller = on_calling_thread(nthreads) && progress_;
     std::int64_t c_end = c_values_, c_grown = c_values_;
     plan::ThreadTick* record = nullptr;
     if (recording) {

@@ -198,7 +198,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
     for (const auto& [r, pos] : w.fresh) w.rows[static_cast<std::size_t>(r)][pos].second += w.base;
-    const bool caller = omp_get_thread_num() == 0 && progress_;
+    const bool caller = on_calling_thread(nthreads) && progress_;
     const auto [ar0, ar1] = a_rows_in(a_c_row, a.nrows, w.row_begin, w.row_end);
     // The thread's A rows, whole: m x K.
     std::int64_t m_all = 0;

@@ -59,7 +59,7 @@ bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const plan::ThreadTick& share = rec.threads[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
-    const bool caller = omp_get_thread_num() == 0 && progress_;
+    const bool caller = on_calling_thread(static_cast<int>(work_.size())) && progress_;
     std::int64_t grown = c_values_;
     double kernel_time = 0;
     for (const plan::StackRecord& stack : share.stacks) {

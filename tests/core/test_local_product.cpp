@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -315,6 +316,23 @@ TEST(LocalProduct, ProgressIsPolledBetweenStacksOnTheCallersThreadAndItsErrorsEn
     lp.set_progress({});
     const Panel c = lp.finish();
     EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  }
+  {  // one thread, from the last thread of the caller's own OpenMP region: it polls there
+    int polls = 0, elsewhere = 0;
+    double error = 1;
+#pragma omp parallel num_threads(2)
+    if (omp_get_thread_num() == omp_get_num_threads() - 1) {
+      ReferenceKernel k;
+      LocalProduct lp(empty.view(), l, k, 1, {});
+      const std::thread::id caller = std::this_thread::get_id();
+      lp.set_progress([&] { ++(std::this_thread::get_id() == caller ? polls : elsewhere); });
+      lp.multiply(a.view(), l, b.view(), l);
+      lp.set_progress({});
+      error = test::relative_error(dense_of(lp.finish().view(), l), ref);
+    }
+    EXPECT_GE(polls, 1);
+    EXPECT_EQ(elsewhere, 0);
+    EXPECT_LE(error, 1e-13);
   }
   ReferenceKernel k;
   LocalProduct failing(empty.view(), l, k, 2, {});

@@ -124,7 +124,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     w.rows.resize(static_cast<std::size_t>(w.row_end - w.row_begin));
     // Rows that start empty, with no room to reserve (a C from nothing that may replay a plan):
     // nothing to visit.
-    if (row_blocks == 0 && c.row_ptr[w.row_begin] == c.row_ptr[w.row_end]) return;
+    if (row_blocks == 0 && (w.row_begin == w.row_end || c.row_ptr[w.row_begin] == c.row_ptr[w.row_end])) return;
     std::int64_t off = base[static_cast<std::size_t>(t)];
     for (int r = w.row_begin; r < w.row_end; ++r) {
       const int m = layout.rows.size(static_cast<int>(c.row_ids[r]));

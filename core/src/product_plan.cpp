@@ -76,11 +76,6 @@ bool PlanKey::matches(const KeyView& v) const {
          layout == v.layout;
 }
 
-bool PlanKey::operator==(const PlanKey& o) const {
-  return host == o.host && first_row == o.first_row && row_ids == o.row_ids && start_row_ptr == o.start_row_ptr &&
-         start_cols == o.start_cols && layout == o.layout;
-}
-
 std::int64_t PlanKey::bytes() const {
   return bytes_of(row_ids) + bytes_of(start_row_ptr) + bytes_of(start_cols) +
          static_cast<std::int64_t>(first_row.size() * sizeof(int)) + bytes_of(layout.rows) + bytes_of(layout.cols);

@@ -83,7 +83,6 @@ struct PlanKey {
   Vec<std::int64_t> row_ids, start_row_ptr, start_cols;
   PlanKey() = default;
   explicit PlanKey(const KeyView& v);
-  bool operator==(const PlanKey& o) const;
   /// Equal to PlanKey(v), compared in place: a product that finds a plan copies no key.
   bool matches(const KeyView& v) const;
   std::int64_t bytes() const;

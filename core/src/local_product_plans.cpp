@@ -55,11 +55,12 @@ bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const
     c_values_ = grow_first;
   }
   timers::Scoped timer("local multiply: replay");
-  for_each_thread(static_cast<int>(work_.size()), [&](int t) {
+  const int nthreads = threads();
+  for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     const plan::ThreadTick& share = rec.threads[static_cast<std::size_t>(t)];
     const double t0 = omp_get_wtime();
-    const bool caller = on_calling_thread(static_cast<int>(work_.size())) && progress_;
+    const bool caller = on_calling_thread(nthreads) && progress_;
     std::int64_t grown = c_values_;
     double kernel_time = 0;
     for (const plan::StackRecord& stack : share.stacks) {

@@ -1,6 +1,7 @@
 #include "product_plan.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "plexus/local_multiply.hpp"
 
@@ -18,33 +19,59 @@ bool equal(const Vec<T>& v, const T* p, std::int64_t n) {
 }
 }  // namespace
 
-IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size), held(v.held_index()) {
-  if (held) return;
+IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size), held_(v.held_index()) {
+  if (held()) return;
   row_ids.assign(v.row_ids, v.row_ids + v.nrows);
   row_ptr.assign(v.row_ptr, v.row_ptr + v.nrows + 1);
   cols.assign(v.cols, v.cols + v.nblocks);
   offsets.assign(v.offsets, v.offsets + v.nblocks);
 }
 
+IndexCopy::IndexCopy(IndexCopy&& o) noexcept
+    : data_size(o.data_size),
+      row_ids(std::move(o.row_ids)),
+      row_ptr(std::move(o.row_ptr)),
+      cols(std::move(o.cols)),
+      offsets(std::move(o.offsets)),
+      held_(o.held_.exchange(nullptr)) {}
+
+IndexCopy& IndexCopy::operator=(IndexCopy&& o) noexcept {
+  data_size = o.data_size;
+  row_ids = std::move(o.row_ids);
+  row_ptr = std::move(o.row_ptr);
+  cols = std::move(o.cols);
+  offsets = std::move(o.offsets);
+  held_.store(o.held_.exchange(nullptr));
+  return *this;
+}
+
 bool IndexCopy::same(const PanelView& v) const {
   if (data_size != v.data_size) return false;
-  if (held) {
-    const PanelIndex& x = *held;
+  if (std::shared_ptr<const PanelIndex> h = held()) {
+    const PanelIndex& x = *h;
     if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) || v.nblocks != static_cast<std::int64_t>(x.cols.size()))
       return false;
     // The held index is the view's: nobody changes it while it is held.
     if (v.shows(x)) return true;
-    return std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
-           std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
-           std::equal(x.cols.begin(), x.cols.end(), v.cols) &&
-           std::equal(x.offsets.begin(), x.offsets.end(), v.offsets);
+    if (!(std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
+          std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
+          std::equal(x.cols.begin(), x.cols.end(), v.cols) &&
+          std::equal(x.offsets.begin(), x.offsets.end(), v.offsets)))
+      return false;
+    // Equal: hold the view's object from now on, where the plan's size stays what ProductPlans
+    // counted (the arrays' capacities may differ). Another thread may have swapped in the
+    // meantime; either object serves.
+    if (std::shared_ptr<const PanelIndex> theirs = v.held_index(); theirs && theirs->bytes() == x.bytes())
+      held_.compare_exchange_strong(h, std::move(theirs), std::memory_order_acq_rel);
+    return true;
   }
   return equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
          equal(cols, v.cols, v.nblocks) && equal(offsets, v.offsets, v.nblocks);
 }
 
 std::int64_t IndexCopy::bytes() const {
-  return (held ? held->bytes() : 0) + bytes_of(row_ids) + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets);
+  const std::shared_ptr<const PanelIndex> h = held();
+  return (h ? h->bytes() : 0) + bytes_of(row_ids) + bytes_of(row_ptr) + bytes_of(cols) + bytes_of(offsets);
 }
 
 std::int64_t ThreadTick::bytes() const { return bytes_of(entries) + bytes_of(stacks) + bytes_of(added); }

@@ -3,6 +3,7 @@
 // given (C's start pattern, each tick's panel indices) and what it made of it (each tick's
 // stacks, C's growth, the blocks it added, C's final index). A later product given exactly the
 // same replays the stacks instead of building them (local_multiply.cpp). Internal to core.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,15 +23,27 @@ using Vec = memory::vector<T, memory::Category::Other>;
 /// stays as it was); for any other view (a packed, received panel), a copy.
 struct IndexCopy {
   std::int64_t data_size = 0;
-  std::shared_ptr<const PanelIndex> held;
   Vec<std::int64_t> row_ids, row_ptr, cols, offsets;  // the copy, where nothing is held
 
   IndexCopy() = default;
   explicit IndexCopy(const PanelView& v);
+  IndexCopy(IndexCopy&& o) noexcept;
+  IndexCopy& operator=(IndexCopy&& o) noexcept;
   /// The view has exactly this index: the same rows, blocks, offsets and value count. A view of
-  /// the held index itself is known to without comparing.
+  /// the held index itself is known to without comparing. A view of another index object found
+  /// equal by comparison gives the plan that object to hold instead (where it counts the same
+  /// bytes), so that the next view of it needs no comparison either: operands that come back as
+  /// other objects with the same pattern (a benchmark's warm-up and counted runs, an iteration
+  /// that makes its matrices anew) are compared once, not at every product.
   bool same(const PanelView& v) const;
+  /// The index object held, or null (a copy).
+  std::shared_ptr<const PanelIndex> held() const { return held_.load(std::memory_order_acquire); }
   std::int64_t bytes() const;
+
+ private:
+  // Atomic: products on several threads may test the same plan at once, and same() may swap in
+  // an equal object.
+  mutable std::atomic<std::shared_ptr<const PanelIndex>> held_;
 };
 
 /// One stack a thread handed to the backend: entries [first, first + count) of its tick's

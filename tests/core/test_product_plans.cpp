@@ -202,6 +202,30 @@ TEST(ProductPlans, APanelChangedInPlaceAfterThePlanIsBuiltNotReplayed) {
   expect_same_panel(restored.c, product(kernel, k, 1, nullptr).c);
 }
 
+// A panel whose index equals the plan's but is another object (a matrix made anew with the same
+// pattern) is compared once: the plan then holds that object instead, and the next product given
+// it knows it without comparing. The first object is no longer held by the plan.
+TEST(ProductPlans, AnEqualIndexInAnotherObjectIsHeldFromItsFirstComparisonOn) {
+  Case k;
+  LoggingKernel kernel;
+  ProductPlans plans;
+  const Outcome first = product(kernel, k, 1, &plans);
+  const Panel recorded = k.a[1];  // shares the index the plan holds
+  ASSERT_TRUE(k.a[1].index_shared());
+  k.a[1] = Panel::copy_of(recorded.view());  // the same blocks and offsets in an index of its own
+  ASSERT_FALSE(k.a[1].index_shared());
+  ASSERT_TRUE(recorded.index_shared()) << "held by the plan";
+  ASSERT_NE(k.a[1].view().index, recorded.view().index);
+  const Outcome again = product(kernel, k, 1, &plans);
+  EXPECT_EQ(again.stats.replayed_ticks, 3);
+  expect_same_panel(again.c, first.c);
+  EXPECT_TRUE(k.a[1].index_shared()) << "the plan holds the equal index it compared";
+  EXPECT_FALSE(recorded.index_shared()) << "and no longer the one it was recorded with";
+  const Outcome third = product(kernel, k, 1, &plans);
+  EXPECT_EQ(third.stats.replayed_ticks, 3);
+  expect_same_panel(third.c, first.c);
+}
+
 // A tick whose panels differ from the plan's in anything (a block, or only where the values lie)
 // is built, and so is every later tick; the product's C is what a product without plans makes,
 // and the plan it leaves is replayed by a product given the same again. Fewer or more ticks than

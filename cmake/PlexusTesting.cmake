@@ -1,8 +1,9 @@
 # Helpers for the test suites.
-#   plexus_add_unit_test(<name> SOURCES <files> [LIBRARIES <libs>] [TIMEOUT s])
-#     one-rank GoogleTest executable, run directly by CTest (OMP_NUM_THREADS=2).
+#   plexus_add_unit_test(<name> SOURCES <files> [LIBRARIES <libs>] [TIMEOUT s] [SHARDS n])
+#     one-rank GoogleTest executable, run directly by CTest (OMP_NUM_THREADS=2); with SHARDS, as n
+#     tests <name>_shard0 ... (GoogleTest's sharding).
 #   plexus_add_mpi_test(<name> SOURCES <files> RANKS <n...> [LIBRARIES <libs>] [TIMEOUT s])
-#     GoogleTest executable with tests/mpi_main.cpp, run under mpiexec once per rank count
+#     GoogleTest executable with tests/mpi_main.cpp (plexus_test_main), run under mpiexec once per rank count
 #     (oversubscribed; one OpenMP thread per rank). Runs on more than 8 ranks are also labelled
 #     large-ranks.
 # odls_base_sigkill_timeout=0: when a rank exits non-zero (some 70 tests check error exits),
@@ -23,17 +24,29 @@ function(plexus_fail_on_sanitizer_reports)
 endfunction()
 
 function(plexus_add_unit_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT;SHARDS" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi_main.cpp)
-  target_link_libraries(${name} PRIVATE plexus::core GTest::gtest plexus_warnings ${T_LIBRARIES})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE plexus_test_main plexus::core GTest::gtest plexus_warnings ${T_LIBRARIES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
-  add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
-    ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV}")
-  plexus_fail_on_sanitizer_reports(${name})
+  if(NOT T_SHARDS)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
+      ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV}")
+    plexus_fail_on_sanitizer_reports(${name})
+    return()
+  endif()
+  # SHARDS n: n tests ${name}_shard<i>, GoogleTest's own sharding (each case in exactly one), so
+  # that a long suite's cases run on both cores beside the other tests.
+  math(EXPR last "${T_SHARDS} - 1")
+  foreach(i RANGE ${last})
+    add_test(NAME ${name}_shard${i} COMMAND ${name})
+    set_tests_properties(${name}_shard${i} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
+      ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV};GTEST_TOTAL_SHARDS=${T_SHARDS};GTEST_SHARD_INDEX=${i}")
+    plexus_fail_on_sanitizer_reports(${name}_shard${i})
+  endforeach()
 endfunction()
 
 function(plexus_add_mpi_test name)
@@ -41,8 +54,8 @@ function(plexus_add_mpi_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi_main.cpp)
-  target_link_libraries(${name} PRIVATE plexus::core GTest::gtest plexus_warnings ${T_LIBRARIES})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE plexus_test_main plexus::core GTest::gtest plexus_warnings ${T_LIBRARIES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   foreach(np ${T_RANKS})
     add_test(NAME ${name}_np${np}

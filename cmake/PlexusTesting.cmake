@@ -1,5 +1,6 @@
 # Helpers for the test suites.
-#   plexus_add_unit_test(<name> SOURCES <files> [LIBRARIES <libs>] [TIMEOUT s] [SHARDS n])
+#   plexus_add_unit_test(<name> SOURCES <files> [LIBRARIES <libs>] [TIMEOUT s] [SHARDS n]
+#                        [ENVIRONMENT VAR=value...])
 #     one-rank GoogleTest executable, run directly by CTest (OMP_NUM_THREADS=2); with SHARDS, as n
 #     tests <name>_shard0 ... (GoogleTest's sharding).
 #   plexus_add_mpi_test(<name> SOURCES <files> RANKS <n...> [LIBRARIES <libs>] [TIMEOUT s])
@@ -24,28 +25,30 @@ function(plexus_fail_on_sanitizer_reports)
 endfunction()
 
 function(plexus_add_unit_test name)
-  cmake_parse_arguments(T "" "TIMEOUT;SHARDS" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT;SHARDS" "SOURCES;LIBRARIES;ENVIRONMENT" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE plexus_test_main plexus::core GTest::gtest plexus_warnings ${T_LIBRARIES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
-  if(NOT T_SHARDS)
-    add_test(NAME ${name} COMMAND ${name})
-    set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
-      ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV}")
-    plexus_fail_on_sanitizer_reports(${name})
-    return()
-  endif()
   # SHARDS n: n tests ${name}_shard<i>, GoogleTest's own sharding (each case in exactly one), so
   # that a long suite's cases run on both cores beside the other tests.
-  math(EXPR last "${T_SHARDS} - 1")
+  set(shards 1)
+  if(T_SHARDS)
+    set(shards ${T_SHARDS})
+  endif()
+  math(EXPR last "${shards} - 1")
   foreach(i RANGE ${last})
-    add_test(NAME ${name}_shard${i} COMMAND ${name})
-    set_tests_properties(${name}_shard${i} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit
-      ENVIRONMENT "OMP_NUM_THREADS=2;${PLEXUS_MPI_ENV};GTEST_TOTAL_SHARDS=${T_SHARDS};GTEST_SHARD_INDEX=${i}")
-    plexus_fail_on_sanitizer_reports(${name}_shard${i})
+    set(test ${name})
+    set(env OMP_NUM_THREADS=2 ${PLEXUS_MPI_ENV} ${T_ENVIRONMENT})
+    if(T_SHARDS)
+      set(test ${name}_shard${i})
+      list(APPEND env GTEST_TOTAL_SHARDS=${T_SHARDS} GTEST_SHARD_INDEX=${i})
+    endif()
+    add_test(NAME ${test} COMMAND ${name})
+    set_tests_properties(${test} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS unit ENVIRONMENT "${env}")
+    plexus_fail_on_sanitizer_reports(${test})
   endforeach()
 endfunction()
 

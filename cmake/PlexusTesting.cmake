@@ -81,7 +81,7 @@ endfunction()
 
 # plexus_app_test(<name> [RANKS n] [EXPECT zero|nonzero|<code>] ARGS <args...> [MATCH <regex>...]
 #                 [NOMATCH <regex>...] [JSON file rows [keys...]] [JSON_KEYS file path...]
-#                 [CSV file rows] [ENV VAR=value...]
+#                 [CSV file rows] [ENV VAR=value...] [UNSET VAR...]
 #                 [JSON_COUNTS file key n [key n...]] [JSON_EQUAL file key i j [key i j...]]
 #                 [JSON_VALUES file path regex [path regex...]]
 #                 [TIMEOUT s] [FIXTURES_SETUP f] [FIXTURES_REQUIRED f])
@@ -92,7 +92,7 @@ endfunction()
 # JSON_EQUAL facts about the JSON rows, and the JSON_VALUES (see check_run.cmake).
 function(plexus_app_test name)
   cmake_parse_arguments(T "" "RANKS;EXPECT;TIMEOUT;FIXTURES_SETUP;FIXTURES_REQUIRED"
-                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;JSON_COUNTS;JSON_EQUAL;JSON_KEYS;JSON_VALUES" ${ARGN})
+                        "ARGS;MATCH;NOMATCH;JSON;CSV;ENV;UNSET;JSON_COUNTS;JSON_EQUAL;JSON_KEYS;JSON_VALUES" ${ARGN})
   if(NOT T_EXPECT)
     set(T_EXPECT zero)
   endif()
@@ -128,6 +128,13 @@ function(plexus_app_test name)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS app PROCESSORS ${procs}
     ENVIRONMENT "OMP_NUM_THREADS=1;PLEXUS_PARAMS_DIR=none;${PLEXUS_MPI_ENV};${T_ENV}")
+  # UNSET: variables removed from the run's environment (an empty value is not the same: LLVM's OpenMP
+  # runtime aborts on an empty OMP_NUM_THREADS).
+  set(unset ${T_UNSET})
+  list(TRANSFORM unset APPEND "=unset:")
+  if(unset)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT_MODIFICATION "${unset}")
+  endif()
   plexus_fail_on_sanitizer_reports(${name})
   if(T_FIXTURES_SETUP)
     set_tests_properties(${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})

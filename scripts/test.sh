@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up, build, and run every test (unit, MPI on 1-16 ranks, end-to-end), as CI does. Then, unless
-# PLEXUS_SANITIZE_TESTS=0:
-#   1. the sanitizer build: g++ with -fsanitize=address,undefined (cmake/PlexusSanitizers.cmake)
-#      in $PLEXUS_BUILD_DIR-sanitize (no benchmarks), and its tests except those that add run time
-#      but no code (CI has two cores and should finish in about 30 minutes):
+# PLEXUS_SANITIZE_TESTS=0, the sanitizer and fuzz build: clang with -fsanitize=address,undefined
+# (cmake/PlexusSanitizers.cmake) and libFuzzer (PLEXUS_FUZZ=ON) in $PLEXUS_BUILD_DIR-sanitize-clang
+# (no benchmarks), and there:
+#   1. a short fixed-seed run of each fuzz target (label libfuzzer; tests/fuzz/README.md);
+#   2. the tests except those that add run time but no code (CI has two cores and should finish in
+#      about 30 minutes):
 #      - the MPI runs on 9, 12 and 16 ranks (label large-ranks: the same code runs on 1 to 8);
 #      - the density solvers on the real h2o-32 matrices (label h2o-long: every algorithm runs on
 #        the generated problems, Small.* on 1 to 3 ranks and Model.* on 1; the CP2K reader has its
@@ -15,11 +17,11 @@
 #      - the out-of-tree plugin builds (third_party_strategy, third_party_strategy_build_tree: build
 #        checks, the same in both builds).
 #      Any sanitizer report fails the test.
-#   2. the fuzz build: clang with libFuzzer, ASan and UBSan (PLEXUS_FUZZ=ON) in
-#      $PLEXUS_BUILD_DIR-fuzz, only the fuzz targets and the plugins they load, and a short
-#      fixed-seed run of each (label libfuzzer; tests/fuzz/README.md).
+# One build serves both since 2026-11-29: a g++ sanitizer build and a clang fuzz build took 9-10 and
+# about 5 minutes of CI's 36-40 (docs/building.md). Its tests are built with clang, the normal
+# build's with g++, so both compilers see all the code.
 # Arguments go to the first ctest only (e.g. -R cannon). PLEXUS_INSTALL_DEPS=0: no Debian packages
-# installed (scripts/build.sh); the fuzz build then needs clang with libFuzzer from elsewhere.
+# installed (scripts/build.sh); the sanitizer build then needs clang with libFuzzer from elsewhere.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 start=$SECONDS
@@ -30,37 +32,24 @@ phase "build done"
 phase "tests passed"
 
 if [ "${PLEXUS_SANITIZE_TESTS:-1}" = 0 ]; then
-  echo "test.sh: PLEXUS_SANITIZE_TESTS=0: sanitizer and fuzz builds skipped"
+  echo "test.sh: PLEXUS_SANITIZE_TESTS=0: the sanitizer and fuzz build skipped"
   exit 0
 fi
 
-# -Og -g1: stacks with file:line, and with g++'s sanitizers half the compile time of -O1 (core's
-# problem.cpp: 24 -> 12 s). In clean-clone runs on 2 cores (2026-11-27) the sanitizer build took
-# 6 min 50 s against 9 min 11 s at -O1, its tests 5 min 26 s against 5 min 2 s. The fuzz build
-# keeps -O1 (clang, for which -Og is -O1). No comm_dbcsr in the sanitizer build:
-# DBCSR is an uninstrumented Fortran library, and the normal build tests the plugin. No cuda
-# plugin either (nvcc code is not instrumented; the cuda kernel's host side is, on the emulated
-# device of tests/kernels).
-san_flags="-Og -g1 -DNDEBUG"
-fuzz_flags="-O1 -g1 -DNDEBUG"
-san_dir="$PLEXUS_BUILD_DIR-sanitize"
-cmake -S "$PLEXUS_ROOT" -B "$san_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# -O1 -g1: stacks with file:line (clang's -Og is -O1). No comm_dbcsr in the sanitizer build: DBCSR is
+# an uninstrumented Fortran library, and the normal build tests the plugin. No cuda plugin either
+# (nvcc code is not instrumented; the cuda kernel's host side is, on the emulated device of
+# tests/kernels).
+san_flags="-O1 -g1 -DNDEBUG"
+san_dir="$PLEXUS_BUILD_DIR-sanitize-clang"
+CC=clang CXX=clang++ cmake -S "$PLEXUS_ROOT" -B "$san_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_flags" \
-  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_ENABLE_DBCSR=OFF \
-  -DPLEXUS_ENABLE_CUDA=OFF
+  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_FUZZ=ON \
+  -DPLEXUS_ENABLE_DBCSR=OFF -DPLEXUS_ENABLE_CUDA=OFF
 cmake --build "$san_dir" -j "$PLEXUS_JOBS"
 phase "sanitizer build done"
 # Excluding a fixture's setup test breaks the tests that need it: exclude those too
 # (app_cg_bands_logp_file reads the file app_logp_for_cg_bands writes).
 (cd "$san_dir" && ctest --output-on-failure -j "$PLEXUS_JOBS" -LE 'large-ranks|h2o-long|net' \
   -E '^(test_mpi_multiply_conformance_np[68]|test_mpi_multiply_conformance_mirror_np4|test_cg_bands_np[468]|test_density_model_np4|app_compare_cg_bands_collectives|app_cg_bands_nboverlap_collectives|app_logp_for_cg_bands|app_cg_bands_logp_file|third_party_strategy|third_party_strategy_build_tree)$')
-phase "sanitizer tests passed"
-
-fuzz_dir="$PLEXUS_BUILD_DIR-fuzz"
-CC=clang CXX=clang++ cmake -S "$PLEXUS_ROOT" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$fuzz_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$fuzz_flags" \
-  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_FUZZ=ON \
-  -DPLEXUS_ENABLE_CUDA=OFF
-cmake --build "$fuzz_dir" -j "$PLEXUS_JOBS" --target plexus_fuzz_targets
-(cd "$fuzz_dir" && ctest --output-on-failure -j "$PLEXUS_JOBS" -L libfuzzer)
-phase "fuzz runs passed"
+phase "sanitizer tests and fuzz runs passed"

@@ -113,6 +113,8 @@ struct Summary {
   /// Local products' ticks with products, and those replayed from plans (Kernel/PlanMiB): summed
   /// over the multiplies and the ranks.
   double product_ticks = 0, replayed_ticks = 0;
+  /// Local products' plans not kept for lack of room (Kernel/PlanMiB), summed alike.
+  double plans_not_kept = 0;
   /// Of them, the ticks computed as dense products (Kernel/cpu/DenseMinSize), summed alike.
   double dense_ticks = 0;
   /// What a multiply spends beyond its kernel and its waits: per multiply the largest over ranks

@@ -105,7 +105,8 @@ ParameterListPtr top_level_valid() {
               "memory per rank for the plans of local products (their stacks and C's index): a multiply whose "
               "block patterns and panels repeat an earlier one's (a solver's iterations, repetitions) replays its "
               "stacks instead of building them, with the same result to the last bit. Not with on-the-fly "
-              "filtering (FilterEps > 0). 0: no plans",
+              "filtering (FilterEps > 0). Plans in use are not dropped for a new one; the summary counts the plans not "
+              "kept for lack of room. 0: no plans",
               0, 1 << 20);
   ParameterList& output = v->sublist("Output", false, "what the program prints");
   declare_choice(output, "LogLevel", "info", {"error", "warn", "info", "debug"},

@@ -75,7 +75,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
   double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0, peak_device = 0;
-  double ticks = 0, product_ticks = 0, replayed = 0, dense = 0;
+  double ticks = 0, product_ticks = 0, replayed = 0, dense = 0, not_kept = 0;
   double volume = 0, model = -1, network = 0;
   for (const auto& r : reports) {
     for (const auto& t : r.traffic) {
@@ -93,6 +93,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
     product_ticks += static_cast<double>(r.ticks_with_products);
     replayed += static_cast<double>(r.replayed_ticks);
     dense += static_cast<double>(r.dense_ticks);
+    not_kept += static_cast<double>(r.plans_not_kept);
     peak_buffer = std::max(peak_buffer, static_cast<double>(r.peak_buffer_bytes));
     peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
     peak_device = std::max(peak_device, static_cast<double>(r.peak_device_bytes));
@@ -102,13 +103,15 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
                       wait / n,    kernel / n, peak_buffer,
                       peak_memory, volume / n, model < 0 ? -1.0 : model / n,
                       peak_device, ticks};
-  double sums[8] = {flops / n, bytes / n, messages / n, volume / n, network / n, product_ticks, replayed, dense};
-  double gmax[11], gsum[8];
+  double sums[9] = {flops / n,     bytes / n, messages / n, volume / n, network / n,
+                    product_ticks, replayed,  dense,        not_kept};
+  double gmax[11], gsum[9];
   MPI_Allreduce(maxes, gmax, 11, MPI_DOUBLE, MPI_MAX, comm);
-  MPI_Allreduce(sums, gsum, 8, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Allreduce(sums, gsum, 9, MPI_DOUBLE, MPI_SUM, comm);
   s.product_ticks = gsum[5];
   s.replayed_ticks = gsum[6];
   s.dense_ticks = gsum[7];
+  s.plans_not_kept = gsum[8];
   s.network_avg = gsum[4] / s.ranks;
   s.volume_max = gmax[7];
   s.model_max = gmax[8];
@@ -332,6 +335,7 @@ std::string run_json(const RunRecord& r) {
         {"ticks_max", s.ticks_max},
         {"product_ticks", s.product_ticks},
         {"replayed_ticks", s.replayed_ticks},
+        {"plans_not_kept", s.plans_not_kept},
         {"dense_ticks", s.dense_ticks},
         {"beyond_kernel_wait_seconds_median", s.beyond_kernel_wait_median},
         {"peak_memory_bytes_max", s.peak_memory_max}};

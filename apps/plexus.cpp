@@ -669,6 +669,9 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
   if (s.product_ticks > 0)
     l.info("  stacks replayed       {} of {} local product ticks (all ranks; plans: Kernel/PlanMiB)",
            fmt::format("{:.0f}", s.replayed_ticks), fmt::format("{:.0f}", s.product_ticks));
+  if (s.plans_not_kept > 0)
+    l.info("  plans not kept        {} (all ranks): larger than Kernel/PlanMiB, or no room beside the plans in use",
+           fmt::format("{:.0f}", s.plans_not_kept));
   if (s.dense_ticks > 0)
     l.info("  dense ticks           {} of {} local product ticks (all ranks; one GEMM per strip: Kernel/cpu/DenseMinSize)",
            fmt::format("{:.0f}", s.dense_ticks), fmt::format("{:.0f}", s.product_ticks));
@@ -1011,6 +1014,7 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["ticks_max"] = json_number(s.ticks_max);
     j["product_ticks"] = json_number(s.product_ticks);
     j["replayed_ticks"] = json_number(s.replayed_ticks);
+    j["plans_not_kept"] = json_number(s.plans_not_kept);
     j["dense_ticks"] = json_number(s.dense_ticks);
     j["beyond_kernel_wait_seconds_median"] = json_number(s.beyond_kernel_wait_median);
     j["peak_buffer_bytes_max"] = json_number(s.peak_buffer_max);

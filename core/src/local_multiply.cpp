@@ -27,6 +27,7 @@ LocalMultiplyStats& LocalMultiplyStats::operator+=(const LocalMultiplyStats& o) 
   ticks += o.ticks;
   replayed_ticks += o.replayed_ticks;
   dense_ticks += o.dense_ticks;
+  plans_not_kept += o.plans_not_kept;
   return *this;
 }
 
@@ -82,7 +83,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     plans_ = plans;
     record_ = std::make_unique<plan::ProductPlan>();
     const plan::KeyView key{layout, host_, first_row_, c};
-    candidates_ = plans->candidates(key);
+    candidates_ = plans->candidates(key, lookup_);
     if (candidates_.empty())
       record_->key = plan::PlanKey(key);
     else

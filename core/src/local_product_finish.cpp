@@ -54,12 +54,12 @@ Panel LocalProduct::finish() {
     throw Error("LocalProduct::finish", "the kernel returned " + std::to_string(data.size()) + " values of C, not " +
                                             std::to_string(c_values_));
   if (planned) {
-    plans_->touch(replay_);
+    plans_->touch(replay_, lookup_);
   } else if (record_ && !record_->ticks.empty()) {
     if (key_of_) record_->key = key_of_->key;  // the key the constructor found in that plan
     record_->c_index = index;  // shared with the panel made here
     record_->c_values = c_values_;
-    plans_->keep(std::move(record_));
+    if (!plans_->keep(std::move(record_), lookup_)) stats_.plans_not_kept = 1;
   }
   replay_.reset();
   record_.reset();

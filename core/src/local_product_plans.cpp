@@ -104,9 +104,10 @@ void LocalProduct::record_tick(const PanelView& a, const BlockLayout& a_layout, 
                                std::int64_t grow_before) {
   bool dropped = false;
   for (auto& w : work_) dropped = std::exchange(w->record_dropped, false) || dropped;
-  if (dropped) {
+  if (dropped) {  // beyond the room
     for (auto& w : work_) w->record = {};
     record_.reset();
+    stats_.plans_not_kept = 1;
     return;
   }
   auto tick = std::make_shared<plan::TickRecord>();
@@ -130,7 +131,10 @@ void LocalProduct::record_tick(const PanelView& a, const BlockLayout& a_layout, 
   record_bytes_ += tick->bytes();
   record_->ticks.push_back(std::move(tick));
   // A plan beyond what the plans may hold is not kept: recording stops here.
-  if (record_bytes_ > plans_->max_bytes()) record_.reset();
+  if (record_bytes_ > plans_->max_bytes()) {
+    record_.reset();
+    stats_.plans_not_kept = 1;
+  }
 }
 
 }  // namespace plexus

@@ -337,6 +337,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   report.ticks_with_products = stats.ticks;
   report.replayed_ticks = stats.replayed_ticks;
   report.dense_ticks = stats.dense_ticks;
+  report.plans_not_kept = stats.plans_not_kept;
   report.kernel_seconds = stats.kernel_seconds;
   report.stack_seconds = stats.stack_seconds;
   report.peak_buffer_bytes = memory::peak(memory::Category::CommBuffer);

@@ -148,38 +148,71 @@ std::int64_t ProductPlans::bytes() const {
   return bytes_;
 }
 
+std::int64_t ProductPlans::declined() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return declined_;
+}
+
 void ProductPlans::clear() {
   const std::lock_guard<std::mutex> lock(mutex_);
   plans_.clear();
   bytes_ = 0;
 }
 
-std::vector<ProductPlans::PlanPtr> ProductPlans::candidates(const plan::KeyView& key) const {
+std::vector<ProductPlans::PlanPtr> ProductPlans::candidates(const plan::KeyView& key, std::int64_t& lookup) {
   const std::lock_guard<std::mutex> lock(mutex_);
+  lookup = ++lookups_;
   std::vector<PlanPtr> found;
-  for (auto p = plans_.rbegin(); p != plans_.rend(); ++p)
-    if ((*p)->key.matches(key)) found.push_back(*p);
+  for (auto h = plans_.rbegin(); h != plans_.rend(); ++h)
+    if (h->plan->key.matches(key)) found.push_back(h->plan);
   return found;
 }
 
-void ProductPlans::keep(PlanPtr plan) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  const std::int64_t n = plan->bytes();
-  if (n > max_bytes_) return;
-  bytes_ += n;
-  plans_.push_back(std::move(plan));
-  trim();
+bool ProductPlans::in_use(const Held& h) const {
+  const std::int64_t span = h.reuse > 0 ? h.reuse : static_cast<std::int64_t>(plans_.size()) + 1;
+  return lookups_ - h.last_use <= 2 * span;
 }
 
-void ProductPlans::touch(const PlanPtr& plan) {
+bool ProductPlans::keep(PlanPtr plan, std::int64_t lookup) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  const auto p = std::find(plans_.begin(), plans_.end(), plan);
-  if (p != plans_.end()) std::rotate(p, p + 1, plans_.end());
+  const std::int64_t n = plan->bytes();
+  if (n > max_bytes_) return false;
+  // Room from the plans no longer in use, the least recently used first; none is dropped unless
+  // they make enough.
+  std::vector<std::size_t> drop;
+  std::int64_t room = max_bytes_ - bytes_;
+  for (std::size_t i = 0; i < plans_.size() && room < n; ++i)
+    if (!in_use(plans_[i])) {
+      drop.push_back(i);
+      room += plans_[i].plan->bytes();
+    }
+  if (room < n) {
+    ++declined_;
+    return false;
+  }
+  for (auto i = drop.rbegin(); i != drop.rend(); ++i) {
+    bytes_ -= plans_[*i].plan->bytes();
+    plans_.erase(plans_.begin() + static_cast<std::ptrdiff_t>(*i));
+  }
+  bytes_ += n;
+  plans_.push_back(Held{std::move(plan), lookup, 0});
+  return true;
+}
+
+void ProductPlans::touch(const PlanPtr& plan, std::int64_t lookup) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto h = std::find_if(plans_.begin(), plans_.end(), [&](const Held& x) { return x.plan == plan; });
+  if (h == plans_.end()) return;
+  if (lookup > h->last_use) {
+    h->reuse = lookup - h->last_use;
+    h->last_use = lookup;
+  }
+  std::rotate(h, h + 1, plans_.end());
 }
 
 void ProductPlans::trim() {
   std::size_t drop = 0;
-  while (drop < plans_.size() && bytes_ > max_bytes_) bytes_ -= plans_[drop++]->bytes();
+  while (drop < plans_.size() && bytes_ > max_bytes_) bytes_ -= plans_[drop++].plan->bytes();
   plans_.erase(plans_.begin(), plans_.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 

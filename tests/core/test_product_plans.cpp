@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -340,6 +341,68 @@ TEST(ProductPlans, PlansStayWithinTheirBytesAndGiveTheirMemoryBack) {
   product(kernel, k, 1, &plans);
   EXPECT_EQ(plans.size(), 0U);
   EXPECT_EQ(memory::current(memory::Category::Other), other_before);
+}
+
+// Products that come round in a cycle whose plans do not all fit (the partial products of an
+// iteration): the plans in use are not dropped for a new one, so as many of the cycle's products
+// replay as their plans fit (two of five here), where dropping the least recently used would
+// replay none. Plans no longer in use give their room to new ones: products of a new pair replay
+// after a few cycles. C is right throughout.
+TEST(ProductPlans, ACycleOfProductsLargerThanTheRoomReplaysAsManyAsFit) {
+  const Case k;
+  ReferenceKernel kernel;
+  // Seven products that differ in C's start (the diagonal shifted by v): seven keys.
+  std::vector<Panel> c0;
+  for (int v = 0; v < 7; ++v) c0.push_back(make_panel(k.l, 5 + v, [v](int i, int j) { return (i + v) % 12 == j; }));
+  auto run = [&](int v, ProductPlans* plans) {
+    LocalProduct lp(c0[static_cast<std::size_t>(v)].view(), k.l, kernel, 1, {}, {}, 0.5, 0, plans);
+    for (std::size_t t = 0; t < k.a.size(); ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
+    Outcome r;
+    r.stats = lp.stats();
+    r.c = lp.finish();
+    return r;
+  };
+  std::vector<Panel> fresh;
+  std::vector<std::int64_t> size;
+  for (int v = 0; v < 7; ++v) {
+    ProductPlans alone;
+    fresh.push_back(run(v, &alone).c);
+    ASSERT_EQ(alone.size(), 1U);
+    size.push_back(alone.bytes());
+  }
+  const auto [small, large] = std::minmax_element(size.begin(), size.end());
+  ASSERT_GT(5 * *small, 4 * *large) << "plans of about one size";
+  // Room for any two plans, not for three.
+  ProductPlans plans(2 * *large + *small / 2);
+  std::vector<int> replayed;  // products replayed in full, per cycle
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    int full = 0;
+    for (int v = 0; v < 5; ++v) {
+      const Outcome r = run(v, &plans);
+      expect_same_panel(r.c, fresh[static_cast<std::size_t>(v)]);
+      if (r.stats.replayed_ticks == r.stats.ticks) ++full;
+      EXPECT_LE(plans.bytes(), plans.max_bytes());
+    }
+    replayed.push_back(full);
+  }
+  EXPECT_EQ(replayed, (std::vector<int>{0, 2, 2, 2}));
+  EXPECT_EQ(plans.size(), 2U);
+  EXPECT_EQ(plans.declined(), 3 * 4) << "three of five products' plans declined in every cycle";
+  // A new pair of products: the old plans go out of use and the new ones take their room.
+  int last = 0;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    last = 0;
+    for (int v = 5; v < 7; ++v) {
+      const Outcome r = run(v, &plans);
+      expect_same_panel(r.c, fresh[static_cast<std::size_t>(v)]);
+      if (r.stats.replayed_ticks == r.stats.ticks) ++last;
+    }
+  }
+  EXPECT_EQ(last, 2);
+  // Shrinking the room drops plans in use too, the least recently used first.
+  plans.set_max_bytes(*large);
+  EXPECT_EQ(plans.size(), 1U);
+  EXPECT_EQ(run(6, &plans).stats.replayed_ticks, 3);
 }
 
 // The k block sizes are part of what a tick is given: panels whose blocks lie at the same offsets

@@ -37,10 +37,16 @@ struct ProductPlan;
 /// does not matter: C's start values and beta, the panels' values. The room reserved for C
 /// (expected_values) only decides how C grows in a replayed tick, as in a built one. Not used with
 /// on-the-fly filtering (the stacks then depend on the values). A plan is recorded while the
-/// product runs (about 40 bytes per product, plus the panels' index) and kept within max_bytes,
-/// the least recently used dropped first; recording stops within the tick that outgrows the room.
-/// The plans' arrays are counted as memory::Category::Other. Thread-safe. A Context holds one
-/// (Context::product_plans), which multiply(ctx, ...) uses.
+/// product runs (about 40 bytes per product, plus the panels' index) and kept within max_bytes;
+/// recording stops within the tick that outgrows the room. A new plan that does not fit takes the
+/// room of plans no longer in use, the least recently used first, and is not kept if that room is
+/// not enough: plans still in use are not dropped for it. So products whose plans together exceed
+/// max_bytes and that come round in a cycle (the partial products of an iteration) replay as many
+/// of them as fit, where dropping the least recently used would have replayed none. A plan is in
+/// use while it has been looked up (a product with its key constructed) within twice its reuse
+/// distance, the lookups between its last two uses, or, before its first reuse, within twice the
+/// number of plans held plus two lookups. The plans' arrays are counted as memory::Category::Other.
+/// Thread-safe. A Context holds one (Context::product_plans), which multiply(ctx, ...) uses.
 class ProductPlans {
  public:
   static constexpr std::int64_t kDefaultBytes = std::int64_t{64} << 20;
@@ -50,26 +56,37 @@ class ProductPlans {
   ProductPlans& operator=(const ProductPlans&) = delete;
 
   /// The most the plans may hold; 0 keeps none (and drops those held). Plans beyond it are
-  /// dropped, the least recently used first; a plan larger than it is not kept.
+  /// dropped, the least recently used first, in use or not; a plan larger than it is not kept.
   void set_max_bytes(std::int64_t bytes);
   std::int64_t max_bytes() const;
   /// The plans held now and their bytes.
   std::size_t size() const;
   std::int64_t bytes() const;
+  /// Plans recorded but not kept, since there was no room without dropping plans in use.
+  std::int64_t declined() const;
   /// Drops every plan (a product replaying one keeps it until it finishes).
   void clear();
 
  private:
   friend class LocalProduct;
   using PlanPtr = std::shared_ptr<const plan::ProductPlan>;
-  std::vector<PlanPtr> candidates(const plan::KeyView& key) const;  // the most recently used first
-  void keep(PlanPtr plan);          // as the most recently used
-  void touch(const PlanPtr& plan);  // marks it the most recently used
-  void trim();                      // within max_bytes_; the caller holds mutex_
+  struct Held {
+    PlanPtr plan;
+    std::int64_t last_use;  // the lookup that recorded or last replayed it
+    std::int64_t reuse;     // lookups between its last two uses; 0: not reused yet
+  };
+  // The plans with the key, the most recently used first; `lookup` is set to this lookup's number.
+  std::vector<PlanPtr> candidates(const plan::KeyView& key, std::int64_t& lookup);
+  bool keep(PlanPtr plan, std::int64_t lookup);          // as the most recently used; false: no room
+  void touch(const PlanPtr& plan, std::int64_t lookup);  // replayed by that lookup's product
+  bool in_use(const Held& h) const;                      // the caller holds mutex_
+  void trim();                                           // within max_bytes_, in use or not; the caller holds mutex_
   mutable std::mutex mutex_;
   std::int64_t max_bytes_;
   std::int64_t bytes_ = 0;
-  std::vector<PlanPtr> plans_;  // the most recently used last
+  std::int64_t lookups_ = 0;
+  std::int64_t declined_ = 0;
+  std::vector<Held> plans_;  // the most recently used last
 };
 
 struct LocalMultiplyStats {
@@ -81,6 +98,9 @@ struct LocalMultiplyStats {
   std::int64_t ticks = 0;         ///< ticks with products (multiply() calls with blocks in A and B)
   std::int64_t replayed_ticks = 0;  ///< of them, ticks whose stacks came from a plan (ProductPlans)
   std::int64_t dense_ticks = 0;     ///< of them, ticks computed as dense products (HostKernel::dense_min_size)
+  /// Plans recorded but not kept: larger than ProductPlans::max_bytes, or no room without dropping
+  /// plans in use (0 or 1 per product).
+  std::int64_t plans_not_kept = 0;
   LocalMultiplyStats& operator+=(const LocalMultiplyStats& o);
 };
 
@@ -156,6 +176,7 @@ class LocalProduct {
   std::size_t replayed_ = 0;
   std::unique_ptr<plan::ProductPlan> record_;
   std::shared_ptr<const plan::ProductPlan> key_of_;  // a plan with this product's key, which record_ lacks
+  std::int64_t lookup_ = 0;                          // this product's lookup in plans_ (ProductPlans::candidates)
   std::int64_t record_bytes_ = 0;
   std::size_t row_blocks_ = 0;  // the blocks a row's list is reserved for (reserve_rows)
 };

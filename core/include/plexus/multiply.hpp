@@ -46,6 +46,7 @@ struct MultiplyReport {
   std::int64_t ticks_with_products = 0;  ///< local products' ticks (over every accumulator) that had products
   std::int64_t replayed_ticks = 0;       ///< of them, ticks whose stacks came from a plan (ProductPlans)
   std::int64_t dense_ticks = 0;          ///< of them, ticks computed as dense products (HostKernel::dense_min_size)
+  std::int64_t plans_not_kept = 0;       ///< local products' plans not kept for lack of room (ProductPlans)
   std::array<mpi::RoleCounts, mpi::kRoles> traffic{};  ///< per role A, B, C, Other
   std::int64_t peak_buffer_bytes = 0;   ///< peak of communication buffers during the multiply
   std::int64_t peak_memory_bytes = 0;   ///< peak of all tracked host memory during the multiply

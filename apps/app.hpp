@@ -13,9 +13,9 @@
 #include "build_info.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/context.hpp"
+#include "plexus/descriptor.hpp"
 #include "plexus/error.hpp"
 #include "plexus/parameters.hpp"
-#include "plexus/plugin.hpp"
 #include "plexus/solver.hpp"
 #include "plexus/timers.hpp"
 

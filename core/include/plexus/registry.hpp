@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plexus/plugin.hpp"
+#include "plexus/descriptor.hpp"
 
 namespace plexus {
 

@@ -358,8 +358,8 @@ TEST(ProductPlans, ACycleOfProductsLargerThanTheRoomReplaysAsManyAsFit) {
     LocalProduct lp(c0[static_cast<std::size_t>(v)].view(), k.l, kernel, 1, {}, {}, 0.5, 0, plans);
     for (std::size_t t = 0; t < k.a.size(); ++t) lp.multiply(k.a[t].view(), k.l, k.b[t].view(), k.l);
     Outcome r;
-    r.stats = lp.stats();
     r.c = lp.finish();
+    r.stats = lp.stats();  // with the plan kept or not (finish)
     return r;
   };
   std::vector<Panel> fresh;
@@ -374,18 +374,21 @@ TEST(ProductPlans, ACycleOfProductsLargerThanTheRoomReplaysAsManyAsFit) {
   ASSERT_GT(5 * *small, 4 * *large) << "plans of about one size";
   // Room for any two plans, not for three.
   ProductPlans plans(2 * *large + *small / 2);
-  std::vector<int> replayed;  // products replayed in full, per cycle
+  std::vector<int> replayed, not_kept;  // products replayed in full, and plans not kept, per cycle
   for (int cycle = 0; cycle < 4; ++cycle) {
-    int full = 0;
+    int full = 0, left = 0;
     for (int v = 0; v < 5; ++v) {
       const Outcome r = run(v, &plans);
       expect_same_panel(r.c, fresh[static_cast<std::size_t>(v)]);
       if (r.stats.replayed_ticks == r.stats.ticks) ++full;
+      left += static_cast<int>(r.stats.plans_not_kept);
       EXPECT_LE(plans.bytes(), plans.max_bytes());
     }
     replayed.push_back(full);
+    not_kept.push_back(left);
   }
   EXPECT_EQ(replayed, (std::vector<int>{0, 2, 2, 2}));
+  EXPECT_EQ(not_kept, (std::vector<int>{3, 3, 3, 3})) << "the products report their plans not kept";
   EXPECT_EQ(plans.size(), 2U);
   EXPECT_EQ(plans.declined(), 3 * 4) << "three of five products' plans declined in every cycle";
   // A new pair of products: the old plans go out of use and the new ones take their room.

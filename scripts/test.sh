@@ -2,7 +2,7 @@
 # Set up, build, and run every test (unit, MPI on 1-16 ranks, end-to-end), as CI does. Then, unless
 # PLEXUS_SANITIZE_TESTS=0, the sanitizer and fuzz build: clang with -fsanitize=address,undefined
 # (cmake/PlexusSanitizers.cmake) and libFuzzer (PLEXUS_FUZZ=ON) in $PLEXUS_BUILD_DIR-sanitize-clang
-# (no benchmarks), built at nice 19 while the normal tests run, and there:
+# (no benchmarks), and there:
 #   1. a short fixed-seed run of each fuzz target (label libfuzzer; tests/fuzz/README.md);
 #   2. the tests except those that add run time but no code (CI has two cores and should finish in
 #      about 30 minutes):
@@ -28,65 +28,25 @@ start=$SECONDS
 phase() { echo "test.sh: $1 after $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"; }
 bash "$PLEXUS_ROOT/scripts/build.sh" -DPLEXUS_BUILD_TESTS=ON
 phase "build done"
+(cd "$PLEXUS_BUILD_DIR" && ctest --output-on-failure -j "$PLEXUS_JOBS" "$@")
+phase "tests passed"
 
-sanitize="${PLEXUS_SANITIZE_TESTS:-1}"
+if [ "${PLEXUS_SANITIZE_TESTS:-1}" = 0 ]; then
+  echo "test.sh: PLEXUS_SANITIZE_TESTS=0: the sanitizer and fuzz build skipped"
+  exit 0
+fi
+
 # -O1 -g1: stacks with file:line (clang's -Og is -O1). No comm_dbcsr in the sanitizer build: DBCSR is
 # an uninstrumented Fortran library, and the normal build tests the plugin. No cuda plugin either
 # (nvcc code is not instrumented; the cuda kernel's host side is, on the emulated device of
 # tests/kernels).
 san_flags="-O1 -g1 -DNDEBUG"
 san_dir="$PLEXUS_BUILD_DIR-sanitize-clang"
-san_log="$san_dir/build.log"
-san_pid=
-# The sanitizer build runs beside the normal tests, at the lowest priority (nice 19): the tests
-# leave about a sixth of the two cores idle (MPI start-up, ranks that wait on one another), and
-# the build takes that time without taking the tests' (docs/building.md). In a process group of its
-# own (set -m), so that its compilers end with it when the script stops early (a failed test,
-# Ctrl-C). Not in a session of its own (setsid): with the kernel's autogroups, a new session is
-# a new scheduling group, which shares the cores equally with the tests' whatever its nice value
-# (the tests took twice as long).
-stop_san_build() {
-  if [ -n "$san_pid" ] && kill -0 "$san_pid" 2>/dev/null; then
-    kill -TERM -- "-$san_pid" 2>/dev/null || true
-    wait "$san_pid" 2>/dev/null || true
-  fi
-}
-trap stop_san_build EXIT
-trap 'exit 130' INT TERM
-if [ "$sanitize" != 0 ]; then
-  mkdir -p "$san_dir"
-  echo "test.sh: the sanitizer build runs beside the tests at nice 19 (its log: $san_log)"
-  set -m
-  nice -n 19 bash -c '
-    set -e
-    CC=clang CXX=clang++ cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$3" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$3" \
-      -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_FUZZ=ON \
-      -DPLEXUS_ENABLE_DBCSR=OFF -DPLEXUS_ENABLE_CUDA=OFF
-    cmake --build "$2" -j "$4"' san_build "$PLEXUS_ROOT" "$san_dir" "$san_flags" "$PLEXUS_JOBS" \
-    > "$san_log" 2>&1 < /dev/null &
-  san_pid=$!
-  set +m
-fi
-
-(cd "$PLEXUS_BUILD_DIR" && ctest --output-on-failure -j "$PLEXUS_JOBS" "$@")
-phase "tests passed"
-
-if [ "$sanitize" = 0 ]; then
-  echo "test.sh: PLEXUS_SANITIZE_TESTS=0: the sanitizer and fuzz build skipped"
-  exit 0
-fi
-
-echo "test.sh: waiting for the sanitizer build"
-san_status=0
-wait "$san_pid" || san_status=$?
-san_pid=
-echo "test.sh: the sanitizer build's log ($san_log):"
-cat "$san_log"
-if [ "$san_status" != 0 ]; then
-  echo "test.sh: the sanitizer build failed (exit status $san_status): its log is above" >&2
-  exit 1
-fi
+CC=clang CXX=clang++ cmake -S "$PLEXUS_ROOT" -B "$san_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$san_flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$san_flags" \
+  -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_BENCH=OFF -DPLEXUS_SANITIZE=address,undefined -DPLEXUS_FUZZ=ON \
+  -DPLEXUS_ENABLE_DBCSR=OFF -DPLEXUS_ENABLE_CUDA=OFF
+cmake --build "$san_dir" -j "$PLEXUS_JOBS"
 phase "sanitizer build done"
 # Excluding a fixture's setup test breaks the tests that need it: exclude those too
 # (app_cg_bands_logp_file reads the file app_logp_for_cg_bands writes).

@@ -36,8 +36,8 @@ if [ "${PLEXUS_SANITIZE_TESTS:-1}" = 0 ]; then
   exit 0
 fi
 
-# -O1 -g1: stacks with file:line (clang's -Og is -O1); the test executables at -O0, but the kernel
-# conformance suite (tests/CMakeLists.txt: half the compile time, the same code under test). No comm_dbcsr in the sanitizer build: DBCSR is
+# -O1 -g1: stacks with file:line (clang's -Og is -O1; the test executables at -O0 made the build
+# shorter and the tests longer, docs/building.md). No comm_dbcsr in the sanitizer build: DBCSR is
 # an uninstrumented Fortran library, and the normal build tests the plugin. No cuda plugin either
 # (nvcc code is not instrumented; the cuda kernel's host side is, on the emulated device of
 # tests/kernels).

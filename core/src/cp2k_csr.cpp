@@ -1,6 +1,5 @@
 #include "plexus/cp2k_csr.hpp"
 
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,16 +38,17 @@ int split(const std::string& text, std::string fields[4]) {
   std::size_t i = 0;
   const std::size_t n = text.size();
   while (count < 4) {
-    while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    while (i < n && detail::is_space(text[i])) ++i;
     if (i == n) break;
     const std::size_t start = i;
-    while (i < n && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-    fields[count++] = text.substr(start, i - start);
+    while (i < n && !detail::is_space(text[i])) ++i;
+    fields[count++].assign(text, start, i - start);  // in the room the field had on the line before
   }
   return count;
 }
 
 std::int64_t parse_index(const std::string& tok, const char* what, const std::string& path, std::int64_t line) {
+  if (std::int64_t v = 0; detail::parse_integer(tok, v) && v >= 1) return v - 1;
   const char* s = tok.c_str();
   char* end = nullptr;
   errno = 0;
@@ -60,6 +60,7 @@ std::int64_t parse_index(const std::string& tok, const char* what, const std::st
 }
 
 double parse_value(const std::string& tok, const std::string& path, std::int64_t line) {
+  if (double v = 0; detail::parse_finite(tok, v)) return v;
   const char* s = tok.c_str();
   char* end = nullptr;
   errno = 0;

@@ -19,19 +19,25 @@ namespace plexus::detail {
 class LocalBlocks {
  public:
   explicit LocalBlocks(const DistMatrix& m) : m_(m), layout_(m.layout()) {}
+  LocalBlocks(const LocalBlocks&) = delete;  // its finders refer to its own layout
+  LocalBlocks& operator=(const LocalBlocks&) = delete;
+
+  /// The block row and column of entry (r, c) (0-based): BlockSizes::block_of, remembered for the
+  /// last two blocks of each dimension (a file gives entries in runs within a block, and a
+  /// symmetric one alternates between an entry and its mirror).
+  int row_block(std::int64_t r) { return rows_.find(r); }
+  int col_block(std::int64_t c) { return cols_.find(c); }
 
   /// The entry (r, c) (0-based) is v, given on `line`; kept when this rank holds its block. An
   /// entry given again is not stored: the first line doing so is remembered.
   void store(std::int64_t r, std::int64_t c, double v, std::int64_t line) {
-    const int i = layout_.rows.block_of(r), j = layout_.cols.block_of(c);
+    store(row_block(r), col_block(c), r, c, v, line);
+  }
+  /// The same, where the entry's block (i, j) is known.
+  void store(int i, int j, std::int64_t r, std::int64_t c, double v, std::int64_t line) {
     if (!m_.is_local(i, j)) return;
-    auto& b = blocks_[{i, j}];
+    Block& b = block(i, j);
     const int mi = layout_.rows.size(i);
-    if (b.values.empty()) {
-      const std::size_t n = static_cast<std::size_t>(mi) * static_cast<std::size_t>(layout_.cols.size(j));
-      b.values.assign(n, 0.0);
-      b.given.assign(n, false);
-    }
     const auto k = static_cast<std::size_t>((r - layout_.rows.offset(i)) + (c - layout_.cols.offset(j)) * mi);
     if (b.given[k]) {
       if (duplicate_line_ == 0) duplicate_line_ = line;
@@ -56,6 +62,7 @@ class LocalBlocks {
       std::copy(b.values.begin(), b.values.end(),
                 panel.append_block(panel.row_index(ij.first), ij.second, static_cast<int>(b.values.size())));
     blocks_.clear();
+    recent_[0] = recent_[1] = Recent{};
     m.set_local(std::move(panel));
   }
 
@@ -64,9 +71,54 @@ class LocalBlocks {
     std::vector<double> values;
     std::vector<bool> given;
   };
+  // The blocks of one dimension whose index ranges were asked for last (two of them).
+  class Finder {
+   public:
+    explicit Finder(const BlockSizes& sizes) : sizes_(sizes) {}
+    int find(std::int64_t i) {
+      for (const Hit& h : hits_)
+        if (i >= h.begin && i < h.end) return h.block;
+      const int b = sizes_.block_of(i);  // checks the range
+      hits_[1] = hits_[0];
+      hits_[0] = {sizes_.offset(b), sizes_.offset(b) + sizes_.size(b), b};
+      return b;
+    }
+
+   private:
+    struct Hit {
+      std::int64_t begin = 0, end = 0;
+      int block = -1;
+    };
+    const BlockSizes& sizes_;
+    Hit hits_[2];
+  };
+
+  // Block (i, j), made (zeroed) when first asked for; the last two asked for are remembered (the
+  // map's nodes stay where they are).
+  Block& block(int i, int j) {
+    for (const Recent& r : recent_)
+      if (r.block != nullptr && r.i == i && r.j == j) return *r.block;
+    Block& b = blocks_[{i, j}];
+    if (b.values.empty()) {
+      const std::size_t n =
+          static_cast<std::size_t>(layout_.rows.size(i)) * static_cast<std::size_t>(layout_.cols.size(j));
+      b.values.assign(n, 0.0);
+      b.given.assign(n, false);
+    }
+    recent_[1] = recent_[0];
+    recent_[0] = {i, j, &b};
+    return b;
+  }
+
+  struct Recent {
+    int i = -1, j = -1;
+    Block* block = nullptr;
+  };
   const DistMatrix& m_;
   BlockLayout layout_;
+  Finder rows_{layout_.rows}, cols_{layout_.cols};
   std::map<std::pair<int, int>, Block> blocks_;
+  Recent recent_[2];
   std::int64_t duplicate_line_ = 0;
 };
 

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -47,7 +46,7 @@ std::string quoted(const std::string& text) {
 bool blank_or_comment(const std::string& s) {
   for (char ch : s) {
     if (ch == '%') return true;
-    if (!std::isspace(static_cast<unsigned char>(ch))) return false;
+    if (!detail::is_space(ch)) return false;
   }
   return true;
 }
@@ -127,12 +126,11 @@ Fields split(const std::string& text) {
   Fields out;
   const char* p = text.data();
   const char* const end = p + text.size();
-  auto space = [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; };
   while (out.count <= Fields::kMaxFields) {
-    while (p < end && space(*p)) ++p;
+    while (p < end && detail::is_space(*p)) ++p;
     if (p == end) break;
     const char* start = p;
-    while (p < end && !space(*p)) ++p;
+    while (p < end && !detail::is_space(*p)) ++p;
     if (out.count < Fields::kMaxFields)
       out.field[out.count] = std::string_view(start, static_cast<std::size_t>(p - start));
     ++out.count;
@@ -143,6 +141,7 @@ Fields split(const std::string& text) {
 // A field of a line (a std::string's text): strtod and strtoll stop at the whitespace after it,
 // so the whole field was read when they end at its end.
 double parse_number(std::string_view tok, const std::string& path, std::int64_t line) {
+  if (double v = 0; detail::parse_finite(tok, v)) return v;
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.data(), &end);
@@ -157,6 +156,7 @@ double parse_number(std::string_view tok, const std::string& path, std::int64_t 
 
 std::int64_t parse_index(std::string_view tok, std::int64_t limit, const char* what, const std::string& path,
                          std::int64_t line) {
+  if (std::int64_t v = 0; detail::parse_integer(tok, v) && v >= 1 && v <= limit) return v - 1;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(tok.data(), &end, 10);

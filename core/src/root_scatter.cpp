@@ -38,7 +38,6 @@ void share(const Outcome& outcome, MPI_Comm comm) {
 
 RootScatter::RootScatter(const DistMatrix& m, LocalBlocks& blocks, std::size_t chunk_entries)
     : m_(m),
-      layout_(m.layout()),
       blocks_(blocks),
       comm_(m.grid().comm()),
       ranks_(mpi::size(comm_)),

@@ -77,9 +77,10 @@ class RootScatter {
 
   /// Rank 0, inside `read`: an element of the matrix. Collective when a chunk is full.
   void put(const Entry& e) {
-    const int owner = m_.distribution().owner(layout_.rows.block_of(e.row), layout_.cols.block_of(e.col));
+    const int i = blocks_.row_block(e.row), j = blocks_.col_block(e.col);
+    const int owner = m_.distribution().owner(i, j);
     if (owner == 0) {
-      blocks_.store(e.row, e.col, e.value, e.line);
+      blocks_.store(i, j, e.row, e.col, e.value, e.line);
       return;
     }
     outgoing_[static_cast<std::size_t>(owner)].push_back(e);
@@ -93,7 +94,6 @@ class RootScatter {
   void scatter();
 
   const DistMatrix& m_;
-  const BlockLayout& layout_;
   LocalBlocks& blocks_;
   MPI_Comm comm_;
   int ranks_;

@@ -1,9 +1,13 @@
 #pragma once
 // Lines of an input text file, plain or gzip-compressed. Private to core: the Matrix Market and
 // CP2K CSR readers share it.
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace plexus::detail {
@@ -47,5 +51,27 @@ class TextReader {
   bool at_end_ = false;
   std::string pending_;  // an error met after text that is still to be given
 };
+
+/// White space as std::isspace has it in the "C" locale, which plexus never changes: ' ', '\t',
+/// '\n', '\v', '\f', '\r'. Inline, where std::isspace is a call into the C library for every byte
+/// of a file (9 % of reading a Matrix Market file).
+constexpr bool is_space(char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); }
+
+/// The readers' fast paths for a whole field of a line: true with the value when std::from_chars
+/// reads all of it and it is finite. That value is strtod's (both round correctly), got in about a
+/// quarter of the time; strtod had taken 15 % of reading a Matrix Market file. Anything else (a
+/// leading '+', hexadecimal, a value out of range, not a number at all) gives false, and the
+/// caller reads the field as before, with its messages.
+inline bool parse_finite(std::string_view field, double& value) {
+  const char* const end = field.data() + field.size();
+  const auto [stop, ec] = std::from_chars(field.data(), end, value);
+  return ec == std::errc() && stop == end && std::isfinite(value);
+}
+/// The same for a decimal integer (strtoll's value).
+inline bool parse_integer(std::string_view field, std::int64_t& value) {
+  const char* const end = field.data() + field.size();
+  const auto [stop, ec] = std::from_chars(field.data(), end, value);
+  return ec == std::errc() && stop == end;
+}
 
 }  // namespace plexus::detail

@@ -67,6 +67,17 @@ TEST(Cp2kCsr, UpperTriangleIsMirrored) {
   }
 }
 
+// Fields are read by std::from_chars where it takes all of them, by strtoll and strtod otherwise
+// ('+', hexadecimal, underflow): the same values either way.
+TEST(Cp2kCsr, EverySpellingOfANumberGivesStrtodsValue) {
+  const std::string text = "+1 1 0.40000000000000E+01\n1 +2 -1\n1 3 +0x1p-1\n2 2 3.\n3 3 2\n2 3 1e-400\n";
+  const std::string path = write_plain("spellings.csr", text);
+  const auto h = read_cp2k_csr_header(path);
+  EXPECT_EQ(h.entries, 6);
+  EXPECT_EQ(read_csr(path, BlockLayout{BlockSizes({2, 1}), BlockSizes({2, 1})}).to_dense(), kDense);
+  std::remove(path.c_str());
+}
+
 TEST(Cp2kCsr, FullMatrixIsTakenAsGiven) {
   // Both triangles: no mirroring, an unsymmetric pair stays as it is (the solvers check symmetry).
   const std::string text = "1 1 4\n2 1 -1\n3 1 0.5\n1 2 -1\n\n2 2 3\n1 3 0.25\n3 3 2\n";

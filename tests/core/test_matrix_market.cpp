@@ -5,10 +5,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "dense_reference.hpp"
 #include "plexus/distribution.hpp"
@@ -92,6 +95,31 @@ TEST(MatrixMarket, MalformedFilesNameTheLine) {
   EXPECT_NE(read_error("%%MatrixMarket matrix coordinate real general\n5 4 1\n1 1 1\n").find("5x4"), std::string::npos);
   EXPECT_NE(read_error("%%MatrixMarket matrix coordinate real general\n4 4 1\n1 1 1\n2 2 2\n").find("more entries"),
             std::string::npos);
+}
+
+// Values and indices are read by std::from_chars where it takes the whole field, and by strtod and
+// strtoll otherwise (a leading '+', hexadecimal, underflow): every spelling gives strtod's value.
+TEST(MatrixMarket, EverySpellingOfANumberGivesStrtodsValue) {
+  std::vector<std::string> values;
+  std::istringstream spellings(
+      "1 -2.5 +3.25 0.1 .5 5. 1e5 1E-5 -0x1.8p1 1e-400 -0 007 4.9e-324 1.7976931348623157e308 "
+      "0.30000000000000004441 -7.3966296882919003e-01 123456789012345678901234567890");
+  for (std::string v; spellings >> v;) values.push_back(v);
+  std::string text = "%%MatrixMarket matrix coordinate real general\n" + std::to_string(values.size()) + " 1 " +
+                     std::to_string(values.size()) + "\n";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    text += (i % 2 == 0 ? "+" : "") + std::to_string(i + 1) + "\t1  " + values[i] + " \r\n";
+  const std::string path = temp_file("spellings.mtx", text);
+  const auto n = static_cast<int>(values.size());
+  DistMatrix m =
+      read_matrix_market(path, "M", one_rank(n, 1), BlockLayout{BlockSizes::covering(n, 1), BlockSizes({1})});
+  const std::vector<double> d = m.to_dense();
+  ASSERT_EQ(d.size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double expected = std::strtod(values[i].c_str(), nullptr);
+    EXPECT_EQ(std::memcmp(&d[i], &expected, sizeof(double)), 0) << values[i] << ": " << d[i] << " vs " << expected;
+  }
+  std::remove(path.c_str());
 }
 
 namespace {

@@ -268,16 +268,31 @@ void PackedPanel::pack(const Panel& p) {
   std::copy(p.data().begin(), p.data().end(), data.begin());
 }
 
+namespace {
+// Four partial sums: one running sum waits for each addition before the next (the compiler may
+// not reorder it), and the filter's norms of each multiply's operands and result took 7 % of a
+// filtered sign solve (216 molecules, blocks of 6) that way. Summed in pairs, no less accurate.
+double sum_of_squares(const double* x, std::int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += x[i] * x[i];
+    s1 += x[i + 1] * x[i + 1];
+    s2 += x[i + 2] * x[i + 2];
+    s3 += x[i + 3] * x[i + 3];
+  }
+  for (; i < n; ++i) s0 += x[i] * x[i];
+  return (s0 + s1) + (s2 + s3);
+}
+}  // namespace
+
 std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
   std::vector<double> norms(static_cast<std::size_t>(v.nblocks));
   for (int r = 0; r < v.nrows; ++r) {
     const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
     for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
       const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
-      const double* x = v.data + v.offsets[b];
-      double s = 0;
-      for (std::int64_t i = 0; i < n; ++i) s += x[i] * x[i];
-      norms[static_cast<std::size_t>(b)] = std::sqrt(s);
+      norms[static_cast<std::size_t>(b)] = std::sqrt(sum_of_squares(v.data + v.offsets[b], n));
     }
   }
   return norms;

@@ -81,6 +81,42 @@ TEST(Memory, PoolReusesLargeBlocksAndRespectsItsLimit) {
   memory::set_pool_limit(limit);
 }
 
+// A block the pool makes is rounded up to a size class (a quarter of the power of two below the
+// request), so that requests that grow a little from one use to the next (an iteration whose
+// matrices fill in) get the block an earlier one left instead of fresh pages.
+TEST(Memory, PoolBlocksAreMadeInSizeClassesSoThatSlightlyLargerRequestsReuseThem) {
+  using memory::Category;
+  memory::trim();
+  const auto limit = memory::pool_limit();
+  memory::set_pool_limit(std::int64_t{64} << 20);
+  const std::size_t asked = 6350976;  // as in a filtered sign solve; its class: 7 MiB
+  const std::size_t cls = std::size_t{7} << 20;
+  const double* first = nullptr;
+  {
+    CommBuffer<double> a(asked / sizeof(double));
+    first = a.data();
+    EXPECT_EQ(memory::current(Category::CommBuffer), static_cast<std::int64_t>(asked));  // the bytes asked for
+  }
+  EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(cls));
+  for (const std::size_t next : {std::size_t{6932736}, cls}) {  // larger requests, up to the class
+    CommBuffer<double> b(next / sizeof(double));
+    EXPECT_EQ(b.data(), first) << next;
+    EXPECT_EQ(memory::pooled_bytes(), 0);
+  }
+  {
+    CommBuffer<double> c(cls / sizeof(double) + 1);  // beyond it: another block
+    EXPECT_NE(c.data(), first);
+  }
+  // A size a class holds exactly (a power of two, or a quarter step above one) is not rounded.
+  memory::trim();
+  for (const std::size_t exact : {std::size_t{1} << 20, std::size_t{5} << 20, std::size_t{160} << 10}) {
+    { CommBuffer<char> d(exact); }
+    EXPECT_EQ(memory::pooled_bytes(), static_cast<std::int64_t>(exact)) << exact;
+    memory::trim();
+  }
+  memory::set_pool_limit(limit);
+}
+
 // Mid-size blocks (from kPoolMinBytes on) are pooled too: a multiply's temporaries of a few
 // hundred KiB, freed and asked for again by the next multiply, come back from the pool instead of
 // fragmenting malloc's heap. The counters count the bytes asked for, never a pooled block's slack,
@@ -176,7 +212,8 @@ TEST(Memory, LargeBlocksAskForHugePagesWhileSwitchedOn) {
     if (!flags.empty()) {  // smaps with VmFlags: the mapping carries the mark
       EXPECT_NE(flags.find(" hg "), std::string::npos) << flags;
     }
-    MatrixData below((memory::kHugePageMinBytes - 4096) / sizeof(double));
+    // 3.5 MiB (its own size class: one just below 4 MiB would be made a 4 MiB block, and marked).
+    MatrixData below((memory::kHugePageMinBytes - (std::size_t{512} << 10)) / sizeof(double));
     EXPECT_EQ(memory::huge_page_blocks(), marked + 1);
   }
   memory::trim();  // the next block is a fresh one

@@ -39,7 +39,9 @@ void on_release(Category c, std::size_t bytes) noexcept;
 /// operations reuse memory that is already mapped instead of faulting fresh pages in every time,
 /// and the temporaries of one multiply after another do not fragment malloc's heap (freed
 /// mid-size blocks between long-lived small ones made a rank's RSS grow without bound).
-/// The counters count the bytes asked for; the slack of a larger pooled block is not counted.
+/// A block the pool has to make is rounded up to a size class (at most a quarter more), so that a
+/// slightly larger request later still finds it. The counters count the bytes asked for; the
+/// slack of a larger pooled block is not counted.
 void* allocate(Category c, std::size_t bytes);
 /// Releases a block from allocate(); pooled-size blocks go back to the pool (within its limit).
 void release(Category c, void* p, std::size_t bytes) noexcept;
@@ -53,11 +55,11 @@ std::int64_t pool_limit() noexcept;
 /// Returns every pooled block to the system.
 void trim() noexcept;
 
-/// Blocks from this size on start at a 2 MiB boundary and, while huge_pages() is on, are marked
-/// for transparent huge pages (madvise MADV_HUGEPAGE) when first allocated: one TLB entry per
-/// 2 MiB of a large matrix instead of 512 (dense 32x32 blocks in plexus-bench: 3-5 % faster on
-/// one core; docs/performance.md). Only a hint: a kernel built without THP refuses it, and one
-/// with THP set to `never` ignores it. The mark stays with the memory after it is freed.
+/// Blocks from this size on (the size of the block made, after its size class) start at a 2 MiB boundary and, while
+/// huge_pages() is on, are marked for transparent huge pages (madvise MADV_HUGEPAGE) when first allocated: one TLB
+/// entry per 2 MiB of a large matrix instead of 512 (dense 32x32 blocks in plexus-bench: 3-5 % faster on one core;
+/// docs/performance.md). Only a hint: a kernel built without THP refuses it, and one with THP set to `never` ignores
+/// it. The mark stays with the memory after it is freed.
 inline constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 /// Whether new large blocks are marked for huge pages. Default: on, unless PLEXUS_HUGE_PAGES is 0
 /// or off. Blocks already allocated (pooled ones too) keep what they were given.

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstddef>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
@@ -69,6 +71,7 @@ void advise_huge_pages(void* block, std::size_t bytes) {
 // fresh pages in. That solve (216 model molecules, blocks of 6, FilterEps 1e-6, 4 KB pages)
 // faulted in 57,000 pages before and 43,000 after; a second solve finds its blocks in the pool
 // either way.
+// (allocate() has refused requests beyond PTRDIFF_MAX: the sum cannot wrap round.)
 std::size_t size_class(std::size_t bytes) {
   const std::size_t quarter = std::bit_floor(bytes) / 4;
   return (bytes + quarter - 1) / quarter * quarter;
@@ -112,6 +115,10 @@ Pool& pool() {
 }  // namespace
 
 void* allocate(Category c, std::size_t bytes) {
+  // No object is larger (the size of a difference of pointers). Beyond it libstdc++ 12's aligned
+  // operator new rounds the size up to the alignment past SIZE_MAX and returns a small block
+  // instead of failing (2 MiB alignment, SIZE_MAX - 4096 bytes: a pointer, no std::bad_alloc).
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw std::bad_alloc();
   if (bytes >= kPoolMinBytes) {
     Pool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -115,6 +119,17 @@ TEST(Memory, PoolBlocksAreMadeInSizeClassesSoThatSlightlyLargerRequestsReuseThem
     memory::trim();
   }
   memory::set_pool_limit(limit);
+}
+
+// A request larger than any object fails with std::bad_alloc. libstdc++ 12's operator new with the
+// 2 MiB alignment of large blocks returned a small block for SIZE_MAX - 4096 bytes (its rounding
+// to the alignment wrapped round), and rounding up to a size class would wrap round too.
+TEST(Memory, ARequestLargerThanAnyObjectThrowsBadAlloc) {
+  const std::int64_t before = memory::current(memory::Category::Other);
+  for (const std::size_t huge : {std::numeric_limits<std::size_t>::max() - 4096,
+                                 static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) + 1})
+    EXPECT_THROW(memory::allocate(memory::Category::Other, huge), std::bad_alloc) << huge;
+  EXPECT_EQ(memory::current(memory::Category::Other), before);
 }
 
 // Mid-size blocks (from kPoolMinBytes on) are pooled too: a multiply's temporaries of a few

@@ -203,10 +203,19 @@ DispatchCache& thread_cache() {
 }
 #endif
 
-// DenseMinSize: -1 means by the tick's blocks (CpuKernel::dense_min_size), in that many of them.
+// DenseMinSize: -1 means by the tick's blocks (CpuKernel::dense_min_size), by a rule measured for
+// the instruction set that runs the block products (the register kernels' set: the one Backend
+// names, else the widest the CPU has; libxsmm generates its kernels for the same):
+// - AVX-512F (and CPUs without either set): 36 times the blocks' mean size where their mean rows
+//   are a whole multiple of 8, 30 times otherwise;
+// - AVX2 without AVX-512F: 36 times the mean size where the mean rows are a whole multiple of 4
+//   and above 8 (libxsmm's kernels for such blocks run near dgemm's rate), a harmonic mean of 144
+//   otherwise, whatever the blocks (blocks of 6, 8, 13 and 23 all crossed over between about 110
+//   and 165 on an AMD Zen 3, where their products ran at less than half of dgemm's rate).
 constexpr std::int64_t kDenseAuto = -1;
-constexpr double kDenseBlocksAligned = 36;  // blocks whose mean rows are a whole multiple of 8
-constexpr double kDenseBlocks = 30;         // other blocks
+constexpr double kDenseBlocksAligned = 36;  // blocks whose mean rows are a whole multiple of the vector width
+constexpr double kDenseBlocks = 30;         // other blocks under AVX-512F
+constexpr double kDenseSizeAvx2 = 144;      // other blocks under AVX2
 
 class CpuKernel final : public plexus::HostKernel {
  public:
@@ -241,6 +250,7 @@ class CpuKernel final : public plexus::HostKernel {
     } else if (backend == Backend::Auto) {
       registers_ = widest_small_isa();
     }
+    rule_isa_ = registers_ ? registers_ : widest_small_isa();
 #if PLEXUS_HAVE_LIBXSMM
     if (libxsmm_) init_libxsmm();
 #endif
@@ -265,6 +275,10 @@ class CpuKernel final : public plexus::HostKernel {
     if (dense_min_size_ != kDenseAuto) return dense_min_size_;
     if (!(b.rows > 0 && b.cols > 0 && b.inner > 0)) return 0;
     const double mean = 3.0 / (1.0 / b.rows + 1.0 / b.cols + 1.0 / b.inner);
+    if (rule_isa_ == SmallIsa::Avx2) {
+      const bool aligned = b.rows > kSmallMax && std::fmod(b.rows, 4.0) == 0.0;
+      return std::max<std::int64_t>(1, std::llround(aligned ? kDenseBlocksAligned * mean : kDenseSizeAvx2));
+    }
     const bool aligned = b.rows >= 8 && std::fmod(b.rows, 8.0) == 0.0;
     return std::max<std::int64_t>(1, std::llround((aligned ? kDenseBlocksAligned : kDenseBlocks) * mean));
   }
@@ -320,6 +334,7 @@ class CpuKernel final : public plexus::HostKernel {
   bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
   std::int64_t dense_min_size_;        // dense ticks from this size on go dense (0: none; -1: by the blocks)
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
+  std::optional<SmallIsa> rule_isa_;   // whose rule DenseMinSize = -1 follows (none: AVX-512F's)
   int threads_ = 1;
 };
 
@@ -353,12 +368,14 @@ plexus::ParameterListPtr valid_parameters() {
       "same columns; no filtering) and whose rows M, columns N and inner size K have a harmonic mean "
       "3/(1/M+1/N+1/K) of at least this is computed as one dgemm per strip of about 512 C columns on dense copies "
       "of the panels, instead of one "
-      "small product per block (the report's dense_ticks counts them). -1 (the default): by the tick's blocks, 36 "
-      "times their mean size (harmonic mean of their mean rows, columns and inner size) where their mean rows are a "
-      "whole multiple of 8, 30 times otherwise: blocks of 32 from 1152, of 23 from 690, of 6 from 180 (below, the "
-      "copies cost more than dgemm gains; docs/performance.md). 0: never (and OpenBLAS's threads are left alone; "
-      "otherwise OpenBLAS is set to one thread per caller: the kernel's threads are its parallelism); 1: every dense "
-      "tick; a size: from that size on, whatever the blocks",
+      "small product per block (the report's dense_ticks counts them). -1 (the default): by the tick's blocks and the "
+      "instruction set of the block products (Backend's, else the CPU's widest): under AVX-512F, 36 times the "
+      "blocks' mean size (harmonic mean of their mean rows, columns and inner size) where their mean rows are a "
+      "whole multiple of 8, 30 times otherwise (blocks of 32 from 1152, of 23 from 690, of 6 from 180); under AVX2, "
+      "36 times where the mean rows are a whole multiple of 4 above 8, otherwise from 144 (blocks of 32 from 1152, "
+      "of 23 and of 6 from 144). Below, the copies cost more than dgemm gains (docs/performance.md). 0: never (and "
+      "OpenBLAS's threads are left alone; otherwise OpenBLAS is set to one thread per caller: the kernel's threads "
+      "are its parallelism); 1: every dense tick; a size: from that size on, whatever the blocks",
       static_cast<int>(kDenseAuto), 1 << 30);
   return valid;
 }

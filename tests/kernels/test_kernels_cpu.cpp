@@ -297,21 +297,23 @@ std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase&
   return {std::vector<double>(v.data, v.data + v.data_size), dense};
 }
 
-std::unique_ptr<Kernel> cpu_with_dense_size(int size) {
+std::unique_ptr<Kernel> cpu_with_dense_size(int size, const std::string& backend = "auto") {
   plexus::ParameterList p("cpu");
   p.set("Threads", 1);
   p.set("DenseMinSize", size);
+  p.set("Backend", backend);
   return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
 }
 
 // Each (DenseMinSize, case) against the reference kernel: C agrees, and the tick is dense or not.
-void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t>>& cases) {
+void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t>>& cases,
+                       const std::string& backend = "auto") {
   plexus::ReferenceKernel ref;
   for (const auto& [size, dc, dense] : cases) {
     SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()));
     const auto [expect, ref_dense] = dense_case_product(dc, ref);
     EXPECT_EQ(ref_dense, 0);
-    auto k = cpu_with_dense_size(size);
+    auto k = cpu_with_dense_size(size, backend);
     const auto [c, ticks] = dense_case_product(dc, *k);
     EXPECT_EQ(ticks, dense);
     ASSERT_EQ(c.size(), expect.size());
@@ -338,22 +340,49 @@ TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
   check_dense_cases({{0, tick, 0}, {1, tick, 1}, {48, tick, 1}, {49, tick, 0}});
 }
 
-// By the blocks (-1, the default): 36 times their mean size (the harmonic mean of their mean rows,
-// columns and inner size) where the mean rows are a whole multiple of 8, 30 times otherwise.
-TEST(KernelsCpu, DenseTicksByTheBlocksSize) {
+// The cpu kernel with the rule by the blocks (DenseMinSize = -1) of `backend`'s instruction set, or
+// nullptr (the test skips) where this CPU or build lacks it.
+std::unique_ptr<Kernel> cpu_by_blocks(const std::string& backend) {
   load_plugin_once();
-  auto k = cpu_with_dense_size(-1);
-  const auto& host = dynamic_cast<const plexus::HostKernel&>(*k);
+  try {
+    return cpu_with_dense_size(-1, backend);
+  } catch (const plexus::UnavailableError&) {
+    return nullptr;
+  }
+}
+
+// AVX-512F's rule (and that of CPUs with neither set): 36 times the blocks' mean size (the harmonic
+// mean of their mean rows, columns and inner size) where the mean rows are a whole multiple of 8,
+// 30 times otherwise.
+void expect_avx512_rule(const plexus::HostKernel& host) {
   EXPECT_EQ(host.dense_min_size({32, 32, 32}), 36 * 32);
   EXPECT_EQ(host.dense_min_size({16, 16, 16}), 36 * 16);
+  EXPECT_EQ(host.dense_min_size({12, 12, 12}), 30 * 12);
   EXPECT_EQ(host.dense_min_size({23, 23, 23}), 30 * 23);
   EXPECT_EQ(host.dense_min_size({6, 6, 6}), 30 * 6);
   EXPECT_EQ(host.dense_min_size({8, 12, 12}), std::llround(36 * 3.0 / (1.0 / 8 + 2.0 / 12)));
   EXPECT_EQ(host.dense_min_size({12, 8, 8}), std::llround(30 * 3.0 / (1.0 / 12 + 2.0 / 8)));
-  // The default is by the blocks.
-  plexus::ParameterList p("cpu");
-  auto by_default = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
-  EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*by_default).dense_min_size({23, 23, 23}), 30 * 23);
+  EXPECT_EQ(host.dense_min_size({8, 2, 2}), 96);
+  EXPECT_EQ(host.dense_min_size({9, 2, 2}), std::llround(30 * 3.0 / (1.0 / 9 + 1.0)));
+}
+
+// AVX2's rule: 36 times the mean size where the mean rows are a whole multiple of 4 above 8, a
+// harmonic mean of 144 otherwise.
+void expect_avx2_rule(const plexus::HostKernel& host) {
+  EXPECT_EQ(host.dense_min_size({32, 32, 32}), 36 * 32);
+  EXPECT_EQ(host.dense_min_size({16, 16, 16}), 36 * 16);
+  EXPECT_EQ(host.dense_min_size({12, 12, 12}), 36 * 12);
+  EXPECT_EQ(host.dense_min_size({12, 8, 8}), std::llround(36 * 3.0 / (1.0 / 12 + 2.0 / 8)));
+  for (const plexus::DenseBlocks& b :
+       {plexus::DenseBlocks{23, 23, 23}, plexus::DenseBlocks{6, 6, 6}, plexus::DenseBlocks{8, 8, 8},
+        plexus::DenseBlocks{8, 12, 12}, plexus::DenseBlocks{13, 23, 23}, plexus::DenseBlocks{2, 2, 2}})
+    EXPECT_EQ(host.dense_min_size(b), 144) << b.rows << " x " << b.cols << " x " << b.inner;
+}
+
+TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx512) {
+  const auto k = cpu_by_blocks("avx512");
+  if (!k) GTEST_SKIP() << "no AVX-512F register kernels on this CPU or in this build";
+  expect_avx512_rule(dynamic_cast<const plexus::HostKernel&>(*k));
   // Blocks of 2 from 60: a tick of 30 x 32 x 32 blocks (harmonic mean 62.6) goes dense, one of
   // 25 x 25 x 25 (50) does not. Blocks of 8 x 2 x 2 (mean size 2.67, rows a multiple of 8) from 96:
   // a tick of 30 x 48 x 48 of them (120) goes dense, one of 30 x 32 x 32 (84.7, dense were the
@@ -361,9 +390,35 @@ TEST(KernelsCpu, DenseTicksByTheBlocksSize) {
   check_dense_cases({{-1, DenseCase{30, 2, 32, 2, 32, 2}, 1},
                      {-1, DenseCase{25, 2, 25, 2, 25, 2}, 0},
                      {-1, DenseCase{30, 8, 48, 2, 48, 2}, 1},
-                     {-1, DenseCase{30, 8, 32, 2, 32, 2}, 0}});
-  EXPECT_EQ(host.dense_min_size({8, 2, 2}), 96);
-  EXPECT_EQ(host.dense_min_size({9, 2, 2}), std::llround(30 * 3.0 / (1.0 / 9 + 1.0)));
+                     {-1, DenseCase{30, 8, 32, 2, 32, 2}, 0}},
+                    "avx512");
+}
+
+TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx2) {
+  const auto k = cpu_by_blocks("avx2");
+  if (!k) GTEST_SKIP() << "no AVX2 register kernels on this CPU or in this build";
+  expect_avx2_rule(dynamic_cast<const plexus::HostKernel&>(*k));
+  // Blocks of 2 from 144: a tick of 75 x 75 x 75 blocks (150) goes dense, one of 70 x 70 x 70
+  // (140) does not. Blocks of 12 x 2 x 2 (mean size 2.77, rows a multiple of 4 above 8) from 100:
+  // a tick of 30 x 48 x 48 of them (127) goes dense, one of 30 x 32 x 32 (88) does not.
+  check_dense_cases({{-1, DenseCase{75, 2, 75, 2, 75, 2}, 1},
+                     {-1, DenseCase{70, 2, 70, 2, 70, 2}, 0},
+                     {-1, DenseCase{30, 12, 48, 2, 48, 2}, 1},
+                     {-1, DenseCase{30, 12, 32, 2, 32, 2}, 0}},
+                    "avx2");
+}
+
+// The default (DenseMinSize = -1, Backend = auto) follows the widest set the CPU has: AVX-512F's
+// rule where it has that set or neither.
+TEST(KernelsCpu, DenseTicksByTheBlocksByDefaultFollowTheWidestSet) {
+  load_plugin_once();
+  plexus::ParameterList p("cpu");
+  const auto by_default = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+  const auto& host = dynamic_cast<const plexus::HostKernel&>(*by_default);
+  if (cpu_by_blocks("avx512") || !cpu_by_blocks("avx2"))
+    expect_avx512_rule(host);
+  else
+    expect_avx2_rule(host);
 }
 
 TEST(KernelsCpu, BlockNorm) {

@@ -22,7 +22,7 @@ namespace {
 
 // Whether on-the-fly filtering keeps every product of a tick: an A block of norm a (row r, block
 // column k) times each block of B's row k, of norm b, is kept where a * b >= row r's eps, so all
-// are where a times the smallest norm of B's row k reaches it. `k_count`: the block columns of A.
+// are where a times the smallest norm of B's row k reaches it. `k_count`: the block rows of B.
 bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
                                 const std::vector<double>& b_norms, const int* a_c_row,
                                 const std::vector<double>& row_eps, int k_count) {
@@ -296,7 +296,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // (h2o-32's filtered sign solve: 85 of its 92 multiplies).
   if (dense_ != nullptr &&
       (!filtering ||
-       filter_keeps_every_product(a, b, a_norms, b_norms, a_c_row.data(), row_eps_, a_layout.cols.count())) &&
+       filter_keeps_every_product(a, b, a_norms, b_norms, a_c_row.data(), row_eps_, b_layout.rows.count())) &&
       dense_tick(a, a_layout, b, a_c_row.data()))
     return end_tick(false, true);
   // B's CSR row of each k (global block row of B), -1 if B has none.

@@ -209,15 +209,15 @@ std::int64_t dense_ticks(const LocalCase& lc, const plexus::HostKernel* host = n
   return n;
 }
 
-/// Whether on-the-fly filtering at `row_eps` (none: no filtering) keeps every product of a tick,
-/// by dense_accumulate's rule.
-bool keeps_every_product(const LocalCase& lc, const Tick& t, const std::vector<double>& row_eps) {
-  if (row_eps.empty()) return true;
+/// f(crow, norm) for each product of a tick: the C row (its index in c_rows) and the product of
+/// its blocks' Frobenius norms, as dense_accumulate compares it with the row's threshold.
+template <class F>
+void for_each_product_norm(const LocalCase& lc, const Tick& t, F&& f) {
   const PanelView a = t.a.view(), b = t.b.view();
   for (int ra = 0; ra < a.nrows; ++ra) {
     const int gi = static_cast<int>(a.row_ids[ra]);
-    const auto crow = std::lower_bound(lc.c_rows.begin(), lc.c_rows.end(), gi) - lc.c_rows.begin();
-    const double eps = row_eps[static_cast<std::size_t>(crow)];
+    const auto crow =
+        static_cast<std::size_t>(std::lower_bound(lc.c_rows.begin(), lc.c_rows.end(), gi) - lc.c_rows.begin());
     const int m = lc.al.rows.size(gi);
     for (std::int64_t ab = a.row_ptr[ra]; ab < a.row_ptr[ra + 1]; ++ab) {
       const int gk = static_cast<int>(a.cols[ab]);
@@ -226,10 +226,18 @@ bool keeps_every_product(const LocalCase& lc, const Tick& t, const std::vector<d
       const int rb = row_of(b, gk);
       if (rb < 0) continue;
       for (std::int64_t bb = b.row_ptr[rb]; bb < b.row_ptr[rb + 1]; ++bb)
-        if (an * frob(b.data + b.offsets[bb], kk * lc.bl.cols.size(static_cast<int>(b.cols[bb]))) < eps) return false;
+        f(crow, an * frob(b.data + b.offsets[bb], kk * lc.bl.cols.size(static_cast<int>(b.cols[bb]))));
     }
   }
-  return true;
+}
+
+/// Whether on-the-fly filtering at `row_eps` (none: no filtering) keeps every product of a tick,
+/// by dense_accumulate's rule.
+bool keeps_every_product(const LocalCase& lc, const Tick& t, const std::vector<double>& row_eps) {
+  if (row_eps.empty()) return true;
+  bool all = true;
+  for_each_product_norm(lc, t, [&](std::size_t crow, double norm) { all = all && !(norm < row_eps[crow]); });
+  return all;
 }
 
 /// The dense ticks a backend computes whole: none on a device backend; on a host backend those it
@@ -305,22 +313,8 @@ void check_case(const LocalCase& lc, bool filter, const Spec& spec, double c_sca
 /// any tick, on every row.
 std::vector<double> below_every_product(const LocalCase& lc) {
   double smallest = HUGE_VAL;
-  for (const Tick& t : lc.ticks) {
-    const PanelView a = t.a.view(), b = t.b.view();
-    for (int ra = 0; ra < a.nrows; ++ra) {
-      const int m = lc.al.rows.size(static_cast<int>(a.row_ids[ra]));
-      for (std::int64_t ab = a.row_ptr[ra]; ab < a.row_ptr[ra + 1]; ++ab) {
-        const int gk = static_cast<int>(a.cols[ab]);
-        const int kk = lc.al.cols.size(gk);
-        const double an = frob(a.data + a.offsets[ab], m * kk);
-        const int rb = row_of(b, gk);
-        if (rb < 0) continue;
-        for (std::int64_t bb = b.row_ptr[rb]; bb < b.row_ptr[rb + 1]; ++bb)
-          smallest =
-              std::min(smallest, an * frob(b.data + b.offsets[bb], kk * lc.bl.cols.size(static_cast<int>(b.cols[bb]))));
-      }
-    }
-  }
+  for (const Tick& t : lc.ticks)
+    for_each_product_norm(lc, t, [&](std::size_t, double norm) { smallest = std::min(smallest, norm); });
   return std::vector<double>(lc.c_rows.size(), smallest / 2);
 }
 

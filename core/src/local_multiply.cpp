@@ -18,35 +18,6 @@
 
 namespace plexus {
 
-namespace {
-
-// Whether on-the-fly filtering keeps every product of a tick: an A block of norm a (row r, block
-// column k) times each block of B's row k, of norm b, is kept where a * b >= row r's eps, so all
-// are where a times the smallest norm of B's row k reaches it. `k_count`: the block rows of B.
-bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
-                                const std::vector<double>& b_norms, const int* a_c_row,
-                                const std::vector<double>& row_eps, int k_count) {
-  constexpr double kNoRow = std::numeric_limits<double>::infinity();
-  std::vector<double> b_min(static_cast<std::size_t>(k_count), kNoRow);
-  for (int r = 0; r < b.nrows; ++r) {
-    if (b.row_ptr[r] == b.row_ptr[r + 1]) continue;
-    double m = kNoRow;
-    for (std::int64_t blk = b.row_ptr[r]; blk < b.row_ptr[r + 1]; ++blk)
-      m = std::min(m, b_norms[static_cast<std::size_t>(blk)]);
-    b_min[static_cast<std::size_t>(b.row_ids[r])] = m;
-  }
-  for (int r = 0; r < a.nrows; ++r) {
-    const double eps = row_eps[static_cast<std::size_t>(a_c_row[r])];
-    for (std::int64_t blk = a.row_ptr[r]; blk < a.row_ptr[r + 1]; ++blk) {
-      const double bm = b_min[static_cast<std::size_t>(a.cols[blk])];
-      if (bm != kNoRow && !(a_norms[static_cast<std::size_t>(blk)] * bm >= eps)) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 LocalMultiplyStats& LocalMultiplyStats::operator+=(const LocalMultiplyStats& o) {
   flops += o.flops;
   products += o.products;

@@ -9,12 +9,14 @@
 // 2 M N K flops; a block product of 32^3 from a stack ran at 0.75-0.9 of a large DGEMM's rate on
 // this project's machines (23^3 at about half of it), because each product loads and stores its
 // C block for only 32 steps of k, and reads its operands from memory once the panels outgrow the
-// caches (docs/performance.md, "Dense ticks").
+// caches (docs/performance.md, "Dense ticks"). With on-the-fly filtering a tick goes dense only
+// where the filter would drop none of its products (filter_keeps_every_product, below).
 #include <omp.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,28 @@ std::int64_t prefix_positions(std::int64_t count, SizeOf size_of, std::vector<st
 }
 
 }  // namespace
+
+bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
+                                const std::vector<double>& b_norms, const int* a_c_row,
+                                const std::vector<double>& row_eps, int k_count) {
+  constexpr double kNoRow = std::numeric_limits<double>::infinity();
+  std::vector<double> b_min(static_cast<std::size_t>(k_count), kNoRow);
+  for (int r = 0; r < b.nrows; ++r) {
+    if (b.row_ptr[r] == b.row_ptr[r + 1]) continue;
+    double m = kNoRow;
+    for (std::int64_t blk = b.row_ptr[r]; blk < b.row_ptr[r + 1]; ++blk)
+      m = std::min(m, b_norms[static_cast<std::size_t>(blk)]);
+    b_min[static_cast<std::size_t>(b.row_ids[r])] = m;
+  }
+  for (int r = 0; r < a.nrows; ++r) {
+    const double eps = row_eps[static_cast<std::size_t>(a_c_row[r])];
+    for (std::int64_t blk = a.row_ptr[r]; blk < a.row_ptr[r + 1]; ++blk) {
+      const double bm = b_min[static_cast<std::size_t>(a.cols[blk])];
+      if (bm != kNoRow && !(a_norms[static_cast<std::size_t>(blk)] * bm >= eps)) return false;
+    }
+  }
+  return true;
+}
 
 // A dense tick's shape: the k blocks A's rows and B's rows have in common (each A row's position
 // of it, and B's CSR row), B's columns (every such B row's), and the dense dimensions.

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "dense_rule.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/parameters.hpp"
@@ -203,19 +204,8 @@ DispatchCache& thread_cache() {
 }
 #endif
 
-// DenseMinSize: -1 means by the tick's blocks (CpuKernel::dense_min_size), by a rule measured for
-// the instruction set that runs the block products (the register kernels' set: the one Backend
-// names, else the widest the CPU has; libxsmm generates its kernels for the same):
-// - AVX-512F (and CPUs without either set): 36 times the blocks' mean size where their mean rows
-//   are a whole multiple of 8, 30 times otherwise;
-// - AVX2 without AVX-512F: 36 times the mean size where the mean rows are a whole multiple of 4
-//   and above 8 (libxsmm's kernels for such blocks run near dgemm's rate), a harmonic mean of 144
-//   otherwise, whatever the blocks (blocks of 6, 8, 13 and 23 all crossed over between about 110
-//   and 165 on an AMD Zen 3, where their products ran at less than half of dgemm's rate).
+// DenseMinSize: -1 means by the tick's blocks and the instruction set (dense_rule.hpp).
 constexpr std::int64_t kDenseAuto = -1;
-constexpr double kDenseBlocksAligned = 36;  // blocks whose mean rows are a whole multiple of the vector width
-constexpr double kDenseBlocks = 30;         // other blocks under AVX-512F
-constexpr double kDenseSizeAvx2 = 144;      // other blocks under AVX2
 
 class CpuKernel final : public plexus::HostKernel {
  public:
@@ -263,24 +253,11 @@ class CpuKernel final : public plexus::HostKernel {
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
-  // By the blocks (DenseMinSize = -1): the tick's size (harmonic mean of M, N and K) from which the
-  // copies pay, as a number of its blocks (the harmonic mean of their mean rows, columns and inner
-  // size): kDenseBlocksAligned where the blocks' mean rows are a whole multiple of 8 (the register
-  // width of AVX-512 in doubles: libxsmm's kernels for such blocks run at 0.75-0.9 of a large
-  // dgemm), kDenseBlocks otherwise (blocks of 13 or 23 at about half of it, of 6 at a quarter).
-  // Measured crossovers on one rank: blocks of 6 below 192, of 13 about 260, of 23 about 460, of
-  // 16 about 650, of 32 about 1,150; on two ranks sharing the memory, blocks of 23 from 550 to 830
-  // (docs/performance.md, "Dense ticks by the blocks' size").
+  // By the blocks (DenseMinSize = -1): the rule of the instruction set that runs the block products
+  // (dense_rule.hpp; the sets' crossovers are measured in docs/performance.md).
   std::int64_t dense_min_size(const plexus::DenseBlocks& b) const override {
     if (dense_min_size_ != kDenseAuto) return dense_min_size_;
-    if (!(b.rows > 0 && b.cols > 0 && b.inner > 0)) return 0;
-    const double mean = 3.0 / (1.0 / b.rows + 1.0 / b.cols + 1.0 / b.inner);
-    if (rule_isa_ == SmallIsa::Avx2) {
-      const bool aligned = b.rows > kSmallMax && std::fmod(b.rows, 4.0) == 0.0;
-      return std::max<std::int64_t>(1, std::llround(aligned ? kDenseBlocksAligned * mean : kDenseSizeAvx2));
-    }
-    const bool aligned = b.rows >= 8 && std::fmod(b.rows, 8.0) == 0.0;
-    return std::max<std::int64_t>(1, std::llround((aligned ? kDenseBlocksAligned : kDenseBlocks) * mean));
+    return dense_size_by_blocks(b, rule_isa_);
   }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
     const Library lib = library();

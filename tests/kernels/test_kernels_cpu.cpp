@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "raw_stacks.hpp"
+#include "dense_rule.hpp"  // plugins/kernels_cpu: the rules of DenseMinSize = -1
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/layout.hpp"
@@ -25,6 +25,7 @@
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "plexus/registry.hpp"
+#include "raw_stacks.hpp"
 
 #ifndef PLEXUS_KERNELS_CPU_PATH
 #error "PLEXUS_KERNELS_CPU_PATH must name the built plugin"
@@ -354,35 +355,55 @@ std::unique_ptr<Kernel> cpu_by_blocks(const std::string& backend) {
 // AVX-512F's rule (and that of CPUs with neither set): 36 times the blocks' mean size (the harmonic
 // mean of their mean rows, columns and inner size) where the mean rows are a whole multiple of 8,
 // 30 times otherwise.
-void expect_avx512_rule(const plexus::HostKernel& host) {
-  EXPECT_EQ(host.dense_min_size({32, 32, 32}), 36 * 32);
-  EXPECT_EQ(host.dense_min_size({16, 16, 16}), 36 * 16);
-  EXPECT_EQ(host.dense_min_size({12, 12, 12}), 30 * 12);
-  EXPECT_EQ(host.dense_min_size({23, 23, 23}), 30 * 23);
-  EXPECT_EQ(host.dense_min_size({6, 6, 6}), 30 * 6);
-  EXPECT_EQ(host.dense_min_size({8, 12, 12}), std::llround(36 * 3.0 / (1.0 / 8 + 2.0 / 12)));
-  EXPECT_EQ(host.dense_min_size({12, 8, 8}), std::llround(30 * 3.0 / (1.0 / 12 + 2.0 / 8)));
-  EXPECT_EQ(host.dense_min_size({8, 2, 2}), 96);
-  EXPECT_EQ(host.dense_min_size({9, 2, 2}), std::llround(30 * 3.0 / (1.0 / 9 + 1.0)));
+template <class SizeOf>
+void expect_avx512_rule(SizeOf size_of) {
+  EXPECT_EQ(size_of({32, 32, 32}), 36 * 32);
+  EXPECT_EQ(size_of({16, 16, 16}), 36 * 16);
+  EXPECT_EQ(size_of({12, 12, 12}), 30 * 12);
+  EXPECT_EQ(size_of({23, 23, 23}), 30 * 23);
+  EXPECT_EQ(size_of({6, 6, 6}), 30 * 6);
+  EXPECT_EQ(size_of({8, 12, 12}), std::llround(36 * 3.0 / (1.0 / 8 + 2.0 / 12)));
+  EXPECT_EQ(size_of({12, 8, 8}), std::llround(30 * 3.0 / (1.0 / 12 + 2.0 / 8)));
+  EXPECT_EQ(size_of({8, 2, 2}), 96);
+  EXPECT_EQ(size_of({9, 2, 2}), std::llround(30 * 3.0 / (1.0 / 9 + 1.0)));
 }
 
 // AVX2's rule: 36 times the mean size where the mean rows are a whole multiple of 4 above 8, a
 // harmonic mean of 144 otherwise.
-void expect_avx2_rule(const plexus::HostKernel& host) {
-  EXPECT_EQ(host.dense_min_size({32, 32, 32}), 36 * 32);
-  EXPECT_EQ(host.dense_min_size({16, 16, 16}), 36 * 16);
-  EXPECT_EQ(host.dense_min_size({12, 12, 12}), 36 * 12);
-  EXPECT_EQ(host.dense_min_size({12, 8, 8}), std::llround(36 * 3.0 / (1.0 / 12 + 2.0 / 8)));
+template <class SizeOf>
+void expect_avx2_rule(SizeOf size_of) {
+  EXPECT_EQ(size_of({32, 32, 32}), 36 * 32);
+  EXPECT_EQ(size_of({16, 16, 16}), 36 * 16);
+  EXPECT_EQ(size_of({12, 12, 12}), 36 * 12);
+  EXPECT_EQ(size_of({12, 8, 8}), std::llround(36 * 3.0 / (1.0 / 12 + 2.0 / 8)));
   for (const plexus::DenseBlocks& b :
        {plexus::DenseBlocks{23, 23, 23}, plexus::DenseBlocks{6, 6, 6}, plexus::DenseBlocks{8, 8, 8},
         plexus::DenseBlocks{8, 12, 12}, plexus::DenseBlocks{13, 23, 23}, plexus::DenseBlocks{2, 2, 2}})
-    EXPECT_EQ(host.dense_min_size(b), 144) << b.rows << " x " << b.cols << " x " << b.inner;
+    EXPECT_EQ(size_of(b), 144) << b.rows << " x " << b.cols << " x " << b.inner;
+}
+
+// The kernel's answer for blocks `b`.
+auto size_of_kernel(const Kernel& k) {
+  return [&k](const plexus::DenseBlocks& b) { return dynamic_cast<const plexus::HostKernel&>(k).dense_min_size(b); };
+}
+
+// Each set's rule as the cpu kernel computes it (dense_rule.hpp), on any CPU; blocks without a
+// positive size never go dense.
+TEST(KernelsCpu, DenseRuleOfEachInstructionSet) {
+  using plexus_kernels_cpu::dense_size_by_blocks;
+  using plexus_kernels_cpu::SmallIsa;
+  expect_avx512_rule([](const plexus::DenseBlocks& b) { return dense_size_by_blocks(b, SmallIsa::Avx512); });
+  expect_avx512_rule([](const plexus::DenseBlocks& b) { return dense_size_by_blocks(b, std::nullopt); });
+  expect_avx2_rule([](const plexus::DenseBlocks& b) { return dense_size_by_blocks(b, SmallIsa::Avx2); });
+  for (const auto isa :
+       {std::optional<SmallIsa>(SmallIsa::Avx512), std::optional<SmallIsa>(SmallIsa::Avx2), std::optional<SmallIsa>()})
+    EXPECT_EQ(dense_size_by_blocks({0, 8, 8}, isa), 0);
 }
 
 TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx512) {
   const auto k = cpu_by_blocks("avx512");
   if (!k) GTEST_SKIP() << "no AVX-512F register kernels on this CPU or in this build";
-  expect_avx512_rule(dynamic_cast<const plexus::HostKernel&>(*k));
+  expect_avx512_rule(size_of_kernel(*k));
   // Blocks of 2 from 60: a tick of 30 x 32 x 32 blocks (harmonic mean 62.6) goes dense, one of
   // 25 x 25 x 25 (50) does not. Blocks of 8 x 2 x 2 (mean size 2.67, rows a multiple of 8) from 96:
   // a tick of 30 x 48 x 48 of them (120) goes dense, one of 30 x 32 x 32 (84.7, dense were the
@@ -397,7 +418,7 @@ TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx512) {
 TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx2) {
   const auto k = cpu_by_blocks("avx2");
   if (!k) GTEST_SKIP() << "no AVX2 register kernels on this CPU or in this build";
-  expect_avx2_rule(dynamic_cast<const plexus::HostKernel&>(*k));
+  expect_avx2_rule(size_of_kernel(*k));
   // Blocks of 2 from 144: a tick of 75 x 75 x 75 blocks (150) goes dense, one of 70 x 70 x 70
   // (140) does not. Blocks of 12 x 2 x 2 (mean size 2.77, rows a multiple of 4 above 8) from 100:
   // a tick of 30 x 48 x 48 of them (127) goes dense, one of 30 x 32 x 32 (88) does not.
@@ -414,11 +435,10 @@ TEST(KernelsCpu, DenseTicksByTheBlocksByDefaultFollowTheWidestSet) {
   load_plugin_once();
   plexus::ParameterList p("cpu");
   const auto by_default = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
-  const auto& host = dynamic_cast<const plexus::HostKernel&>(*by_default);
   if (cpu_by_blocks("avx512") || !cpu_by_blocks("avx2"))
-    expect_avx512_rule(host);
+    expect_avx512_rule(size_of_kernel(*by_default));
   else
-    expect_avx2_rule(host);
+    expect_avx2_rule(size_of_kernel(*by_default));
 }
 
 TEST(KernelsCpu, BlockNorm) {

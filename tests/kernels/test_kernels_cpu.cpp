@@ -382,7 +382,7 @@ void expect_avx2_rule(SizeOf size_of) {
     EXPECT_EQ(size_of(b), 144) << b.rows << " x " << b.cols << " x " << b.inner;
 }
 
-// The kernel's answer for blocks `b`.
+// The kernel's DenseMinSize for given blocks, as a callable for the expect_*_rule checks.
 auto size_of_kernel(const Kernel& k) {
   return [&k](const plexus::DenseBlocks& b) { return dynamic_cast<const plexus::HostKernel&>(k).dense_min_size(b); };
 }

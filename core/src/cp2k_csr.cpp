@@ -18,19 +18,14 @@ namespace plexus {
 
 namespace {
 
+using input::quoted_excerpt;
+
 constexpr const char* kWhat = "CP2K CSR file";
 
 [[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
   throw InputError(path, std::string(kWhat) + " " + path + ", line " + std::to_string(line) + ": " + what);
 }
 
-// (Built by insert and push_back: "'" + excerpt + "'" trips g++ 12's -Wrestrict.)
-std::string quoted(const std::string& text) {
-  std::string q = input::excerpt(text);
-  q.insert(q.begin(), '\'');
-  q.push_back('\'');
-  return q;
-}
 
 // The white-space separated fields of `text` (at most four are looked at).
 int split(const std::string& text, std::string fields[4]) {
@@ -53,9 +48,9 @@ std::int64_t parse_index(const std::string& tok, const char* what, const std::st
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s, &end, 10);
-  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted(tok) + " is not an integer");
-  if (errno == ERANGE) fail(path, line, std::string(what) + " index " + quoted(tok) + " is outside the range of int64");
-  if (v < 1) fail(path, line, std::string(what) + " index " + quoted(tok) + " is below 1 (CP2K CSR indices start at 1)");
+  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is not an integer");
+  if (errno == ERANGE) fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is outside the range of int64");
+  if (v < 1) fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is below 1 (CP2K CSR indices start at 1)");
   return v - 1;
 }
 
@@ -65,10 +60,10 @@ double parse_value(const std::string& tok, const std::string& path, std::int64_t
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s, &end);
-  if (end == s || *end != '\0') fail(path, line, "value " + quoted(tok) + " is not a number");
+  if (end == s || *end != '\0') fail(path, line, "value " + quoted_excerpt(tok) + " is not a number");
   if (!std::isfinite(v))
     fail(path, line,
-         "value " + quoted(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
+         "value " + quoted_excerpt(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
              "; matrix values must be finite");
   return v;
 }
@@ -82,7 +77,7 @@ void scan(detail::TextReader& in, const std::string& path, F&& entry) {
     ++line;
     const int count = split(text, fields);
     if (count == 0) continue;
-    if (count != 3) fail(path, line, "expected 'row col value', found " + quoted(text));
+    if (count != 3) fail(path, line, "expected 'row col value', found " + quoted_excerpt(text));
     const std::int64_t r = parse_index(fields[0], "row", path, line);
     const std::int64_t c = parse_index(fields[1], "column", path, line);
     entry(r, c, parse_value(fields[2], path, line), line);

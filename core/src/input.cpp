@@ -53,6 +53,14 @@ std::string excerpt(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+// (Built by insert and push_back: "'" + excerpt + "'" trips g++ 12's -Wrestrict.)
+std::string quoted_excerpt(std::string_view text) {
+  std::string q = excerpt(text);
+  q.insert(q.begin(), '\'');
+  q.push_back('\'');
+  return q;
+}
+
 void check_input_file(const std::string& path, const std::string& what) {
   if (path.empty()) throw InputError(what, "the " + what + " path is empty");
   struct stat st {};

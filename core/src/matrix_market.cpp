@@ -31,17 +31,12 @@ namespace plexus {
 namespace {
 
 using input::lower;
+using input::quoted_excerpt;
 
 [[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& what) {
   throw InputError(path, "Matrix Market file " + path + ", line " + std::to_string(line) + ": " + what);
 }
 
-std::string quoted(const std::string& text) {
-  std::string q = input::excerpt(text);
-  q.insert(q.begin(), '\'');
-  q.push_back('\'');
-  return q;
-}
 
 bool blank_or_comment(const std::string& s) {
   for (char ch : s) {
@@ -65,20 +60,20 @@ MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int
   std::string tag, object, format, field, symmetry;
   banner >> tag >> object >> format >> field >> symmetry;
   if (tag != "%%MatrixMarket")
-    fail(path, line, "expected '%%MatrixMarket' banner, found " + quoted(text) + "; is it a Matrix Market file?");
+    fail(path, line, "expected '%%MatrixMarket' banner, found " + quoted_excerpt(text) + "; is it a Matrix Market file?");
   MatrixMarketHeader h;
   h.format = lower(format);
   h.field = lower(field);
   h.symmetry = lower(symmetry);
-  if (lower(object) != "matrix") fail(path, line, "object " + quoted(object) + " is not supported (only 'matrix')");
+  if (lower(object) != "matrix") fail(path, line, "object " + quoted_excerpt(object) + " is not supported (only 'matrix')");
   if (h.format != "coordinate" && h.format != "array")
-    fail(path, line, "format " + quoted(format) + " is not supported (coordinate or array)");
+    fail(path, line, "format " + quoted_excerpt(format) + " is not supported (coordinate or array)");
   if (h.field != "real" && h.field != "integer" && h.field != "double" && h.field != "pattern")
-    fail(path, line, "field " + quoted(field) + " is not supported (real, integer or pattern)");
+    fail(path, line, "field " + quoted_excerpt(field) + " is not supported (real, integer or pattern)");
   if (h.field == "pattern" && h.format == "array")
     fail(path, line, "an array file gives every value, so it cannot be 'pattern' (a pattern file is 'coordinate')");
   if (h.symmetry != "general" && h.symmetry != "symmetric")
-    fail(path, line, "symmetry " + quoted(symmetry) + " is not supported (general or symmetric)");
+    fail(path, line, "symmetry " + quoted_excerpt(symmetry) + " is not supported (general or symmetric)");
   while (in.getline(text)) {
     ++line;
     if (blank_or_comment(text)) continue;
@@ -86,10 +81,10 @@ MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int
     std::string extra;
     if (h.format == "coordinate") {
       if (!(size >> h.rows >> h.cols >> h.entries) || (size >> extra))
-        fail(path, line, "expected 'rows cols entries', found " + quoted(text));
+        fail(path, line, "expected 'rows cols entries', found " + quoted_excerpt(text));
     } else {
       if (!(size >> h.rows >> h.cols) || (size >> extra))
-        fail(path, line, "expected 'rows cols', found " + quoted(text));
+        fail(path, line, "expected 'rows cols', found " + quoted_excerpt(text));
     }
     if (h.rows <= 0 || h.cols <= 0 || h.entries < 0) fail(path, line, "dimensions must be positive");
     if (h.symmetry == "symmetric" && h.rows != h.cols) fail(path, line, "a symmetric matrix must be square");
@@ -145,10 +140,10 @@ double parse_number(std::string_view tok, const std::string& path, std::int64_t 
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.data(), &end);
-  if (end != tok.data() + tok.size()) fail(path, line, quoted(std::string(tok)) + " is not a number");
+  if (end != tok.data() + tok.size()) fail(path, line, quoted_excerpt(std::string(tok)) + " is not a number");
   if (!std::isfinite(v))
     fail(path, line,
-         "value " + quoted(std::string(tok)) +
+         "value " + quoted_excerpt(std::string(tok)) +
              (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
              "; Matrix Market values must be finite");
   return v;
@@ -161,10 +156,10 @@ std::int64_t parse_index(std::string_view tok, std::int64_t limit, const char* w
   errno = 0;
   const long long v = std::strtoll(tok.data(), &end, 10);
   if (end != tok.data() + tok.size())
-    fail(path, line, std::string(what) + " index " + quoted(std::string(tok)) + " is not an integer");
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(std::string(tok)) + " is not an integer");
   if (errno == ERANGE || v < 1 || v > limit)
     fail(path, line,
-         std::string(what) + " index " + quoted(std::string(tok)) + " is outside 1.." + std::to_string(limit));
+         std::string(what) + " index " + quoted_excerpt(std::string(tok)) + " is outside 1.." + std::to_string(limit));
   return v - 1;
 }
 
@@ -197,14 +192,14 @@ class EntryReader {
           fail(path_, line_,
                std::string(pattern_ ? "expected 'row col' (a pattern file gives no values)"
                                     : "expected 'row col value'") +
-                   ", found " + quoted(text_));
+                   ", found " + quoted_excerpt(text_));
         e.row = parse_index(f.field[0], h_.rows, "row", path_, line_);
         e.col = parse_index(f.field[1], h_.cols, "column", path_, line_);
         e.value = pattern_ ? 1.0 : parse_number(f.field[2], path_, line_);
         if (symmetric_ && e.row < e.col)
           fail(path_, line_, "a symmetric file must give the lower triangle only (row >= column)");
       } else {
-        if (f.count != 1) fail(path_, line_, "expected one value, found " + quoted(text_));
+        if (f.count != 1) fail(path_, line_, "expected one value, found " + quoted_excerpt(text_));
         e.value = parse_number(f.field[0], path_, line_);
         e.row = arr_r_;
         e.col = arr_c_;

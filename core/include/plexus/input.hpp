@@ -20,6 +20,9 @@ std::string lower(std::string s);
 /// binary garbage never reaches the terminal raw.
 std::string excerpt(std::string_view text, std::size_t max_chars = 60);
 
+/// excerpt(text) in single quotes, as the readers' messages show what they found.
+std::string quoted_excerpt(std::string_view text);
+
 /// Throws InputError (where: the path) unless `path` names something that can be read as a file:
 /// it must exist and not be a directory. `what` names it in the message ("parameter file",
 /// "Matrix Market file").

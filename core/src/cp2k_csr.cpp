@@ -26,7 +26,6 @@ constexpr const char* kWhat = "CP2K CSR file";
   throw InputError(path, std::string(kWhat) + " " + path + ", line " + std::to_string(line) + ": " + what);
 }
 
-
 // The white-space separated fields of `text` (at most four are looked at).
 int split(const std::string& text, std::string fields[4]) {
   int count = 0;
@@ -48,9 +47,12 @@ std::int64_t parse_index(const std::string& tok, const char* what, const std::st
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(s, &end, 10);
-  if (end == s || *end != '\0') fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is not an integer");
-  if (errno == ERANGE) fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is outside the range of int64");
-  if (v < 1) fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is below 1 (CP2K CSR indices start at 1)");
+  if (end == s || *end != '\0')
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is not an integer");
+  if (errno == ERANGE)
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is outside the range of int64");
+  if (v < 1)
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is below 1 (CP2K CSR indices start at 1)");
   return v - 1;
 }
 
@@ -63,7 +65,8 @@ double parse_value(const std::string& tok, const std::string& path, std::int64_t
   if (end == s || *end != '\0') fail(path, line, "value " + quoted_excerpt(tok) + " is not a number");
   if (!std::isfinite(v))
     fail(path, line,
-         "value " + quoted_excerpt(tok) + (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
+         "value " + quoted_excerpt(tok) +
+             (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
              "; matrix values must be finite");
   return v;
 }

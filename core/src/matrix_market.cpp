@@ -37,7 +37,6 @@ using input::quoted_excerpt;
   throw InputError(path, "Matrix Market file " + path + ", line " + std::to_string(line) + ": " + what);
 }
 
-
 bool blank_or_comment(const std::string& s) {
   for (char ch : s) {
     if (ch == '%') return true;
@@ -60,12 +59,14 @@ MatrixMarketHeader read_header(TextReader& in, const std::string& path, std::int
   std::string tag, object, format, field, symmetry;
   banner >> tag >> object >> format >> field >> symmetry;
   if (tag != "%%MatrixMarket")
-    fail(path, line, "expected '%%MatrixMarket' banner, found " + quoted_excerpt(text) + "; is it a Matrix Market file?");
+    fail(path, line,
+         "expected '%%MatrixMarket' banner, found " + quoted_excerpt(text) + "; is it a Matrix Market file?");
   MatrixMarketHeader h;
   h.format = lower(format);
   h.field = lower(field);
   h.symmetry = lower(symmetry);
-  if (lower(object) != "matrix") fail(path, line, "object " + quoted_excerpt(object) + " is not supported (only 'matrix')");
+  if (lower(object) != "matrix")
+    fail(path, line, "object " + quoted_excerpt(object) + " is not supported (only 'matrix')");
   if (h.format != "coordinate" && h.format != "array")
     fail(path, line, "format " + quoted_excerpt(format) + " is not supported (coordinate or array)");
   if (h.field != "real" && h.field != "integer" && h.field != "double" && h.field != "pattern")
@@ -140,10 +141,10 @@ double parse_number(std::string_view tok, const std::string& path, std::int64_t 
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(tok.data(), &end);
-  if (end != tok.data() + tok.size()) fail(path, line, quoted_excerpt(std::string(tok)) + " is not a number");
+  if (end != tok.data() + tok.size()) fail(path, line, quoted_excerpt(tok) + " is not a number");
   if (!std::isfinite(v))
     fail(path, line,
-         "value " + quoted_excerpt(std::string(tok)) +
+         "value " + quoted_excerpt(tok) +
              (errno == ERANGE ? " is outside the range of double" : " is not a finite number") +
              "; Matrix Market values must be finite");
   return v;
@@ -156,10 +157,9 @@ std::int64_t parse_index(std::string_view tok, std::int64_t limit, const char* w
   errno = 0;
   const long long v = std::strtoll(tok.data(), &end, 10);
   if (end != tok.data() + tok.size())
-    fail(path, line, std::string(what) + " index " + quoted_excerpt(std::string(tok)) + " is not an integer");
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is not an integer");
   if (errno == ERANGE || v < 1 || v > limit)
-    fail(path, line,
-         std::string(what) + " index " + quoted_excerpt(std::string(tok)) + " is outside 1.." + std::to_string(limit));
+    fail(path, line, std::string(what) + " index " + quoted_excerpt(tok) + " is outside 1.." + std::to_string(limit));
   return v - 1;
 }
 

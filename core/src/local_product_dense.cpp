@@ -137,14 +137,20 @@ bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, 
       nk, [&](std::int64_t p) { return a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[p]])); }, d.kpos);
   d.N = prefix_positions(d.ncols, [&](std::int64_t q) { return layout_.cols.size(static_cast<int>(d.cols[q])); },
                          d.npos);
-  // Large enough that the copies pay: the harmonic mean of M, N and K at least the backend's size
-  // for blocks of these mean sizes (0: none).
+  // Large enough that the copies pay: the harmonic mean of the GEMM a thread runs at least the
+  // backend's size for blocks of these mean sizes (0: none). A thread's GEMM has about M / T of
+  // the rows (T the product's threads, or A's block rows where fewer), all of K and strips of N;
+  // with many threads its few rows no longer pay for the copies and for BLAS's packing of the
+  // whole of B in every thread (16 threads of a Xeon: 1.3 times the block products' time on
+  // 2560^3 in blocks of 32; docs/performance.md, "Dense ticks on many threads").
   double m = 0;
   for (int r = 0; r < a.nrows; ++r) m += layout_.rows.size(static_cast<int>(a.row_ids[r]));
   const auto n = static_cast<double>(d.N), k = static_cast<double>(d.K);
   const DenseBlocks blocks{m / a.nrows, n / static_cast<double>(d.ncols), k / static_cast<double>(nk)};
   const std::int64_t size = dense_kernel_->dense_min_size(blocks);
-  return size > 0 && 3.0 / (1.0 / m + 1.0 / n + 1.0 / k) >= static_cast<double>(size) && m <= INT_MAX &&
+  const double m_thread =
+      m / static_cast<double>(std::min<std::size_t>(work_.size(), static_cast<std::size_t>(a.nrows)));
+  return size > 0 && 3.0 / (1.0 / m_thread + 1.0 / n + 1.0 / k) >= static_cast<double>(size) && m <= INT_MAX &&
          n <= INT_MAX && k <= INT_MAX;
 }
 

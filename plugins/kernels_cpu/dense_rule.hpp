@@ -1,8 +1,9 @@
-// The cpu kernel's rule for DenseMinSize = -1: from what size (the harmonic mean of a tick's rows,
-// columns and inner size) a dense tick goes to dgemm whole, by the tick's blocks and the
-// instruction set that runs its block products (the register kernels' set: the one Backend names,
-// else the widest the CPU has; libxsmm generates its kernels for the same). Measured in
-// docs/performance.md ("Dense ticks", "Dense ticks by the instruction set"):
+// The cpu kernel's rule for DenseMinSize = -1: from what size (the harmonic mean of a thread's rows,
+// the tick's columns and its inner size: HostKernel::dense_min_size) a dense tick goes to dgemm
+// whole, by the tick's blocks and the instruction set that runs its block products (the register
+// kernels' set: the one Backend names, else the widest the CPU has; libxsmm generates its kernels
+// for the same). Measured in docs/performance.md ("Dense ticks", "Dense ticks by the instruction
+// set"):
 // - AVX-512F (and CPUs without either set): 36 times the blocks' mean size (the harmonic mean of
 //   their mean rows, columns and inner size) where their mean rows are a whole multiple of 8, 30
 //   times otherwise;

@@ -342,10 +342,10 @@ plexus::ParameterListPtr valid_parameters() {
   plexus::declare_int(
       *valid, "DenseMinSize", static_cast<int>(kDenseAuto),
       "a tick whose panels are dense (every A row has blocks in the same columns, every B row among them blocks in the "
-      "same columns; with filtering, only where it would drop none of the tick's products) and whose rows M, columns N "
-      "and inner size K have a harmonic mean "
-      "3/(1/M+1/N+1/K) of at least this is computed as one dgemm per strip of about 512 C columns on dense copies "
-      "of the panels, instead of one "
+      "same columns; with filtering, only where it would drop none of the tick's products) whose rows per thread m "
+      "(its rows M over the product's threads, or over its block rows where fewer), columns N and inner size K have "
+      "a harmonic mean 3/(1/m+1/N+1/K) of at least this is computed as one dgemm per strip of about 512 C columns on "
+      "dense copies of the panels, instead of one "
       "small product per block (the report's dense_ticks counts them). -1 (the default): by the tick's blocks and the "
       "instruction set of the block products (Backend's, else the CPU's widest): under AVX-512F, 36 times the "
       "blocks' mean size (harmonic mean of their mean rows, columns and inner size) where their mean rows are a "

@@ -172,9 +172,10 @@ LocalCase make_case(const std::string& name, int nrow_blocks, int nk_blocks, int
 /// Whether a tick has products and dense panels: every A row has blocks in the same columns, every
 /// B row among those columns blocks in the same columns (a tick a backend's
 /// HostKernel::dense_min_size may take whole). With `host`, only if it takes it: the harmonic mean
-/// of rows M, columns N and inner size K (the k blocks both panels hold) reaches its size for
-/// their blocks' mean sizes.
-bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* host = nullptr) {
+/// of a thread's rows (M over the product's `threads`, or over A's block rows where fewer),
+/// columns N and inner size K (the k blocks both panels hold) reaches its size for their blocks'
+/// mean sizes.
+bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* host = nullptr, int threads = 1) {
   const PanelView a = t.a.view(), b = t.b.view();
   if (a.nrows == 0 || b.nrows == 0) return false;
   const std::vector<std::int64_t> a_cols(a.cols + a.row_ptr[0], a.cols + a.row_ptr[1]);
@@ -199,7 +200,8 @@ bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* ho
   for (const std::int64_t j : b_cols) N += lc.cl.cols.size(static_cast<int>(j));
   const plexus::DenseBlocks blocks{M / a.nrows, N / static_cast<double>(b_cols.size()), K / nk};
   const std::int64_t size = host->dense_min_size(blocks);
-  return size > 0 && 3.0 / (1.0 / M + 1.0 / N + 1.0 / K) >= static_cast<double>(size);
+  const double m = M / std::min(threads, a.nrows);
+  return size > 0 && 3.0 / (1.0 / m + 1.0 / N + 1.0 / K) >= static_cast<double>(size);
 }
 
 /// The ticks with products whose panels are dense (with `host`, those it takes).
@@ -241,12 +243,14 @@ bool keeps_every_product(const LocalCase& lc, const Tick& t, const std::vector<d
 }
 
 /// The dense ticks a backend computes whole: none on a device backend; on a host backend those it
-/// takes by its sizes, where filtering (if any) would skip none of their products.
-std::int64_t expected_dense_ticks(const LocalCase& lc, const Kernel& k, const std::vector<double>& row_eps) {
+/// takes by its sizes with `threads` threads, where filtering (if any) would skip none of their
+/// products.
+std::int64_t expected_dense_ticks(const LocalCase& lc, const Kernel& k, const std::vector<double>& row_eps,
+                                  int threads) {
   const auto* host = dynamic_cast<const plexus::HostKernel*>(&k);
   if (host == nullptr) return 0;
   std::int64_t n = 0;
-  for (const Tick& t : lc.ticks) n += dense_tick(lc, t, host) && keeps_every_product(lc, t, row_eps) ? 1 : 0;
+  for (const Tick& t : lc.ticks) n += dense_tick(lc, t, host, threads) && keeps_every_product(lc, t, row_eps) ? 1 : 0;
   return n;
 }
 
@@ -292,7 +296,7 @@ void check_products(const LocalCase& lc, const std::vector<double>& row_eps, con
     EXPECT_LE(rel_error(c, ex.c), kTol) << "vs dense loop";
     EXPECT_EQ(stats.products, ex.products);
     EXPECT_EQ(stats.skipped, ex.skipped);
-    EXPECT_EQ(stats.dense_ticks, expected_dense_ticks(lc, *k, row_eps)) << "ticks computed as dense products";
+    EXPECT_EQ(stats.dense_ticks, expected_dense_ticks(lc, *k, row_eps, threads)) << "ticks computed as dense products";
   }
   EXPECT_EQ(ref_stats.dense_ticks, 0) << "the reference kernel computes block products only";
 }

@@ -269,8 +269,9 @@ struct DenseCase {
   double harmonic() const { return 3.0 / (1.0 / (rows * m) + 1.0 / (inner * k) + 1.0 / (cols * n)); }
 };
 
-// C = C0 / 2 + A B in one tick on `k` (the reference kernel's result, and its dense ticks).
-std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase& dc, Kernel& k) {
+// C = C0 / 2 + A B in one tick on `k` by `threads` threads (the reference kernel's result, and its
+// dense ticks).
+std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase& dc, Kernel& k, int threads = 1) {
   const plexus::BlockLayout c_layout{plexus::BlockSizes::uniform(dc.rows, dc.m),
                                      plexus::BlockSizes::uniform(dc.cols, dc.n)};
   const plexus::BlockLayout a_layout{c_layout.rows, plexus::BlockSizes::uniform(dc.inner, dc.k)};
@@ -290,7 +291,7 @@ std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase&
   };
   const plexus::Panel a = full(dc.rows, dc.inner, dc.m, dc.k), b = full(dc.inner, dc.cols, dc.k, dc.n),
                       c0 = full(dc.rows, dc.cols, dc.m, dc.n);
-  plexus::LocalProduct lp(c0.view(), c_layout, k, 1, {}, {}, 0.5);
+  plexus::LocalProduct lp(c0.view(), c_layout, k, threads, {}, {}, 0.5);
   lp.multiply(a.view(), a_layout, b.view(), b_layout);
   const auto dense = lp.stats().dense_ticks;
   const plexus::Panel c = lp.finish();
@@ -306,16 +307,18 @@ std::unique_ptr<Kernel> cpu_with_dense_size(int size, const std::string& backend
   return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
 }
 
-// Each (DenseMinSize, case) against the reference kernel: C agrees, and the tick is dense or not.
+// Each (DenseMinSize, case) against the reference kernel: C agrees, and the tick is dense or not
+// (the product on `threads` threads).
 void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t>>& cases,
-                       const std::string& backend = "auto") {
+                       const std::string& backend = "auto", int threads = 1) {
   plexus::ReferenceKernel ref;
   for (const auto& [size, dc, dense] : cases) {
-    SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()));
+    SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()) +
+                 ", " + std::to_string(threads) + " thread(s)");
     const auto [expect, ref_dense] = dense_case_product(dc, ref);
     EXPECT_EQ(ref_dense, 0);
     auto k = cpu_with_dense_size(size, backend);
-    const auto [c, ticks] = dense_case_product(dc, *k);
+    const auto [c, ticks] = dense_case_product(dc, *k, threads);
     EXPECT_EQ(ticks, dense);
     ASSERT_EQ(c.size(), expect.size());
     double err = 0, norm = 0;
@@ -339,6 +342,18 @@ TEST(KernelsCpu, DenseTicksFromTheirSizeOn) {
       EXPECT_EQ(dynamic_cast<const plexus::HostKernel&>(*k).dense_min_size(b), size) << size;
   }
   check_dense_cases({{0, tick, 0}, {1, tick, 1}, {48, tick, 1}, {49, tick, 0}});
+}
+
+// The size is the harmonic mean of the GEMM one thread runs: its rows are M over the product's
+// threads (or over A's block rows, where fewer). The tick above on 2 threads: m = 20, a harmonic
+// mean of 3 / (1/20 + 1/48 + 1/60) = 240/7 (34.3); on 4 threads m = 10, 240/11 (21.8); on 8 (more
+// threads than its 5 block rows) one block row of 8 each, 3 / (1/8 + 1/48 + 1/60) = 240/13 (18.5).
+TEST(KernelsCpu, DenseTicksByTheRowsOfAThread) {
+  load_plugin_once();
+  const DenseCase tick{5, 8, 4, 12, 5, 12};
+  check_dense_cases({{48, tick, 0}, {35, tick, 0}, {34, tick, 1}}, "auto", 2);
+  check_dense_cases({{22, tick, 0}, {21, tick, 1}}, "auto", 4);
+  check_dense_cases({{19, tick, 0}, {18, tick, 1}}, "auto", 8);
 }
 
 // The cpu kernel with the rule by the blocks (DenseMinSize = -1) of `backend`'s instruction set, or

@@ -123,8 +123,9 @@ class HostKernel : public Kernel {
   virtual double block_norm(const double* x, std::int64_t n);
   /// From what size core computes a dense tick (every A row has blocks in the same columns, every
   /// B row among them blocks in the same columns; no filtering) as a few large products instead
-  /// of one per block: where the harmonic mean 3 / (1/M + 1/N + 1/K) of the tick's rows M,
-  /// columns N and inner size K is at least this. Core then copies the panels into dense
+  /// of one per block: where the harmonic mean 3 / (1/m + 1/N + 1/K) of a thread's rows m (the
+  /// tick's rows M over the product's threads, or over A's block rows where those are fewer), the
+  /// tick's columns N and inner size K is at least this. Core then copies the panels into dense
   /// column-major scratch, calls process() with one entry per strip of C columns (m a thread's
   /// rows, n the strip's columns, k the whole inner size; a, b and c into its scratch, marked
   /// `first`, the scratch C zeroed unless first_product_writes()), and adds the strips into C's

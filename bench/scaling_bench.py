@@ -29,6 +29,10 @@ the kernel time and of the time beyond kernel + wait per tick; targets still com
 alone. All the strategies run through both builds: in a compare job they run interleaved, so
 the command must be the same (dbcsr, the same library on both sides, shows roughly the noise).
 
+Each target's value comes from the medians over the rounds; its ratio is also taken round by round,
+and the report gives that range and says when the threshold lies within it (the run then does not
+settle the target).
+
 Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
 load above 0.5 before the run is warned about): figures from a busy machine mean nothing.
 
@@ -105,6 +109,23 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def per_round(a, b):
+    """a[i] / b[i], round by round ([] unless both have every round)."""
+    if not a or not b or len(a) != len(b):
+        return []
+    return [ratio(x, y) for x, y in zip(a, b)]
+
+
+def spread_note(values, threshold):
+    """The rounds' range of a ratio, and whether the threshold lies inside it (the run does not
+    settle the target: its verdict rests on the median alone)."""
+    vals = [v for v in values if v is not None]
+    if len(vals) < 2:
+        return None, None, False
+    lo, hi = min(vals), max(vals)
+    return lo, hi, lo <= threshold <= hi
 
 
 def speedup(before, after):
@@ -304,10 +325,15 @@ def rows_of(runs, cname, n, s):
     return [row for r in runs if r["class"] == cname and r["ranks"] == n for row in r["rows"] if row["strategy"] == s]
 
 
+def beyond_per_tick_rounds(got):
+    """Compare's beyond_kernel_wait_seconds_median / ticks_max, round by round (rows without them left out)."""
+    return [g["beyond_kernel_wait_seconds_median"] / g["ticks_max"] for g in got
+            if g.get("ticks_max") and g.get("beyond_kernel_wait_seconds_median") is not None]
+
+
 def beyond_per_tick(got):
     """Median over the rounds of compare's beyond_kernel_wait_seconds_median / ticks_max (None without them)."""
-    return median([g["beyond_kernel_wait_seconds_median"] / g["ticks_max"] for g in got
-                   if g.get("ticks_max") and g.get("beyond_kernel_wait_seconds_median") is not None])
+    return median(beyond_per_tick_rounds(got))
 
 
 def kernel_median(got):
@@ -363,6 +389,7 @@ def analyse(opts, strategies, runs, kernel_runs):
                     "kernel_seconds_max_median": kmed,
                     "kernel_share": None if s.split(":")[0] == "dbcsr" else ratio(kmed, tmed),
                     "beyond_kernel_wait_per_tick_seconds": beyond_per_tick(got),
+                    "beyond_kernel_wait_per_tick_seconds_per_round": beyond_per_tick_rounds(got),
                     "run_job": None if not kr else {
                         "seconds_median": k_t, "kernel_seconds_max_median": k_k, "wait_seconds_max_median": k_w,
                         "kernel_share": ratio(k_k, k_t), "wait_share": ratio(k_w, k_t),
@@ -380,8 +407,13 @@ def analyse(opts, strategies, runs, kernel_runs):
             t1 = per[s].get("1", {}).get("seconds_median")
             t2 = per[s].get("2", {}).get("seconds_median")
             t4 = per[s].get("4", {}).get("seconds_median")
+            r1, r2, r4 = (per[s].get(str(n), {}).get("seconds_per_round") for n in (1, 2, 4))
+            # The same ratios round by round: a round's jobs ran minutes apart at most, so the
+            # machine's drift from round to round shows as their spread.
             speed[s] = {"speedup_2_vs_1": ratio(t1, t2), "speedup_4_vs_1": ratio(t1, t4),
-                        "time_4_vs_2": ratio(t4, t2)}
+                        "time_4_vs_2": ratio(t4, t2),
+                        "per_round": {"speedup_2_vs_1": per_round(r1, r2), "speedup_4_vs_1": per_round(r1, r4),
+                                      "time_4_vs_2": per_round(r4, r2)}}
         vs = {}
         if yard:
             for s in strategies:
@@ -436,13 +468,18 @@ def compare_builds(opts, strategies, runs, base_runs):
     return out
 
 
-def target(tid, cname, what, value, threshold, ok, note=None, unit=""):
+def target(tid, cname, what, value, threshold, ok, note=None, unit="", rounds=None):
     if ok is None:
         status = "n/a"
     else:
         status = "PASS" if ok else "MISS"
-    return {"id": tid, "class": cname, "what": what, "value": value, "threshold": threshold, "unit": unit,
-            "status": status, "note": note}
+    t = {"id": tid, "class": cname, "what": what, "value": value, "threshold": threshold, "unit": unit,
+         "status": status, "note": note}
+    if rounds is not None:
+        # A ratio's value per round, their range, and whether the threshold lies within it.
+        lo, hi, within = spread_note(rounds, threshold)
+        t.update({"rounds": rounds, "rounds_min": lo, "rounds_max": hi, "threshold_within_rounds": within})
+    return t
 
 
 def targets(opts, primary, yard, classes):
@@ -455,12 +492,14 @@ def targets(opts, primary, yard, classes):
             v = sp["speedup_2_vs_1"]
             out.append(target("speedup_2_vs_1", cname, "%s: 2 ranks >= 1.8x the 1-rank speed" % primary, v, 1.8,
                               None if v is None else v >= 1.8,
-                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x"))
+                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x",
+                              sp["per_round"]["speedup_2_vs_1"]))
         if cname == "se":
             v = sp["speedup_2_vs_1"]
             out.append(target("speedup_2_vs_1", cname, "%s: 2 ranks no slower than 1 rank" % primary, v, 1.0,
                               None if v is None else v >= 1.0,
-                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x"))
+                              None if {1, 2} <= have else "needs --ranks with 1 and 2", "x",
+                              sp["per_round"]["speedup_2_vs_1"]))
             for n in opts.ranks:
                 e = c["strategies"][primary][str(n)]
                 rj = e["run_job"]
@@ -482,13 +521,16 @@ def targets(opts, primary, yard, classes):
                     ok = True if (b is not None and b < TICK_TARGET_SECONDS) else None
                     note = ("(median - wait) / ticks, an upper bound (these compare rows carry no kernel time; "
                             "ticks only for cannon)")
+                from_rows = e["beyond_kernel_wait_per_tick_seconds"] is not None
                 out.append(target("beyond_kernel_transfer_per_tick", cname,
                                   "%s, %d rank(s): time beyond kernel + transfer per tick < 50 us" % (primary, n),
-                                  b, TICK_TARGET_SECONDS, ok, note, "s"))
+                                  b, TICK_TARGET_SECONDS, ok, note, "s",
+                                  e["beyond_kernel_wait_per_tick_seconds_per_round"] if from_rows else None))
         v = sp["time_4_vs_2"]
         out.append(target("time_4_vs_2", cname, "%s: 4 ranks (oversubscribed) within 10 %% of 2 ranks" % primary,
                           v, 1.10, None if v is None else v <= 1.10,
-                          None if {2, 4} <= have else "needs --ranks with 2 and 4", "x"))
+                          None if {2, 4} <= have else "needs --ranks with 2 and 4", "x",
+                          sp["per_round"]["time_4_vs_2"]))
         if yard:
             for n in opts.ranks:
                 v = c["plexus_vs_dbcsr"][primary][str(n)]["time_ratio"]
@@ -592,7 +634,11 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
             vs = "%.1f us" % (v * 1e6)
         else:
             vs = "%.2f" % v
-        L.append("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs)[:100])
+        if t.get("rounds_min") is not None:
+            lo, hi = t["rounds_min"], t["rounds_max"]
+            rng = "%.1f-%.1f us" % (lo * 1e6, hi * 1e6) if t["unit"] == "s" else "%.2f-%.2f" % (lo, hi)
+            vs += " (rounds %s%s)" % (rng, ": the threshold lies within" if t["threshold_within_rounds"] else "")
+        L.append(("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs))[:120])
     la = meta["load_average_before"]
     lb = meta["load_average_after"]
     L.append("load average (1, 5, 15 min): before %s, after %s" % (
@@ -731,9 +777,19 @@ def check_json(path, opts, strategies):
             for k in ("speedup_2_vs_1", "speedup_4_vs_1", "time_4_vs_2"):
                 if k not in c.get("speedups", {}).get(s, {}):
                     problems.append("classes.%s.speedups.%s.%s missing" % (cname, s, k))
+                pr = (c.get("speedups", {}).get(s, {}).get("per_round") or {}).get(k)
+                if pr is None:
+                    problems.append("classes.%s.speedups.%s.per_round.%s missing" % (cname, s, k))
+                elif pr and len(pr) != opts.rounds:
+                    problems.append("classes.%s.speedups.%s.per_round.%s: %d rounds" % (cname, s, k, len(pr)))
     for t in doc["targets"]:
         if t.get("status") not in ("PASS", "MISS", "n/a"):
             problems.append("target %s/%s: status %r" % (t.get("class"), t.get("id"), t.get("status")))
+        if "rounds" in t and t["rounds_min"] is not None and not (
+                t["rounds_min"] <= t["rounds_max"]
+                and t["threshold_within_rounds"] == (t["rounds_min"] <= t["threshold"] <= t["rounds_max"])):
+            problems.append("target %s/%s: rounds' range %r-%r against threshold %r" % (
+                t.get("class"), t.get("id"), t["rounds_min"], t["rounds_max"], t["threshold"]))
     if not doc["targets"]:
         problems.append("no targets")
     problems += check_baseline(doc.get("baseline"), opts, strategies)

@@ -638,7 +638,7 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
             lo, hi = t["rounds_min"], t["rounds_max"]
             rng = "%.1f-%.1f us" % (lo * 1e6, hi * 1e6) if t["unit"] == "s" else "%.2f-%.2f" % (lo, hi)
             vs += " (rounds %s%s)" % (rng, ": the threshold lies within" if t["threshold_within_rounds"] else "")
-        L.append(("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs))[:120])
+        L.append("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs))
     la = meta["load_average_before"]
     lb = meta["load_average_after"]
     L.append("load average (1, 5, 15 min): before %s, after %s" % (

@@ -111,7 +111,7 @@ def ratio(a, b):
     return a / b
 
 
-def per_round(a, b):
+def round_ratios(a, b):
     """a[i] / b[i], round by round ([] unless both have every round)."""
     if not a or not b or len(a) != len(b):
         return []
@@ -412,8 +412,8 @@ def analyse(opts, strategies, runs, kernel_runs):
             # machine's drift from round to round shows as their spread.
             speed[s] = {"speedup_2_vs_1": ratio(t1, t2), "speedup_4_vs_1": ratio(t1, t4),
                         "time_4_vs_2": ratio(t4, t2),
-                        "per_round": {"speedup_2_vs_1": per_round(r1, r2), "speedup_4_vs_1": per_round(r1, r4),
-                                      "time_4_vs_2": per_round(r4, r2)}}
+                        "per_round": {"speedup_2_vs_1": round_ratios(r1, r2), "speedup_4_vs_1": round_ratios(r1, r4),
+                                      "time_4_vs_2": round_ratios(r4, r2)}}
         vs = {}
         if yard:
             for s in strategies:

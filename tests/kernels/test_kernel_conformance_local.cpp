@@ -175,7 +175,7 @@ LocalCase make_case(const std::string& name, int nrow_blocks, int nk_blocks, int
 /// of a thread's rows (M over the product's `threads`, or over A's block rows where fewer),
 /// columns N and inner size K (the k blocks both panels hold) reaches its size for their blocks'
 /// mean sizes.
-bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* host = nullptr, int threads = 1) {
+bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* host, int threads) {
   const PanelView a = t.a.view(), b = t.b.view();
   if (a.nrows == 0 || b.nrows == 0) return false;
   const std::vector<std::int64_t> a_cols(a.cols + a.row_ptr[0], a.cols + a.row_ptr[1]);
@@ -204,10 +204,10 @@ bool dense_tick(const LocalCase& lc, const Tick& t, const plexus::HostKernel* ho
   return size > 0 && 3.0 / (1.0 / m + 1.0 / N + 1.0 / K) >= static_cast<double>(size);
 }
 
-/// The ticks with products whose panels are dense (with `host`, those it takes).
-std::int64_t dense_ticks(const LocalCase& lc, const plexus::HostKernel* host = nullptr) {
+/// The ticks with products whose panels are dense (whether a backend takes them or not).
+std::int64_t dense_ticks(const LocalCase& lc) {
   std::int64_t n = 0;
-  for (const Tick& t : lc.ticks) n += dense_tick(lc, t, host) ? 1 : 0;
+  for (const Tick& t : lc.ticks) n += dense_tick(lc, t, nullptr, 1) ? 1 : 0;
   return n;
 }
 

@@ -260,10 +260,11 @@ TEST(KernelsCpu, BadParametersRefused) {
   }
 }
 
-// DenseMinSize: a dense tick goes to dgemm whole where the harmonic mean of its rows M, columns N
-// and inner size K reaches the size (HostKernel::dense_min_size), and as block products below it;
-// C is the dense product either way. `rows` block rows of m, `inner` k blocks of k and `cols`
-// block columns of n.
+// DenseMinSize: a dense tick goes to dgemm whole where the harmonic mean of a thread's rows (M over
+// the threads, or over the block rows where fewer), columns N and inner size K reaches the size
+// (HostKernel::dense_min_size), and as block products below it; C is the dense product either
+// way. `rows` block rows of m, `inner` k blocks of k and `cols` block columns of n; harmonic() is
+// the tick's on one thread.
 struct DenseCase {
   int rows, m, inner, k, cols, n;
   double harmonic() const { return 3.0 / (1.0 / (rows * m) + 1.0 / (inner * k) + 1.0 / (cols * n)); }
@@ -314,7 +315,7 @@ void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t
   plexus::ReferenceKernel ref;
   for (const auto& [size, dc, dense] : cases) {
     SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()) +
-                 ", " + std::to_string(threads) + " thread(s)");
+                 " on one thread, here " + std::to_string(threads) + " thread(s)");
     const auto [expect, ref_dense] = dense_case_product(dc, ref);
     EXPECT_EQ(ref_dense, 0);
     auto k = cpu_with_dense_size(size, backend);

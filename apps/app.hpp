@@ -196,8 +196,8 @@ std::string run_json(const RunRecord& r);
 
 // ---- commands in files of their own -----------------------------------------------------------
 
-/// The program's handling of errors (apps/plexus.cpp owns it), for the commands that live in files
-/// of their own.
+/// The program's handling of errors (apps/app_job.hpp), passed to the commands of plexus_app (which
+/// the app unit tests also link, without the program's own files).
 struct Phases {
   /// setup_phase(): runs set-up code; true when every rank succeeded, else false with the exit code
   /// (2 for a UsageError) after rank 0 told the error once; an error on some ranks only ends the job.
@@ -214,8 +214,8 @@ extern const char* const kLogpHelp;
 int command_logp(const Options& o, int rank, int size, const Phases& phases);
 
 /// `plexus perf` (apps/app_perf.cpp) and its --help text: reads the .perf file o.file, translates
-/// it and hands the parameter list to `compare` (apps/plexus.cpp's compare, which takes it in place
-/// of a parameter file).
+/// it and hands the parameter list to `compare` (apps/app_compare.cpp, which takes it in place of a
+/// parameter file).
 extern const char* const kPerfHelp;
 int command_perf(const Options& o, int rank, int size, const Phases& phases,
                  const std::function<int(const Options&, ParameterListPtr)>& compare);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -261,6 +262,17 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
     throw Error(where(), "C's columns must be distributed like B's columns (redistribute C or B first)");
 }
 
+// alpha * op(A) in one pass over A's values (a copy and then a scaling pass read and wrote them
+// twice), beside A's own index: the copy changes no block, so it holds A's index object (which a
+// panel never writes while another holds it) instead of copying it.
+Panel scaled_copy(const PanelView& v, double alpha) {
+  MatrixData values(static_cast<std::size_t>(v.data_size));  // default-initialised: written below
+  double* const to = values.data();
+  for (std::int64_t q = 0; q < v.data_size; ++q) to[q] = alpha * v.data[q];
+  std::shared_ptr<const PanelIndex> index = v.held_index();
+  return Panel::adopt(index ? std::move(index) : PanelIndex::copy_of(v), std::move(values));
+}
+
 }  // namespace
 
 MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, Trans tb, double alpha,
@@ -302,12 +314,11 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   std::optional<DistMatrix> a_copy, b_copy;
   if (ta == Trans::T) a_copy.emplace(transpose(A, a_target, moved, mpi::Role::A));
   if (tb == Trans::T) b_copy.emplace(transpose(B, b_target, moved, mpi::Role::B));
-  if (alpha != 1.0) {
-    if (!a_copy) {
-      a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
-      a_copy->set_local(Panel::copy_of(A.local().view()));
-    }
+  if (alpha != 1.0 && a_copy) {
     a_copy->scale(alpha);
+  } else if (alpha != 1.0) {
+    a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
+    a_copy->set_local(scaled_copy(A.local().view(), alpha));
   }
   const DistMatrix& a = a_copy ? *a_copy : A;
   const DistMatrix& b = b_copy ? *b_copy : B;

@@ -1,18 +1,25 @@
 // `plexus compare`: the same problem through several (strategy, kernel) combinations in one job,
 // round-robin, the results checked against the first, one table (and CSV, JSON).
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app_job.hpp"
+#include "plexus/log.hpp"
+#include "plexus/matrix.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/output.hpp"
 #include "plexus/registry.hpp"

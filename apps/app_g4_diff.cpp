@@ -1,6 +1,9 @@
 // `plexus g4-diff`: the L1 and L2 relative errors between two G4 files of the g4 solver.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
+#include <cstdio>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>

@@ -1,19 +1,26 @@
 // What the `plexus` program's commands share (app_job.hpp): errors and how a job ends, cores and
-// threads, components, and the lines a run prints about its parameters and its result.
+// threads, components, and what a run prints about its parameters and its phases.
 #include "app_job.hpp"
 
 #include <omp.h>
 #include <sched.h>
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
+#include <map>
 #include <new>
 #include <thread>
 
+#include "plexus/log.hpp"
 #include "plexus/output.hpp"
 #include "plexus/registry.hpp"
 
@@ -316,49 +323,6 @@ std::string report_parameters(const ParameterList& params, const Options& o, int
   else
     l.info("all parameters: {}", path);
   return path;
-}
-
-void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& plan) {
-  l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
-         plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
-  if (s.multiplies == 0) return;
-  l.info("  time per multiply     min {} s, median {} s, mean {} s (slowest rank)",
-         fmt::format("{:.4g}", s.seconds_min), fmt::format("{:.4g}", s.seconds_median),
-         fmt::format("{:.4g}", s.seconds));
-  l.info("  GFLOP/s               {} (at the median time)", fmt::format("{:.3f}", s.gflops));
-  l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
-  l.info("  from other ranks      {} received per rank, average (index included)", format_bytes(s.network_avg));
-  l.info("  messages per rank     {} max, {} average", fmt::format("{:.0f}", s.messages_max),
-         fmt::format("{:.1f}", s.messages_avg));
-  l.info("  wait time             {} s (max over ranks)", fmt::format("{:.4g}", s.wait_max));
-  l.info("  kernel time           {} s (max over ranks)", fmt::format("{:.4g}", s.kernel_seconds));
-  if (s.ticks_max > 0)
-    l.info("  beyond kernel + wait  {} s per multiply, {} s per tick ({} ticks; median of the slowest rank's)",
-           fmt::format("{:.4g}", s.beyond_kernel_wait_median),
-           fmt::format("{:.3g}", s.beyond_kernel_wait_median / s.ticks_max), fmt::format("{:.0f}", s.ticks_max));
-  if (s.product_ticks > 0)
-    l.info("  stacks replayed       {} of {} local product ticks (all ranks; plans: Kernel/PlanMiB)",
-           fmt::format("{:.0f}", s.replayed_ticks), fmt::format("{:.0f}", s.product_ticks));
-  if (s.plans_not_kept > 0)
-    l.info("  plans not kept        {} (all ranks): larger than Kernel/PlanMiB, or no room beside the plans in use",
-           fmt::format("{:.0f}", s.plans_not_kept));
-  if (s.dense_ticks > 0)
-    l.info(
-        "  dense ticks           {} of {} local product ticks (all ranks; one GEMM per strip: Kernel/cpu/DenseMinSize)",
-        fmt::format("{:.0f}", s.dense_ticks), fmt::format("{:.0f}", s.product_ticks));
-  l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
-  l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
-  if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
-  for (const auto& [name, value] : s.extra)
-    l.info("  {:<21} {} (strategy figure, max over ranks)", name, fmt::format("{:.6g}", value));
-}
-
-void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops) {
-  for (const auto& [name, o] : ops)
-    l.info(
-        "  {:<21} {} per run, {} s, {} received/rank max{}", name, fmt::format("{:.4g}", o.count),
-        fmt::format("{:.4g}", o.seconds), format_bytes(o.bytes_received),
-        o.predicted_bytes_received < 0 ? std::string() : " (model " + format_bytes(o.predicted_bytes_received) + ")");
 }
 
 void check_outputs(const Options& o, int rank) {

@@ -1,21 +1,17 @@
 #pragma once
 // What the `plexus` program's commands share (apps/app_job.cpp): how a job ends on an error (set-up
 // errors agreed by every rank, errors of the timed phase ending the job with MPI_Abort), the cores
-// and threads, the components a run makes and frees, and the lines a run prints about its
-// parameters and its result. Each command lives in a file of its own (app_run.cpp, app_compare.cpp,
-// app_model.cpp, app_plugins.cpp, app_g4_diff.cpp, app_logp.cpp, app_perf.cpp); main() and the
-// dispatch are in plexus.cpp.
+// and threads, the components a run makes and frees, and what a run prints about its parameters
+// and its phases. Each command lives in a file of its own (app_run.cpp, app_compare.cpp,
+// app_model.cpp, app_plugins.cpp, app_g4_diff.cpp, declared below; app_logp.cpp and app_perf.cpp,
+// declared in app.hpp); main() and the dispatch are in plexus.cpp.
 #include <mpi.h>
-#include <spdlog/fmt/fmt.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <iostream>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -24,7 +20,6 @@
 #include "plexus/context.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
-#include "plexus/log.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/progress.hpp"
@@ -206,30 +201,6 @@ std::string plural(long long n, const std::string& one, const std::string& many 
 /// run's record, never a file of the user's; not at a log level above info, where its path would
 /// not be told. Returns where the list went ("" when nowhere, and on ranks other than 0).
 std::string report_parameters(const ParameterList& params, const Options& o, int rank);
-
-/// The lines of a run's result (its summary): on standard output at every log level, as compare's
-/// table is, unless --json - has standard output; at info they go through the log.
-class ResultLines {
- public:
-  explicit ResultLines(bool stdout_free) : stdout_free_(stdout_free) {}
-  template <class... Args>
-  void info(fmt::format_string<Args...> format, Args&&... args) {
-    const std::string line = fmt::format(format, std::forward<Args>(args)...);
-    if (log().should_log(spdlog::level::info))
-      log().info("{}", line);
-    else if (stdout_free_)
-      std::cout << "[plexus] " << line << std::endl;
-  }
-
- private:
-  bool stdout_free_;
-};
-
-void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& plan);
-
-/// One line per kind of operation of a counted run: how many, their time, what a rank received
-/// and what the operations' models predicted.
-void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops);
 
 /// The program's own outputs (--csv, --json), checked by the rank that writes them before any
 /// work (set-up errors on some ranks only end the job cleanly).

@@ -1,13 +1,17 @@
 // `plexus model`: a dry run of each strategy's schedule on a grid of given panel sizes.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app_job.hpp"

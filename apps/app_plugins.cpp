@@ -2,9 +2,11 @@
 // (--verbose, --json) its documented parameters.
 #include <mpi.h>
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app_job.hpp"

@@ -1,11 +1,15 @@
 // `plexus run`: one solver on one problem, warm-up runs first, then the counted ones, and a summary.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
 
+#include <iostream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app_job.hpp"
+#include "plexus/log.hpp"
 #include "plexus/output.hpp"
 
 namespace plexus::app {
@@ -45,6 +49,71 @@ const char* const kRunHelp =
     "  mpiexec -n 2 plexus run --set Problem/Blocks=40 --set multiply/Repetitions=1 --write-params used.xml\n"
     "  mpiexec -n 4 plexus run examples/h2o-sign.xml --json sign.json   (density matrix of 32 waters)\n"
     "  plexus plugins --verbose     (lists every parameter of every component)\n";
+
+namespace {
+
+/// The lines of a run's result (its summary): on standard output at every log level, as compare's
+/// table is, unless --json - has standard output; at info they go through the log.
+class ResultLines {
+ public:
+  explicit ResultLines(bool stdout_free) : stdout_free_(stdout_free) {}
+  template <class... Args>
+  void info(fmt::format_string<Args...> format, Args&&... args) {
+    const std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (log().should_log(spdlog::level::info))
+      log().info("{}", line);
+    else if (stdout_free_)
+      std::cout << "[plexus] " << line << std::endl;
+  }
+
+ private:
+  bool stdout_free_;
+};
+
+void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& plan) {
+  l.info("  multiplies            {} counted, from {} after {} (not counted)", s.multiplies,
+         plural(plan.rounds, "solver run"), plural(plan.warm_up, "warm-up run"));
+  if (s.multiplies == 0) return;
+  l.info("  time per multiply     min {} s, median {} s, mean {} s (slowest rank)",
+         fmt::format("{:.4g}", s.seconds_min), fmt::format("{:.4g}", s.seconds_median),
+         fmt::format("{:.4g}", s.seconds));
+  l.info("  GFLOP/s               {} (at the median time)", fmt::format("{:.3f}", s.gflops));
+  l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
+  l.info("  from other ranks      {} received per rank, average (index included)", format_bytes(s.network_avg));
+  l.info("  messages per rank     {} max, {} average", fmt::format("{:.0f}", s.messages_max),
+         fmt::format("{:.1f}", s.messages_avg));
+  l.info("  wait time             {} s (max over ranks)", fmt::format("{:.4g}", s.wait_max));
+  l.info("  kernel time           {} s (max over ranks)", fmt::format("{:.4g}", s.kernel_seconds));
+  if (s.ticks_max > 0)
+    l.info("  beyond kernel + wait  {} s per multiply, {} s per tick ({} ticks; median of the slowest rank's)",
+           fmt::format("{:.4g}", s.beyond_kernel_wait_median),
+           fmt::format("{:.3g}", s.beyond_kernel_wait_median / s.ticks_max), fmt::format("{:.0f}", s.ticks_max));
+  if (s.product_ticks > 0)
+    l.info("  stacks replayed       {} of {} local product ticks (all ranks; plans: Kernel/PlanMiB)",
+           fmt::format("{:.0f}", s.replayed_ticks), fmt::format("{:.0f}", s.product_ticks));
+  if (s.plans_not_kept > 0)
+    l.info("  plans not kept        {} (all ranks): larger than Kernel/PlanMiB, or no room beside the plans in use",
+           fmt::format("{:.0f}", s.plans_not_kept));
+  if (s.dense_ticks > 0)
+    l.info(
+        "  dense ticks           {} of {} local product ticks (all ranks; one GEMM per strip: Kernel/cpu/DenseMinSize)",
+        fmt::format("{:.0f}", s.dense_ticks), fmt::format("{:.0f}", s.product_ticks));
+  l.info("  peak buffer memory    {} (max over ranks)", format_bytes(s.peak_buffer_max));
+  l.info("  peak tracked memory   {} (max over ranks)", format_bytes(s.peak_memory_max));
+  if (s.peak_device_max > 0) l.info("  peak device memory    {} (max over ranks)", format_bytes(s.peak_device_max));
+  for (const auto& [name, value] : s.extra)
+    l.info("  {:<21} {} (strategy figure, max over ranks)", name, fmt::format("{:.6g}", value));
+}
+
+void print_operation_lines(ResultLines& l, const std::map<std::string, OperationSummary>& ops) {
+  for (const auto& [name, o] : ops)
+    l.info(
+        "  {:<21} {} per run, {} s, {} received/rank max{}", name, fmt::format("{:.4g}", o.count),
+        fmt::format("{:.4g}", o.seconds), format_bytes(o.bytes_received),
+        o.predicted_bytes_received < 0 ? std::string() : " (model " + format_bytes(o.predicted_bytes_received) + ")");
+}
+
+}  // namespace
 
 int command_run(const Options& o, int rank, int size) {
   ParameterListPtr params;

@@ -1,5 +1,6 @@
 // The `plexus` program: run a solver, compare strategies and kernels, list plugins. Each command
-// lives in a file of its own (app_job.hpp lists them); here are the overview, the dispatch and main().
+// lives in a file of its own (app_job.hpp lists them; logp and perf: app.hpp); here are the overview,
+// the dispatch and main().
 #include <mpi.h>
 
 #include <cstdio>

@@ -1,9 +1,9 @@
-// Fuzz target: a parameter file as the `plexus` program reads it (apps/app_job.cpp's
-// load_parameters, for run and compare): read_parameter_file (Teuchos' XML parser), the root
-// renamed "plexus", validated against the top-level list of every registered component
-// (validate_top_level, the plugins of the build tree loaded), then the selection and timing read
-// from it. A list that validates is written as XML (the echo every run prints) and must read back
-// and validate to the same XML.
+// Fuzz target: a parameter file as the `plexus` program's run and compare read it
+// (load_parameters in apps/app_job.cpp, then validate_top_level): read_parameter_file (Teuchos'
+// XML parser), the root renamed "plexus", validated against the top-level list of every registered
+// component (the plugins of the build tree loaded), then the selection and timing read from it. A
+// list that validates is written as XML (the echo every run prints) and must read back and validate
+// to the same XML.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -314,11 +314,13 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   std::optional<DistMatrix> a_copy, b_copy;
   if (ta == Trans::T) a_copy.emplace(transpose(A, a_target, moved, mpi::Role::A));
   if (tb == Trans::T) b_copy.emplace(transpose(B, b_target, moved, mpi::Role::B));
-  if (alpha != 1.0 && a_copy) {
-    a_copy->scale(alpha);
-  } else if (alpha != 1.0) {
-    a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
-    a_copy->set_local(scaled_copy(A.local().view(), alpha));
+  if (alpha != 1.0) {
+    if (a_copy) {
+      a_copy->scale(alpha);
+    } else {
+      a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
+      a_copy->set_local(scaled_copy(A.local().view(), alpha));
+    }
   }
   const DistMatrix& a = a_copy ? *a_copy : A;
   const DistMatrix& b = b_copy ? *b_copy : B;

@@ -48,8 +48,8 @@ Panel expect_sorted_rows_and_dense_result(const BlockSizes& rows_s, const BlockL
 }  // namespace
 
 // finish() orders each C row's blocks by column: rows with many blocks for the columns they span
-// by a scan of the span, rows of a few blocks far apart by a sort. Ticks bring each row's blocks
-// out of order (tick t's columns lie below tick t - 1's, or between them), so nothing comes
+// through a bitmap of the span, rows of a few blocks far apart by a sort. Ticks bring each row's
+// blocks out of order (tick t's columns lie below tick t - 1's, or between them), so nothing comes
 // sorted by chance.
 TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
   const BlockSizes rows_s = BlockSizes::cyclic(24, {2, 3});
@@ -79,7 +79,7 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
     b.push_back(make_panel(lb, 94, [](int k, int j) { return k == 3 && j % 2 == 0; }));
     const Panel c = expect_sorted_rows_and_dense_result(rows_s, la, lb, lc, a, b, 12 * 1500);
     const PanelView v = c.view();
-    for (int r = 0; r < v.nrows; ++r) {  // the premise: both kinds of row
+    for (int r = 0; r < v.nrows; ++r) {  // the premise: rows of both densities
       const std::int64_t n = v.row_ptr[r + 1] - v.row_ptr[r];
       if (v.row_ids[r] % 2 == 0) {
         ASSERT_EQ(n, 18);
@@ -87,6 +87,25 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
       } else {
         ASSERT_EQ(n, 1500);
       }
+    }
+  }
+  {
+    // A bitmap of such a row's span would be thousands of words for its few blocks: these rows
+    // are sorted.
+    SCOPED_TRACE("200,000 columns, rows of 6 blocks 40,000 apart");
+    const BlockSizes wide = BlockSizes::cyclic(200000, {1});
+    const BlockSizes ks = BlockSizes::cyclic(3, {2});
+    BlockLayout la{rows_s, ks}, lb{ks, wide}, lc{rows_s, wide};
+    std::vector<Panel> a, b;
+    for (int t = 0; t < 3; ++t) {
+      a.push_back(make_panel(la, 81 + t, [t](int, int k) { return k == t; }));
+      b.push_back(make_panel(lb, 91 + t, [t](int k, int j) { return k == t && j % 40000 == 39999 - 9999 * t; }));
+    }
+    const Panel c = expect_sorted_rows_and_dense_result(rows_s, la, lb, lc, a, b, 24 * 15);
+    const PanelView v = c.view();
+    for (int r = 0; r < v.nrows; ++r) {  // the premise: 15 blocks spread over most of the row
+      ASSERT_EQ(v.row_ptr[r + 1] - v.row_ptr[r], 15);
+      EXPECT_GE(v.cols[v.row_ptr[r + 1] - 1] - v.cols[v.row_ptr[r]], 150000);
     }
   }
 }

@@ -122,6 +122,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     w.row_begin = first_row_[t];
     w.row_end = first_row_[t + 1];
+    w.rows = take_row_lists();
     w.rows.resize(static_cast<std::size_t>(w.row_end - w.row_begin));
     // Rows that start empty, with no room to reserve (a C from nothing that may replay a plan):
     // nothing to visit.

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,54 @@
 #include "product_plan.hpp"
 
 namespace plexus {
+
+namespace {
+
+// At most this many bytes of list room are kept (a large C's lists are freed as before).
+constexpr std::size_t kKeptRowListBytes = std::size_t{16} << 20;
+
+struct RowListStash {
+  std::mutex mutex;
+  std::vector<RowLists> sets;
+  std::size_t bytes = 0;
+};
+
+RowListStash& row_list_stash() {
+  static RowListStash* s = new RowListStash();  // never destroyed: products may finish during static destruction
+  return *s;
+}
+
+std::size_t room_of(const RowLists& rows) {
+  std::size_t n = rows.capacity() * sizeof(RowLists::value_type);
+  for (const auto& l : rows) n += l.capacity() * sizeof(RowLists::value_type::value_type);
+  return n;
+}
+
+}  // namespace
+
+RowLists take_row_lists() {
+  RowListStash& s = row_list_stash();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.sets.empty()) return {};
+  RowLists rows = std::move(s.sets.back());
+  s.sets.pop_back();
+  s.bytes -= room_of(rows);
+  return rows;
+}
+
+void give_back_row_lists(RowLists&& rows) noexcept {
+  if (rows.empty()) return;
+  for (auto& l : rows) l.clear();
+  const std::size_t room = room_of(rows);
+  RowListStash& s = row_list_stash();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.bytes + room > kKeptRowListBytes) return;  // freed by the caller's moved-from set
+  try {
+    s.sets.push_back(std::move(rows));
+    s.bytes += room;
+  } catch (...) {  // no room for the entry: the lists are freed instead
+  }
+}
 
 Panel LocalProduct::finish() {
   if (!session_) throw Error("LocalProduct::finish", "called twice");
@@ -34,10 +83,7 @@ Panel LocalProduct::finish() {
   std::shared_ptr<const PanelIndex> index;
   if (planned) {
     index = replay_->c_index;
-    for (auto& w : work_) {  // as merge_rows does
-      w->rows.clear();
-      release_scratch(*w);
-    }
+    for (auto& w : work_) release_scratch(*w);  // as merge_rows does
   } else {
     auto merged = std::make_shared<PanelIndex>();
     merged->row_ids.assign(row_ids_.begin(), row_ids_.end());
@@ -162,7 +208,6 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
         }
       }
     }
-    w.rows.clear();
     release_scratch(w);
   });
 }
@@ -170,6 +215,8 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
 // The accumulator is done: its scratch goes back to the pool now, for the accumulators of the
 // same multiply still at work (2.5D finishes the partial panels before its own).
 void LocalProduct::release_scratch(ThreadWork& w) {
+  give_back_row_lists(std::move(w.rows));
+  w.rows = RowLists();
   Scratch<StackEntry>().swap(w.stack);
   Scratch<std::int64_t>().swap(w.c_off);
   Scratch<int>().swap(w.placed);

@@ -25,10 +25,20 @@ template <class T>
 using Scratch = memory::vector<T, memory::Category::Other>;
 constexpr std::size_t kStackCapacity = 4096;  // 160 KiB of StackEntry
 
-// The C rows a thread owns: per row the (column, offset) of its blocks in the shared value area.
+// Per C row the (column, offset) of its blocks in the shared value area.
+using RowLists = std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>;
+
+// Row lists of finished products, emptied but with their room, for the next product to take: a
+// multiply without a plan reserves every row's list, so each row cost an allocation and a free a
+// multiply (S-E-like, 400 rows: about a tenth of such a multiply in malloc and free). Kept up to a
+// bound on their room (local_product_finish.cpp); safe to call from any thread.
+RowLists take_row_lists();
+void give_back_row_lists(RowLists&& rows) noexcept;
+
+// The C rows a thread owns.
 struct LocalProduct::ThreadWork {
   int row_begin = 0, row_end = 0;
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows;  // per owned row
+  RowLists rows;                // per owned row
   Scratch<std::int64_t> c_off;  // global block col -> offset for the current row, -1 if absent
   // (row, position in its list) of the blocks new this tick: for the symbolic pass's offsets, and
   // for a plan's record (the one pass fills it only while it records). Pooled: a large C's tick adds

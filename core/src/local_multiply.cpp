@@ -281,7 +281,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   const std::int64_t tick_start = c_values_;
   // Visits the products of thread w's rows that pass the filter: f.row_products(ab, bb, bb_end, m,
   // k, r, list) for a run of them, A block ab with B's blocks bb .. bb_end - 1 (a loop the functor
-  // keeps in registers), and f.skip() for each product the filter drops.
+  // keeps in registers), and f.skip(n) for n products in a row that the filter drops.
   // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
   // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
   auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
@@ -295,18 +295,24 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
       const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
       // The products of A block ab with B's blocks lo .. hi - 1, in runs that pass the filter.
+      // The filter's loops call nothing, so that the norms, eps and the bounds stay in registers
+      // (a call per dropped product, and the norms' pointer and eps reloaded for every product,
+      // had the filter cost as much as the stacks in a filtered solve of blocks of 6).
       auto visit = [&](std::int64_t ab, int k, std::int64_t lo, std::int64_t hi) {
-        std::int64_t run = lo;  // the first product of the run that passes so far
-        if (filtering) {
-          const double an = a_norms[static_cast<std::size_t>(ab)];
-          for (std::int64_t bb = lo; bb < hi; ++bb) {
-            if (an * b_norms[static_cast<std::size_t>(bb)] >= eps) continue;
-            f.row_products(ab, run, bb, m, k, cr - w.row_begin, list);
-            f.skip();
-            run = bb + 1;
-          }
+        if (!filtering) {
+          f.row_products(ab, lo, hi, m, k, cr - w.row_begin, list);
+          return;
         }
-        f.row_products(ab, run, hi, m, k, cr - w.row_begin, list);
+        const double an = a_norms[static_cast<std::size_t>(ab)];
+        const double* const bn = b_norms.data();
+        for (std::int64_t bb = lo; bb < hi;) {
+          const std::int64_t run = bb;  // products that pass, up to the next one dropped
+          while (bb < hi && an * bn[bb] >= eps) ++bb;
+          if (bb > run) f.row_products(ab, run, bb, m, k, cr - w.row_begin, list);
+          const std::int64_t dropped = bb;
+          while (bb < hi && !(an * bn[bb] >= eps)) ++bb;
+          f.skip(bb - dropped);
+        }
       };
       if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, widest, m);
       if (tiles.count == 1) {
@@ -362,7 +368,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     ThreadWork& w;
     const PanelView& b;
     const BlockSizes& cols;
-    void skip() {}
+    void skip(std::int64_t) {}
     // The products of A block ab with B's blocks bb .. end - 1: each C block not yet in the row is
     // placed. A loop without calls, as in Stack's (the blocks it places are entered in the row's
     // list after each batch).
@@ -463,7 +469,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       size = 0;
       if (poll != nullptr) (*poll)();
     }
-    void skip() { ++skipped; }
+    void skip(std::int64_t n) { skipped += n; }
     // The products of A block ab with B's blocks bb .. end - 1 into the stack, a batch at a time
     // (as many as the stack has room for); a full stack goes to the backend. The batch's loop
     // calls nothing: the one pass's new blocks are noted in w.placed and entered in the row's list

@@ -65,7 +65,7 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
     expect_sorted_rows_and_dense_result(rows_s, l, l, l, a, b, 24 * 24 / 2);
   }
   {
-    SCOPED_TRACE("3,000 columns, rows of a few blocks far apart and rows of many");
+    SCOPED_TRACE("3,000 columns, rows of 18 blocks far apart and rows of many (both through the bitmap)");
     const BlockSizes wide = BlockSizes::cyclic(3000, {1});
     const BlockSizes ks = BlockSizes::cyclic(4, {2, 3});
     BlockLayout la{rows_s, ks}, lb{ks, wide}, lc{rows_s, wide};
@@ -92,7 +92,7 @@ TEST(LocalProduct, FinishGivesEveryRowItsBlocksInAscendingColumns) {
   {
     // A bitmap of such a row's span would be thousands of words for its few blocks: these rows
     // are sorted.
-    SCOPED_TRACE("200,000 columns, rows of 6 blocks 40,000 apart");
+    SCOPED_TRACE("200,000 columns, rows of 15 blocks about 10,000 apart");
     const BlockSizes wide = BlockSizes::cyclic(200000, {1});
     const BlockSizes ks = BlockSizes::cyclic(3, {2});
     BlockLayout la{rows_s, ks}, lb{ks, wide}, lc{rows_s, wide};

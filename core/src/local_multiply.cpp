@@ -275,7 +275,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   Scratch<int> b_row_of(static_cast<std::size_t>(b_layout.rows.count()), -1);
   for (int r = 0; r < b.nrows; ++r) b_row_of[static_cast<std::size_t>(b.row_ids[r])] = r;
 
-  using RowList = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  using RowList = RowLists::value_type;
   // C's size before this tick: blocks placed from here on are new this tick, and their first
   // product is marked (StackEntry::first).
   const std::int64_t tick_start = c_values_;

@@ -32,6 +32,12 @@ class HostSession final : public KernelSession {
     for (std::int64_t i = 0; i < n; ++i) fresh[i] = 0.0;
   }
 
+  /// Room for `values` doubles of C without a move (a hint: never shrinks, sets no values).
+  void reserve(std::int64_t values) {
+    if (values > static_cast<std::int64_t>(c_.capacity())) c_.reserve(static_cast<std::size_t>(values));
+  }
+  std::int64_t capacity() const { return static_cast<std::int64_t>(c_.capacity()); }
+
   void stage(const PanelView& a, const PanelView& b) override {
     a_ = a.data;
     b_ = b.data;

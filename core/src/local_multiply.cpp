@@ -148,7 +148,7 @@ LocalProduct::LocalProduct(const PanelView& c, const BlockLayout& layout, Kernel
   session_ = kernel.begin(std::move(data), threads);
   // A host backend may take dense ticks (it says from what size, tick by tick: dense_shape).
   dense_kernel_ = dynamic_cast<const HostKernel*>(&kernel);
-  dense_ = dense_kernel_ != nullptr ? dynamic_cast<HostSession*>(session_.get()) : nullptr;
+  host_session_ = dense_kernel_ != nullptr ? dynamic_cast<HostSession*>(session_.get()) : nullptr;
 }
 
 // The threads' scratch for building stacks, made at the first tick that builds them: a product
@@ -266,7 +266,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   }
   // A dense tick computes every product: with filtering, only where the filter would drop none
   // (h2o-32's filtered sign solve: 85 of its 92 multiplies).
-  if (dense_ != nullptr &&
+  if (host_session_ != nullptr &&
       (!filtering ||
        filter_keeps_every_product(a, b, a_norms, b_norms, a_c_row.data(), row_eps_, b_layout.rows.count())) &&
       dense_tick(a, a_layout, b, a_c_row.data()))
@@ -437,6 +437,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     const std::function<void()>* poll;  // the caller's progress, on the team's first thread only
     std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
     std::int64_t* c_grown;              // one pass: the size of C's area the session holds
+    HostSession* host;                  // one pass: the session, to reserve room ahead (null: none)
+    std::int64_t c_start;               // one pass: C's size before the tick
+    std::int64_t visits;                // one pass: the products the tick visits (filtered or not)
     plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
     std::int64_t record_room;           // the bytes of entries the thread records this tick (counted before it)
     const BlockSizes& cols;             // C's block columns
@@ -447,6 +450,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       if (size == 0) return;
       std::int64_t grow_to = 0;
       if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks
+        if (host != nullptr && *c_end > host->capacity()) reserve_ahead();
         session.grow(*c_end);
         *c_grown = grow_to = *c_end;
       }
@@ -468,6 +472,17 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       kernel_time += omp_get_wtime() - k0;
       size = 0;
       if (poll != nullptr) (*poll)();
+    }
+    // C outgrows its room in the one pass: the backend would move it to a half larger area, and
+    // again each time the tick outgrows that (a C that fills in from 0.19 to 1 million values in
+    // one multiply of a filtered sign solve moved five times, copying twice its final size). The
+    // room is set once instead, to the tick's new values so far scaled to all the products it
+    // visits, and a tenth more: about one copy of C as it is now.
+    void reserve_ahead() {
+      const std::int64_t done = products + skipped;
+      if (done <= 0 || visits <= done) return;
+      const double scale = 1.1 * static_cast<double>(visits) / static_cast<double>(done);
+      host->reserve(c_start + static_cast<std::int64_t>(scale * static_cast<double>(*c_end - c_start)));
     }
     void skip(std::int64_t n) { skipped += n; }
     // The products of A block ab with B's blocks bb .. end - 1 into the stack, a batch at a time
@@ -528,19 +543,23 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // then dropped them, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of
   // 6), and when they fit, each thread's share is reserved at its size (no copies as it grows,
   // none to shrink it).
+  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
+  auto products_of = [&](const ThreadWork& w) {
+    const auto [ar0, ar1] = a_rows_of(w);
+    std::int64_t n = 0;
+    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+    }
+    return n;
+  };
   std::vector<std::int64_t> record_entries(static_cast<std::size_t>(nthreads), 0);
   const std::int64_t record_room = record_ ? plans_->max_bytes() - record_bytes_ : 0;
   bool recording = record_ != nullptr;
   if (recording) {
     std::int64_t total = 0;
     for (int t = 0; t < nthreads; ++t) {
-      const ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-      const auto [ar0, ar1] = a_rows_of(w);
-      std::int64_t n = 0;
-      for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
-        const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-        if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
-      }
+      const std::int64_t n = products_of(*work_[static_cast<std::size_t>(t)]);
       record_entries[static_cast<std::size_t>(t)] = n;
       total += n;
     }
@@ -577,6 +596,9 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
                 caller ? &progress_ : nullptr,
                 one_pass ? &c_end : nullptr,
                 one_pass ? &c_grown : nullptr,
+                one_pass ? host_session_ : nullptr,
+                c_values_,
+                one_pass ? products_of(w) : 0,
                 record,
                 recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
                 layout_.cols};

@@ -157,7 +157,7 @@ bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, 
 bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                               const int* a_c_row) {
   DenseShape d;
-  if (dense_ == nullptr || !dense_shape(a, a_layout, b, d)) return false;
+  if (host_session_ == nullptr || !dense_shape(a, a_layout, b, d)) return false;
   const timers::Scoped timer("local multiply: dense");
   // No plan for this product: a dense tick has no stacks to replay (and one like it is built as
   // quickly as it would be replayed).
@@ -220,8 +220,8 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     session_->grow(end);
     c_values_ = end;
   }
-  double* const c = dense_->values();
-  HostKernel& kernel = dense_->kernel();
+  double* const c = host_session_->values();
+  HostKernel& kernel = host_session_->kernel();
   const bool writes_first = kernel.first_product_writes();
 
   for_each_thread(nthreads, [&](int t) {

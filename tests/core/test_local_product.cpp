@@ -289,6 +289,33 @@ TEST(LocalProduct, WithoutReservedRoomATickGrowsCOnceNotStackByStack) {
   for (const double* area : k.areas) EXPECT_EQ(area, k.areas.front());
 }
 
+// With room reserved, but far too little (a C that fills in well beyond what it held), the one
+// pass does not move C each time a stack outgrows a half larger area: at the first stack beyond
+// the room it reserves the tick's new values so far scaled to all its products, so C moves once
+// (by the growth factor alone, about eight times here: each move a copy of C).
+TEST(LocalProduct, OnePassBeyondItsRoomReservesForTheWholeTickAtOnce) {
+  const BlockSizes s = BlockSizes::cyclic(40, {1, 2});
+  BlockLayout l{s, s};
+  // 40^3 products in about 16 stacks, each placing new C blocks (2.5 of C's 40 rows).
+  Panel a = make_panel(l, 53, [](int, int) { return true; });
+  Panel b = make_panel(l, 54, [](int, int) { return true; });
+  std::vector<int> rows(40);
+  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+  AreaRecordingKernel k;
+  LocalProduct lp(empty.view(), l, k, 1, {}, {}, 1.0, n * n / 40);  // room for a fortieth of C: one pass
+  lp.multiply(a.view(), l, b.view(), l);
+  const Panel c = lp.finish();
+  EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  ASSERT_GE(k.areas.size(), 10u);
+  std::vector<const double*> areas = k.areas;
+  areas.erase(std::unique(areas.begin(), areas.end()), areas.end());
+  EXPECT_LE(areas.size(), 2u);  // the extrapolation may fall short once
+}
+
 TEST(LocalProduct, ProgressIsPolledBetweenStacksOnTheCallersThreadAndItsErrorsEndTheTick) {
   const BlockSizes s = BlockSizes::cyclic(40, {2});
   BlockLayout l{s, s};

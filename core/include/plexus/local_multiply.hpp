@@ -161,7 +161,9 @@ class LocalProduct {
   std::function<void()> progress_;
   bool host_ = true;                        // the kernel works on host memory: with one thread, one pass per tick
   std::unique_ptr<KernelSession> session_;  // holds C's values; each thread writes only its own rows' blocks
-  HostSession* dense_ = nullptr;  // session_, where its backend is a host one (it may take dense ticks)
+  // session_, where its backend is a host one: it may take dense ticks, and the one pass reserves
+  // C's room through it.
+  HostSession* host_session_ = nullptr;
   const HostKernel* dense_kernel_ = nullptr;  // that backend: from what size it takes them (HostKernel::dense_min_size)
   std::int64_t c_values_ = 0;               // size of C's value area
   std::int64_t reserved_values_ = 0;        // C's area reserved up front (its start, or expected_values)

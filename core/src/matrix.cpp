@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "plexus/error.hpp"
 #include "plexus/exchange.hpp"
@@ -212,28 +214,8 @@ std::vector<double> DistMatrix::block_norms() const { return plexus::block_norms
 
 std::int64_t DistMatrix::filter(double eps) {
   if (eps <= 0) return 0;
-  const PanelView v = local_.view();
-  const std::vector<double> norms = plexus::block_norms(v, layout_);
-  // The blocks and values kept, so that the new panel is allocated once.
-  std::int64_t dropped = 0, kept_values = 0;
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      if (norms[static_cast<std::size_t>(b)] < eps)
-        ++dropped;
-      else
-        kept_values += block_values(layout_, static_cast<int>(v.row_ids[r]), static_cast<int>(v.cols[b]));
-    }
-  if (dropped == 0) return 0;
-  Panel kept(dist_->local_rows());
-  kept.reserve(v.nblocks - dropped, kept_values);
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      if (norms[static_cast<std::size_t>(b)] < eps) continue;
-      const int j = static_cast<int>(v.cols[b]);
-      const std::int64_t n = block_values(layout_, static_cast<int>(v.row_ids[r]), j);
-      kept.append_block(r, j, v.data + v.offsets[b], static_cast<int>(n));
-    }
-  local_ = std::move(kept);
+  std::int64_t dropped = 0;
+  if (std::optional<Panel> kept = without_small_blocks(local_.view(), layout_, eps, dropped)) local_ = std::move(*kept);
   return dropped;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "plexus/error.hpp"
@@ -73,16 +74,9 @@ Panel transposed(const PanelView& v, const BlockLayout& layout, const std::vecto
 }
 
 Panel filtered(const PanelView& v, const BlockLayout& layout, double eps) {
-  const std::vector<double> norms = block_norms(v, layout);
-  std::vector<int> rows(v.row_ids, v.row_ids + v.nrows);
-  Panel out(rows);
-  for (int r = 0; r < v.nrows; ++r)
-    for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
-      if (norms[static_cast<std::size_t>(b)] < eps) continue;
-      const int n = layout.rows.size(static_cast<int>(v.row_ids[r])) * layout.cols.size(static_cast<int>(v.cols[b]));
-      std::copy(v.data + v.offsets[b], v.data + v.offsets[b] + n, out.append_block(r, static_cast<int>(v.cols[b]), n));
-    }
-  return out;
+  std::int64_t dropped = 0;
+  std::optional<Panel> kept = without_small_blocks(v, layout, eps, dropped);
+  return kept ? std::move(*kept) : Panel::copy_of(v);
 }
 
 void to_plane(const DistMatrix& X, const std::vector<int>& rm, const std::vector<int>& cm, bool in, const Mesh& m,

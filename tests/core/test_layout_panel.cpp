@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "plexus/error.hpp"
 #include "plexus/layout.hpp"
@@ -240,4 +244,65 @@ TEST(MergedIndex, UnionOfTwoPanelsOverOneArea) {
   Panel z(std::vector<int>{4});
   z.append_block(0, 5, 2);
   EXPECT_THROW(merged_index(x.view(), 0, z.view(), 0, 0), Error);
+}
+
+// The filter's copy (DistMatrix::filter): the blocks whose norm reaches eps, whatever the order of
+// their values in the area (a product's C places them as they come), each with its own values.
+TEST(WithoutSmallBlocks, KeepsTheBlocksAtLeastEpsWithTheirValuesAndCopiesNothingWhenAllAreKept) {
+  const BlockSizes s = BlockSizes::cyclic(3, {2, 3});
+  const BlockLayout l{s, s};
+  // Rows 0, 1, 2 with blocks (0,0) (0,2) | (1,1) | (2,0) (2,1) (2,2); values laid out backwards.
+  const std::vector<std::int64_t> row_ids{0, 1, 2}, row_ptr{0, 2, 3, 6}, cols{0, 2, 1, 0, 1, 2};
+  const int n = static_cast<int>(cols.size());
+  std::vector<std::int64_t> size(cols.size()), offsets(cols.size());
+  std::int64_t total = 0;
+  for (int r = 0; r < 3; ++r)
+    for (std::int64_t b = row_ptr[r]; b < row_ptr[r + 1]; ++b)
+      total += size[static_cast<std::size_t>(b)] = std::int64_t{s.size(r)} * s.size(static_cast<int>(cols[b]));
+  for (int b = n - 1, off = 0; b >= 0; --b) {
+    offsets[static_cast<std::size_t>(b)] = off;
+    off += static_cast<int>(size[static_cast<std::size_t>(b)]);
+  }
+  // Block b holds the value v_b everywhere: its norm is |v_b| sqrt(size). Block 0 (the first) and
+  // block 4 are small.
+  const std::vector<double> value{0.01, 1.0, -2.0, 3.0, 0.001, 0.5};
+  MatrixData data;
+  data.resize(static_cast<std::size_t>(total));
+  for (int b = 0; b < n; ++b)
+    std::fill_n(data.begin() + offsets[static_cast<std::size_t>(b)], size[static_cast<std::size_t>(b)],
+                value[static_cast<std::size_t>(b)]);
+  const Panel p =
+      Panel::adopt(IndexArray(row_ids.begin(), row_ids.end()), IndexArray(row_ptr.begin(), row_ptr.end()),
+                   IndexArray(cols.begin(), cols.end()), IndexArray(offsets.begin(), offsets.end()), std::move(data));
+  const std::vector<double> norms = block_norms(p.view(), l);
+  for (const double eps : {0.1, 1.5, 0.0001, 100.0}) {
+    SCOPED_TRACE("eps " + std::to_string(eps));
+    std::int64_t dropped = -1;
+    const std::optional<Panel> kept = without_small_blocks(p.view(), l, eps, dropped);
+    const auto expect_dropped = std::count_if(norms.begin(), norms.end(), [&](double x) { return x < eps; });
+    EXPECT_EQ(dropped, expect_dropped);
+    if (expect_dropped == 0) {
+      EXPECT_FALSE(kept.has_value());
+      continue;
+    }
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(kept->nblocks(), n - expect_dropped);
+    std::int64_t kept_values = 0;
+    for (int r = 0; r < 3; ++r)
+      for (std::int64_t b = row_ptr[r]; b < row_ptr[r + 1]; ++b) {
+        const std::int64_t at = kept->find(r, static_cast<int>(cols[b]));
+        if (norms[static_cast<std::size_t>(b)] < eps) {
+          EXPECT_EQ(at, -1) << "block " << b;
+          continue;
+        }
+        ASSERT_GE(at, 0) << "block " << b;
+        const double* got = kept->data().data() + kept->view().offsets[at];
+        kept_values += size[static_cast<std::size_t>(b)];
+        for (std::int64_t q = 0; q < size[static_cast<std::size_t>(b)]; ++q)
+          ASSERT_EQ(got[q], value[static_cast<std::size_t>(b)]) << "block " << b;
+      }
+    // A value area of its own, no larger than a quarter beyond what it keeps.
+    EXPECT_EQ(kept->data_size(), kept_values);
+    EXPECT_LE(static_cast<std::int64_t>(kept->data().capacity()), kept_values + kept_values / 4);
+  }
 }

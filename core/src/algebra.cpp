@@ -103,7 +103,7 @@ void add_on_diag(Context& ctx, DistMatrix& X, double alpha) {
 
 std::int64_t filter(Context& ctx, DistMatrix& X, double eps) {
   Recorder rec(ctx, "filter");
-  std::int64_t dropped = X.filter(eps);
+  std::int64_t dropped = X.filter(eps, ctx.kernel().threads());
   mpi::check(MPI_Allreduce(MPI_IN_PLACE, &dropped, 1, MPI_INT64_T, MPI_SUM, X.grid().comm()), "MPI_Allreduce");
   rec.reduction(X, 1);
   rec.done();

@@ -1,18 +1,16 @@
 #pragma once
 // What LocalProduct's translation units share (local_multiply.cpp: the ticks' passes;
 // local_product_plans.cpp: replaying plans; local_product_finish.cpp: C's panel): the threads'
-// work and scratch, and the threads' loop.
-#include <omp.h>
-
+// work and scratch (the threads' loop: threads.hpp).
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 #include <utility>
 #include <vector>
 
 #include "plexus/local_multiply.hpp"
 #include "plexus/memory.hpp"
 #include "product_plan.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -70,31 +68,5 @@ inline std::pair<int, int> a_rows_in(const int* a_c_row, int nrows, int c_begin,
 bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
                                 const std::vector<double>& b_norms, const int* a_c_row,
                                 const std::vector<double>& row_eps, int k_count);
-
-// Runs f(t) for every thread slot t in an OpenMP region of `n` threads (also when OpenMP gives
-// fewer), and rethrows the first exception after the region. One slot runs on the calling thread,
-// without a region (whose start and end cost about a microsecond, several times a multiply).
-template <class F>
-void for_each_thread(int n, F&& f) {
-  if (n == 1) {
-    f(0);
-    return;
-  }
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(n)
-  for (int t = omp_get_thread_num(); t < n; t += omp_get_num_threads()) {
-    try {
-      f(t);
-    } catch (...) {
-#pragma omp critical(plexus_local_product_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-}
-
-// Whether the calling code runs on the thread that called for_each_thread(n, ...): one slot runs
-// there without a region; more run in a region whose thread 0 is the caller's.
-inline bool on_calling_thread(int n) { return n == 1 || omp_get_thread_num() == 0; }
 
 }  // namespace plexus

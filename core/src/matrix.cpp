@@ -212,10 +212,11 @@ double DistMatrix::frobenius_norm() const {
 
 std::vector<double> DistMatrix::block_norms() const { return plexus::block_norms(local_.view(), layout_); }
 
-std::int64_t DistMatrix::filter(double eps) {
+std::int64_t DistMatrix::filter(double eps, int threads) {
   if (eps <= 0) return 0;
   std::int64_t dropped = 0;
-  if (std::optional<Panel> kept = without_small_blocks(local_.view(), layout_, eps, dropped)) local_ = std::move(*kept);
+  if (std::optional<Panel> kept = without_small_blocks(local_.view(), layout_, eps, dropped, threads))
+    local_ = std::move(*kept);
   return dropped;
 }
 

@@ -334,7 +334,7 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   timers::Scoped epilogue("multiply: epilogue");
   if (options.retain_sparsity) result = on_pattern(result.view(), C.local().view(), C.layout());
   C.set_local(std::move(result));
-  if (options.filter_eps > 0 && !options.retain_sparsity) C.filter(options.filter_eps);
+  if (options.filter_eps > 0 && !options.retain_sparsity) C.filter(options.filter_eps, kernel.threads());
 
   MultiplyReport report = std::move(task.report());
   report.strategy = algorithm.name();

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "plexus/error.hpp"
+#include "plexus/local_multiply.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -299,9 +301,12 @@ std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout) {
   return norms;
 }
 
-std::optional<Panel> without_small_blocks(const PanelView& v, const BlockLayout& layout, double eps,
-                                          std::int64_t& dropped) {
-  dropped = 0;
+namespace {
+
+// One thread's filter: each block's norm, then its copy while it is in cache (two passes over C,
+// the norms and then the copies, had the filter read it twice from memory).
+std::optional<Panel> without_small_blocks_serial(const PanelView& v, const BlockLayout& layout, double eps,
+                                                 std::int64_t& dropped) {
   auto norm = [&](int m, std::int64_t b) {
     return std::sqrt(
         sum_of_squares(v.data + v.offsets[b], std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]))));
@@ -317,8 +322,6 @@ std::optional<Panel> without_small_blocks(const PanelView& v, const BlockLayout&
       }
   }
   if (first == v.nblocks) return std::nullopt;
-  // From there each block is copied as soon as its norm is known, while it is in cache (two passes
-  // over C, the norms and then the copies, had the filter read it twice from memory).
   const auto nrows = static_cast<std::size_t>(v.nrows);
   IndexArray row_ids(v.row_ids, v.row_ids + v.nrows), row_ptr(nrows + 1), cols(static_cast<std::size_t>(v.nblocks)),
       offsets(cols.size());
@@ -352,6 +355,70 @@ std::optional<Panel> without_small_blocks(const PanelView& v, const BlockLayout&
     cols.shrink_to_fit();
     offsets.shrink_to_fit();
   }
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
+}
+
+}  // namespace
+
+std::optional<Panel> without_small_blocks(const PanelView& v, const BlockLayout& layout, double eps,
+                                          std::int64_t& dropped, int threads) {
+  dropped = 0;
+  threads = std::clamp(threads, 1, std::max(1, v.nrows));
+  if (threads == 1) return without_small_blocks_serial(v, layout, eps, dropped);
+  // Several threads, each over rows holding about as many blocks: first the norms (which block is
+  // kept, and how much each thread keeps), then each thread copies its kept blocks to where the
+  // threads before it end. C is read twice, but by all threads at once.
+  std::vector<std::int64_t> weight(static_cast<std::size_t>(v.nrows));
+  for (int r = 0; r < v.nrows; ++r) weight[static_cast<std::size_t>(r)] = v.row_ptr[r + 1] - v.row_ptr[r];
+  const std::vector<int> first_row = balance_rows(weight, threads);
+  memory::vector<unsigned char, memory::Category::Other> keep(static_cast<std::size_t>(v.nblocks));
+  std::vector<std::int64_t> kept_blocks(static_cast<std::size_t>(threads) + 1, 0), kept_values(kept_blocks.size(), 0);
+  auto values_of = [&](int m, std::int64_t b) {
+    return std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
+  };
+  for_each_thread(threads, [&](int t) {
+    std::int64_t nb = 0, nv = 0;
+    for (int r = first_row[static_cast<std::size_t>(t)]; r < first_row[static_cast<std::size_t>(t) + 1]; ++r) {
+      const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
+      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+        const std::int64_t n = values_of(m, b);
+        const bool k = !(std::sqrt(sum_of_squares(v.data + v.offsets[b], n)) < eps);
+        keep[static_cast<std::size_t>(b)] = k ? 1 : 0;
+        nb += k ? 1 : 0;
+        nv += k ? n : 0;
+      }
+    }
+    kept_blocks[static_cast<std::size_t>(t) + 1] = nb;
+    kept_values[static_cast<std::size_t>(t) + 1] = nv;
+  });
+  for (int t = 0; t < threads; ++t) {
+    kept_blocks[static_cast<std::size_t>(t) + 1] += kept_blocks[static_cast<std::size_t>(t)];
+    kept_values[static_cast<std::size_t>(t) + 1] += kept_values[static_cast<std::size_t>(t)];
+  }
+  dropped = v.nblocks - kept_blocks.back();
+  if (dropped == 0) return std::nullopt;
+  const auto nrows = static_cast<std::size_t>(v.nrows);
+  IndexArray row_ids(v.row_ids, v.row_ids + v.nrows), row_ptr(nrows + 1),
+      cols(static_cast<std::size_t>(kept_blocks.back())), offsets(cols.size());
+  MatrixData data;
+  data.resize(static_cast<std::size_t>(kept_values.back()));  // tracked vectors leave new doubles unset
+  for_each_thread(threads, [&](int t) {
+    std::int64_t kept = kept_blocks[static_cast<std::size_t>(t)], off = kept_values[static_cast<std::size_t>(t)];
+    for (int r = first_row[static_cast<std::size_t>(t)]; r < first_row[static_cast<std::size_t>(t) + 1]; ++r) {
+      row_ptr[static_cast<std::size_t>(r)] = kept;
+      const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
+      for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
+        if (keep[static_cast<std::size_t>(b)] == 0) continue;
+        const std::int64_t n = values_of(m, b);
+        std::memcpy(data.data() + off, v.data + v.offsets[b], static_cast<std::size_t>(n) * sizeof(double));
+        cols[static_cast<std::size_t>(kept)] = v.cols[b];
+        offsets[static_cast<std::size_t>(kept)] = off;
+        ++kept;
+        off += n;
+      }
+    }
+  });
+  row_ptr[nrows] = kept_blocks.back();
   return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
 

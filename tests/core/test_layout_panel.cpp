@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -275,34 +276,78 @@ TEST(WithoutSmallBlocks, KeepsTheBlocksAtLeastEpsWithTheirValuesAndCopiesNothing
       Panel::adopt(IndexArray(row_ids.begin(), row_ids.end()), IndexArray(row_ptr.begin(), row_ptr.end()),
                    IndexArray(cols.begin(), cols.end()), IndexArray(offsets.begin(), offsets.end()), std::move(data));
   const std::vector<double> norms = block_norms(p.view(), l);
-  for (const double eps : {0.1, 1.5, 0.0001, 100.0}) {
-    SCOPED_TRACE("eps " + std::to_string(eps));
-    std::int64_t dropped = -1;
-    const std::optional<Panel> kept = without_small_blocks(p.view(), l, eps, dropped);
-    const auto expect_dropped = std::count_if(norms.begin(), norms.end(), [&](double x) { return x < eps; });
-    EXPECT_EQ(dropped, expect_dropped);
-    if (expect_dropped == 0) {
-      EXPECT_FALSE(kept.has_value());
-      continue;
-    }
-    ASSERT_TRUE(kept.has_value());
-    EXPECT_EQ(kept->nblocks(), n - expect_dropped);
-    std::int64_t kept_values = 0;
-    for (int r = 0; r < 3; ++r)
-      for (std::int64_t b = row_ptr[r]; b < row_ptr[r + 1]; ++b) {
-        const std::int64_t at = kept->find(r, static_cast<int>(cols[b]));
-        if (norms[static_cast<std::size_t>(b)] < eps) {
-          EXPECT_EQ(at, -1) << "block " << b;
-          continue;
-        }
-        ASSERT_GE(at, 0) << "block " << b;
-        const double* got = kept->data().data() + kept->view().offsets[at];
-        kept_values += size[static_cast<std::size_t>(b)];
-        for (std::int64_t q = 0; q < size[static_cast<std::size_t>(b)]; ++q)
-          ASSERT_EQ(got[q], value[static_cast<std::size_t>(b)]) << "block " << b;
+  for (const double eps : {0.1, 1.5, 0.0001, 100.0})
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE("eps " + std::to_string(eps) + ", " + std::to_string(threads) + " threads");
+      std::int64_t dropped = -1;
+      const std::optional<Panel> kept = without_small_blocks(p.view(), l, eps, dropped, threads);
+      const auto expect_dropped = std::count_if(norms.begin(), norms.end(), [&](double x) { return x < eps; });
+      EXPECT_EQ(dropped, expect_dropped);
+      if (expect_dropped == 0) {
+        EXPECT_FALSE(kept.has_value());
+        continue;
       }
-    // A value area of its own, no larger than a quarter beyond what it keeps.
-    EXPECT_EQ(kept->data_size(), kept_values);
-    EXPECT_LE(static_cast<std::int64_t>(kept->data().capacity()), kept_values + kept_values / 4);
+      ASSERT_TRUE(kept.has_value());
+      EXPECT_EQ(kept->nblocks(), n - expect_dropped);
+      std::int64_t kept_values = 0;
+      for (int r = 0; r < 3; ++r)
+        for (std::int64_t b = row_ptr[r]; b < row_ptr[r + 1]; ++b) {
+          const std::int64_t at = kept->find(r, static_cast<int>(cols[b]));
+          if (norms[static_cast<std::size_t>(b)] < eps) {
+            EXPECT_EQ(at, -1) << "block " << b;
+            continue;
+          }
+          ASSERT_GE(at, 0) << "block " << b;
+          const double* got = kept->data().data() + kept->view().offsets[at];
+          kept_values += size[static_cast<std::size_t>(b)];
+          for (std::int64_t q = 0; q < size[static_cast<std::size_t>(b)]; ++q)
+            ASSERT_EQ(got[q], value[static_cast<std::size_t>(b)]) << "block " << b;
+        }
+      // A value area of its own, no larger than a quarter beyond what it keeps.
+      EXPECT_EQ(kept->data_size(), kept_values);
+      EXPECT_LE(static_cast<std::int64_t>(kept->data().capacity()), kept_values + kept_values / 4);
+    }
+}
+
+// The threads share the rows; the panel they make is the one thread's, index and values alike.
+TEST(WithoutSmallBlocks, AnyNumberOfThreadsMakesTheSamePanel) {
+  const BlockSizes s = BlockSizes::cyclic(50, {1, 4, 6});
+  const BlockLayout l{s, s};
+  std::vector<int> rows(50);
+  for (int r = 0; r < 50; ++r) rows[static_cast<std::size_t>(r)] = r;
+  Panel p(rows);
+  for (int r = 0; r < 50; ++r)
+    for (int c = 0; c < 50; ++c) {
+      if ((r * 13 + c * 7) % 5 == 0) continue;  // rows of unequal lengths
+      const int n = s.size(r) * s.size(c);
+      double* x = p.append_block(r, c, n);
+      const double scale = std::pow(10.0, -((r * 7 + c * 3) % 6));  // norms over six orders of magnitude
+      for (int q = 0; q < n; ++q) x[q] = scale * (1.0 + 0.01 * q);
+    }
+  std::int64_t dropped_one = -1;
+  const std::optional<Panel> one = without_small_blocks(p.view(), l, 1e-2, dropped_one, 1);
+  ASSERT_TRUE(one.has_value());
+  ASSERT_GT(dropped_one, 0);
+  ASSERT_LT(dropped_one, p.nblocks());
+  for (const int threads : {2, 3, 8, 64}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    std::int64_t dropped = -1;
+    const std::optional<Panel> got = without_small_blocks(p.view(), l, 1e-2, dropped, threads);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(dropped, dropped_one);
+    const PanelView a = one->view(), b = got->view();
+    ASSERT_EQ(a.nrows, b.nrows);
+    ASSERT_EQ(a.nblocks, b.nblocks);
+    EXPECT_TRUE(std::equal(a.row_ids, a.row_ids + a.nrows, b.row_ids));
+    EXPECT_TRUE(std::equal(a.row_ptr, a.row_ptr + a.nrows + 1, b.row_ptr));
+    EXPECT_TRUE(std::equal(a.cols, a.cols + a.nblocks, b.cols));
+    EXPECT_TRUE(std::equal(a.offsets, a.offsets + a.nblocks, b.offsets));
+    EXPECT_EQ(one->data(), got->data());
+  }
+  // Nothing below the threshold: no panel, whatever the threads.
+  for (const int threads : {1, 2}) {
+    std::int64_t dropped = -1;
+    EXPECT_FALSE(without_small_blocks(p.view(), l, 1e-9, dropped, threads).has_value());
+    EXPECT_EQ(dropped, 0);
   }
 }

@@ -327,15 +327,15 @@ TEST(LocalProduct, ExpectedValuesKeepCInPlaceAcrossTicksAndTheSlackIsGivenBack) 
   }
 }
 
-// Without room reserved (a fresh C, no expected_values), one thread's tick does not grow C stack
-// by stack: each growth beyond the capacity would move and copy C again. The symbolic pass sizes
-// it once, so every stack of the tick sees the same area.
-TEST(LocalProduct, WithoutReservedRoomATickGrowsCOnceNotStackByStack) {
+namespace {
+// One thread's product of two full 40 x 40 panels (blocks of 1 and 2: 40^3 products in about 16
+// stacks, each placing new C blocks, 2.5 of C's 40 rows) into an empty C with `expected_values`
+// of room, checked against the dense product; the C area each stack was given.
+std::vector<const double*> areas_of_a_full_product(int seed, std::int64_t expected_values) {
   const BlockSizes s = BlockSizes::cyclic(40, {1, 2});
   BlockLayout l{s, s};
-  // 40^3 products, new C blocks in every stack of kStackCapacity entries.
-  Panel a = make_panel(l, 51, [](int, int) { return true; });
-  Panel b = make_panel(l, 52, [](int, int) { return true; });
+  Panel a = make_panel(l, seed, [](int, int) { return true; });
+  Panel b = make_panel(l, seed + 1, [](int, int) { return true; });
   std::vector<int> rows(40);
   for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
   const Panel empty(rows);
@@ -343,37 +343,30 @@ TEST(LocalProduct, WithoutReservedRoomATickGrowsCOnceNotStackByStack) {
   std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
   test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
   AreaRecordingKernel k;
-  LocalProduct lp(empty.view(), l, k, 1, {});
+  LocalProduct lp(empty.view(), l, k, 1, {}, {}, 1.0, expected_values);
   lp.multiply(a.view(), l, b.view(), l);
   const Panel c = lp.finish();
   EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
-  ASSERT_GE(k.areas.size(), 10u);
-  for (const double* area : k.areas) EXPECT_EQ(area, k.areas.front());
+  EXPECT_GE(k.areas.size(), 10u);
+  return k.areas;
+}
+}  // namespace
+
+// Without room reserved (a fresh C, no expected_values), one thread's tick does not grow C stack
+// by stack: each growth beyond the capacity would move and copy C again. The symbolic pass sizes
+// it once, so every stack of the tick sees the same area.
+TEST(LocalProduct, WithoutReservedRoomATickGrowsCOnceNotStackByStack) {
+  const std::vector<const double*> areas = areas_of_a_full_product(51, 0);
+  for (const double* area : areas) EXPECT_EQ(area, areas.front());
 }
 
 // With room reserved, but far too little (a C that fills in well beyond what it held), the one
 // pass does not move C each time a stack outgrows a half larger area: at the first stack beyond
 // the room it reserves the tick's new values so far scaled to all its products, so C moves once
-// (by the growth factor alone, about eight times here: each move a copy of C).
+// (by the growth factor alone, seven times here: each move a copy of C).
 TEST(LocalProduct, OnePassBeyondItsRoomReservesForTheWholeTickAtOnce) {
-  const BlockSizes s = BlockSizes::cyclic(40, {1, 2});
-  BlockLayout l{s, s};
-  // 40^3 products in about 16 stacks, each placing new C blocks (2.5 of C's 40 rows).
-  Panel a = make_panel(l, 53, [](int, int) { return true; });
-  Panel b = make_panel(l, 54, [](int, int) { return true; });
-  std::vector<int> rows(40);
-  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
-  const Panel empty(rows);
-  const std::int64_t n = s.total();
-  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
-  AreaRecordingKernel k;
-  LocalProduct lp(empty.view(), l, k, 1, {}, {}, 1.0, n * n / 40);  // room for a fortieth of C: one pass
-  lp.multiply(a.view(), l, b.view(), l);
-  const Panel c = lp.finish();
-  EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
-  ASSERT_GE(k.areas.size(), 10u);
-  std::vector<const double*> areas = k.areas;
+  const std::int64_t values = 60 * 60;  // C's: 40 block rows and columns of 1 and 2, 60 x 60
+  std::vector<const double*> areas = areas_of_a_full_product(53, values / 40);  // room for a fortieth: one pass
   areas.erase(std::unique(areas.begin(), areas.end()), areas.end());
   EXPECT_LE(areas.size(), 2u);  // the extrapolation may fall short once
 }

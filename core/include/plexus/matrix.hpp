@@ -63,7 +63,8 @@ class DistMatrix {
   /// Frobenius norm of every local block, in local block order.
   std::vector<double> block_norms() const;
   /// Drops local blocks whose Frobenius norm is below eps. Returns the number dropped locally.
-  std::int64_t filter(double eps);
+  /// `threads` share the work (a multiply's filter: the kernel's threads).
+  std::int64_t filter(double eps, int threads = 1);
   /// A copy of this matrix on another distribution over the same grid communicator. Collective.
   DistMatrix redistribute(std::shared_ptr<const Distribution> target) const;
   /// The same, counting the exchange in `traffic` (role Other).

@@ -151,9 +151,10 @@ std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout);
 
 /// The blocks of a view whose Frobenius norm is at least eps (those block_norms gives), in the
 /// view's order over a value area of their own, with `dropped` set to how many are not; nothing
-/// (std::nullopt, no copy made) where every block is kept.
+/// (std::nullopt, no copy made) where every block is kept. `threads` share the rows (the same
+/// result for any number).
 std::optional<Panel> without_small_blocks(const PanelView& v, const BlockLayout& layout, double eps,
-                                          std::int64_t& dropped);
+                                          std::int64_t& dropped, int threads = 1);
 
 /// The packed index (PanelView::from_packed) of the blocks of two panels as one panel over one
 /// value area of `data_size` values: the rows of both, each row's blocks by column, x's offsets

@@ -145,7 +145,7 @@ void cannon_square_cube(const SquareCubeJob& job, SquareCube& out) {
   const bool filter = job.filter_eps > 0;
   if (filter) {
     wait_sum(tr, r2);
-    filtered_d2.fill(filtered(r2.sum.view(), layout, job.filter_eps), plan);
+    filtered_d2.fill(filtered(r2.sum.view(), layout, job.filter_eps, job.kernel.threads()), plan);
   }
   const Wire& d2_out = filter ? filtered_d2 : r2.sum;
   std::deque<Outgoing> sent;

@@ -73,9 +73,9 @@ Panel transposed(const PanelView& v, const BlockLayout& layout, const std::vecto
   return out;
 }
 
-Panel filtered(const PanelView& v, const BlockLayout& layout, double eps) {
+Panel filtered(const PanelView& v, const BlockLayout& layout, double eps, int threads) {
   std::int64_t dropped = 0;
-  std::optional<Panel> kept = without_small_blocks(v, layout, eps, dropped);
+  std::optional<Panel> kept = without_small_blocks(v, layout, eps, dropped, threads);
   return kept ? std::move(*kept) : Panel::copy_of(v);
 }
 

@@ -29,8 +29,9 @@ Panel moved(const PanelView& v, const BlockLayout& layout, MPI_Comm comm, const 
 /// (D_kj -> D_kj^T, which is D_jk for a symmetric D), over `rows` (the old columns).
 Panel transposed(const PanelView& v, const BlockLayout& layout, const std::vector<int>& rows);
 
-/// The blocks of a view whose Frobenius norm is at least eps (DistMatrix::filter's rule).
-Panel filtered(const PanelView& v, const BlockLayout& layout, double eps);
+/// The blocks of a view whose Frobenius norm is at least eps (DistMatrix::filter's rule), on
+/// `threads` threads (the kernel's).
+Panel filtered(const PanelView& v, const BlockLayout& layout, double eps, int threads);
 
 /// What one rank of the plane holds of an operand: its panel (in place or moved there).
 struct PlaneOperand {

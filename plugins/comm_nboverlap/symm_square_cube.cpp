@@ -134,7 +134,7 @@ void mesh_square_cube(const SquareCubeJob& job, SquareCube& out) {
   out.t_square = mpi::now() - t_start;
   // (4) D3 partial = A_ij D2_jk, reduced onto P_{i,k,k}; D2 and D3 return to the plane.
   // D2 as B is filtered first, as a filtered D2 = D D would be before D3 = D D2.
-  const Panel b2f = job.filter_eps > 0 ? filtered(b2->view(), D.layout(), job.filter_eps) : Panel();
+  const Panel b2f = job.filter_eps > 0 ? filtered(b2->view(), D.layout(), job.filter_eps, kernel.threads()) : Panel();
   const Panel part3 = local_product(kernel, wa.view(), D.layout(), job.filter_eps > 0 ? b2f.view() : b2->view(),
                                     D.layout(), D.layout(), rows_i, thresholds, out.s3);
   Reduction r3;
@@ -222,8 +222,8 @@ bool Mesh3D::square_and_cube(Kernel& kernel, const DistMatrix& D, DistMatrix& D2
   D2.set_local(std::move(n2));
   D3.set_local(std::move(n3));
   if (options.filter_eps > 0) {
-    D2.filter(options.filter_eps);
-    D3.filter(options.filter_eps);
+    D2.filter(options.filter_eps, kernel.threads());
+    D3.filter(options.filter_eps, kernel.threads());
   }
   // Two reports: D^2 (to the end of its broadcast as B) and D^3 (the rest).
   const double t_end = mpi::now() - t_start;

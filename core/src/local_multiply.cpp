@@ -582,13 +582,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       }
     }
   };
-  // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
-  // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
-  // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no
-  // thread records any (before, each thread copied its entries up to its share of the room and
-  // then dropped them, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of
-  // 6), and when they fit, each thread's share is reserved at its size (no copies as it grows,
-  // none to shrink it).
   // Thread w's products before the filter: A's blocks times the lengths of their B rows.
   auto products_of = [&](const ThreadWork& w) {
     const auto [ar0, ar1] = a_rows_of(w);
@@ -599,6 +592,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
     return n;
   };
+  // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
+  // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
+  // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no
+  // thread records any (before, each thread copied its entries up to its share of the room and
+  // then dropped them, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of
+  // 6), and when they fit, each thread's share is reserved at its size (no copies as it grows,
+  // none to shrink it).
   std::vector<std::int64_t> record_entries(static_cast<std::size_t>(nthreads), 0);
   const std::int64_t record_room = record_ ? plans_->max_bytes() - record_bytes_ : 0;
   bool recording = record_ != nullptr;

@@ -1,10 +1,12 @@
 #pragma once
-// What the LocalProduct and ProductPlans tests share: panels made from a rule, their dense form,
-// and a reference kernel that logs what its sessions are asked to do.
+// What the LocalProduct, ProductPlans and panel tests share: panels made from a rule, their dense
+// form, a comparison of two panels, and a reference kernel that logs what its sessions are asked to do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -126,6 +128,19 @@ inline std::int64_t expect_first_marks(const LoggingKernel::Log& log) {
       marked += x.first != 0 ? 1 : 0;
     }
   return marked;
+}
+
+/// The same index and the same values, to the last bit.
+inline void expect_same_panel(const Panel& x, const Panel& y) {
+  const PanelView a = x.view(), b = y.view();
+  ASSERT_EQ(a.nrows, b.nrows);
+  ASSERT_EQ(a.nblocks, b.nblocks);
+  ASSERT_EQ(a.data_size, b.data_size);
+  EXPECT_TRUE(std::equal(a.row_ids, a.row_ids + a.nrows, b.row_ids));
+  EXPECT_TRUE(std::equal(a.row_ptr, a.row_ptr + a.nrows + 1, b.row_ptr));
+  EXPECT_TRUE(std::equal(a.cols, a.cols + a.nblocks, b.cols));
+  EXPECT_TRUE(std::equal(a.offsets, a.offsets + a.nblocks, b.offsets));
+  EXPECT_EQ(0, std::memcmp(a.data, b.data, static_cast<std::size_t>(a.data_size) * sizeof(double)));
 }
 
 /// The kernel `Inner` (a host kernel), saying it keeps C on a device: LocalProduct treats it as a

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "local_product_testing.hpp"
 #include "plexus/error.hpp"
 #include "plexus/layout.hpp"
 #include "plexus/local_multiply.hpp"
@@ -335,14 +336,7 @@ TEST(WithoutSmallBlocks, AnyNumberOfThreadsMakesTheSamePanel) {
     const std::optional<Panel> got = without_small_blocks(p.view(), l, 1e-2, dropped, threads);
     ASSERT_TRUE(got.has_value());
     EXPECT_EQ(dropped, dropped_one);
-    const PanelView a = one->view(), b = got->view();
-    ASSERT_EQ(a.nrows, b.nrows);
-    ASSERT_EQ(a.nblocks, b.nblocks);
-    EXPECT_TRUE(std::equal(a.row_ids, a.row_ids + a.nrows, b.row_ids));
-    EXPECT_TRUE(std::equal(a.row_ptr, a.row_ptr + a.nrows + 1, b.row_ptr));
-    EXPECT_TRUE(std::equal(a.cols, a.cols + a.nblocks, b.cols));
-    EXPECT_TRUE(std::equal(a.offsets, a.offsets + a.nblocks, b.offsets));
-    EXPECT_EQ(one->data(), got->data());
+    test::expect_same_panel(*one, *got);
   }
   // Nothing below the threshold: no panel, whatever the threads.
   for (const int threads : {1, 2}) {

@@ -23,6 +23,7 @@ using namespace plexus;
 
 namespace {
 
+using test::expect_same_panel;
 using test::LoggingKernel;
 using test::make_panel;
 
@@ -40,19 +41,6 @@ void expect_same_stacks(const LoggingKernel::Log& x, const LoggingKernel::Log& y
           << "slot " << slot << ", entry " << e;
     }
   }
-}
-
-// The same index and the same values, to the last bit.
-void expect_same_panel(const Panel& x, const Panel& y) {
-  const PanelView a = x.view(), b = y.view();
-  ASSERT_EQ(a.nrows, b.nrows);
-  ASSERT_EQ(a.nblocks, b.nblocks);
-  ASSERT_EQ(a.data_size, b.data_size);
-  EXPECT_TRUE(std::equal(a.row_ids, a.row_ids + a.nrows, b.row_ids));
-  EXPECT_TRUE(std::equal(a.row_ptr, a.row_ptr + a.nrows + 1, b.row_ptr));
-  EXPECT_TRUE(std::equal(a.cols, a.cols + a.nblocks, b.cols));
-  EXPECT_TRUE(std::equal(a.offsets, a.offsets + a.nblocks, b.offsets));
-  EXPECT_EQ(0, std::memcmp(a.data, b.data, static_cast<std::size_t>(a.data_size) * sizeof(double)));
 }
 
 // Three ticks over a C of 12 x 12 blocks of sizes 2 and 3, each bringing four k indices, and a

@@ -12,6 +12,7 @@
 
 #include "column_tiles.hpp"
 #include "host_session.hpp"
+#include "local_product_passes.hpp"
 #include "local_product_work.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -304,7 +305,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     for (std::size_t i = 0; i < b_order.size(); ++i) b_sorted[i] = b_norms[static_cast<std::size_t>(b_order[i])];
   }
 
-  using RowList = RowLists::value_type;
   // C's size before this tick: blocks placed from here on are new this tick, and their first
   // product is marked (StackEntry::first).
   const std::int64_t tick_start = c_values_;
@@ -404,41 +404,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   // The passes below run in OpenMP regions: each thread measures its own share with omp_get_wtime
   // (the report takes the slowest thread's), and the main thread times each whole pass as a phase
   // (timers.hpp: no phase timer inside a parallel region).
-  // Pass 1 (symbolic): each thread lists the C blocks this tick creates, with offsets relative
-  // to its own new region.
-  struct Place {
-    ThreadWork& w;
-    const PanelView& b;
-    const BlockSizes& cols;
-    void skip(std::int64_t) {}
-    // The products of A block ab with B's blocks bb .. end - 1 (with an order: B's blocks order[bb]
-    // .. order[end - 1]): each C block not yet in the row is placed. A loop without calls, as in
-    // Stack's (the blocks it places are entered in the row's list after each batch).
-    void row_products(std::int64_t, std::int64_t bb, std::int64_t end, const std::int64_t* order, int m, int, int r,
-                      RowList& list) {
-      const std::int64_t* const b_cols = b.cols;
-      const int* const n_of = cols.sizes().data();
-      std::int64_t* const c_off = w.c_off.data();
-      int* const placed = w.placed.data();
-      while (bb < end) {
-        const std::int64_t stop = std::min(end, bb + static_cast<std::int64_t>(kStackCapacity));
-        std::int64_t next = w.fresh_values;
-        int nplaced = 0;
-        for (; bb < stop; ++bb) {
-          const std::int64_t j = b_cols[order != nullptr ? order[bb] : bb];
-          if (c_off[j] >= 0) continue;
-          c_off[j] = next;  // >= 0 marks the block as placed for the rest of the row
-          placed[nplaced++] = static_cast<int>(j);
-          next += std::int64_t{m} * n_of[j];
-        }
-        for (int q = 0; q < nplaced; ++q) {
-          w.fresh.emplace_back(r, list.size());
-          list.emplace_back(placed[q], c_off[placed[q]]);
-        }
-        w.fresh_values = next;
-      }
-    }
-  };
+  // Pass 1 (symbolic, PlacePass in local_product_passes.hpp), unless one pass places the blocks
+  // as it stacks them.
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
   std::int64_t grow_before = 0;  // for the plan: C's growth before the stacks
   if (!one_pass) {
@@ -448,7 +415,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       const double t0 = omp_get_wtime();
       w.fresh.clear();
       w.fresh_values = 0;
-      Place place{w, b, layout_.cols};
+      PlacePass place{w, b, layout_.cols};
       for_each_product(w, std::numeric_limits<std::int64_t>::max(), place);
       seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
     });
@@ -468,120 +435,7 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     }
   }
 
-  // Pass 2 (numeric): each thread builds stacks of products and hands each full stack to the
-  // backend in its own slot.
-  struct Stack {
-    ThreadWork& w;
-    const PanelView& a;
-    const PanelView& b;
-    KernelSession& session;
-    int slot;
-    StackEntry* entries;                // w.stack's storage, kStackCapacity entries
-    const std::function<void()>* poll;  // the caller's progress, on the team's first thread only
-    std::int64_t* c_end;                // one pass: where C's next new block goes (else null)
-    std::int64_t* c_grown;              // one pass: the size of C's area the session holds
-    HostSession* host;                  // one pass: the session, to reserve room ahead (null: none)
-    std::int64_t c_start;               // one pass: C's size before the tick
-    std::int64_t visits;                // one pass: the products the tick visits (filtered or not)
-    plan::ThreadTick* record;           // the plan's copy of the stacks (null: none recorded)
-    std::int64_t record_room;           // the bytes of entries the thread records this tick (counted before it)
-    const BlockSizes& cols;             // C's block columns
-    std::size_t size = 0;
-    std::int64_t products = 0, skipped = 0, mnk = 0;  // counted here, added to the stats once
-    double kernel_time = 0;
-    void flush() {
-      if (size == 0) return;
-      std::int64_t grow_to = 0;
-      if (c_end != nullptr && *c_end > *c_grown) {  // the stack's new blocks
-        if (host != nullptr && *c_end > host->capacity()) reserve_ahead();
-        session.grow(*c_end);
-        *c_grown = grow_to = *c_end;
-      }
-      // The tick's products were counted before it (record_room: this thread's entries); more
-      // would be a miscount, and the plan is then dropped rather than kept wrong or too large.
-      if (record != nullptr &&
-          static_cast<std::int64_t>((record->entries.size() + size) * sizeof(StackEntry)) > record_room) {
-        *record = {};
-        record = nullptr;
-        w.record_dropped = true;
-      }
-      if (record != nullptr) {
-        record->stacks.push_back({static_cast<std::int64_t>(record->entries.size()), static_cast<std::int64_t>(size),
-                                  grow_to});
-        record->entries.insert(record->entries.end(), entries, entries + size);
-      }
-      const double k0 = omp_get_wtime();
-      session.process(entries, static_cast<std::int64_t>(size), slot);
-      kernel_time += omp_get_wtime() - k0;
-      size = 0;
-      if (poll != nullptr) (*poll)();
-    }
-    // C outgrows its room in the one pass: the backend would move it to a half larger area, and
-    // again each time the tick outgrows that (a C that fills in from 0.19 to 1 million values in
-    // one multiply of a filtered sign solve moved five times, copying twice its final size). The
-    // room is set once instead, to the tick's new values so far scaled to all the products it
-    // visits, and a tenth more: about one copy of C as it is now.
-    void reserve_ahead() {
-      const std::int64_t done = products + skipped;
-      if (done <= 0 || visits <= done) return;
-      const double scale = 1.1 * static_cast<double>(visits) / static_cast<double>(done);
-      host->reserve(c_start + static_cast<std::int64_t>(scale * static_cast<double>(*c_end - c_start)));
-    }
-    void skip(std::int64_t n) { skipped += n; }
-    // The products of A block ab with B's blocks bb .. end - 1 (with an order: B's blocks order[bb]
-    // .. order[end - 1]) into the stack, a batch at a time (as many as the stack has room for); a
-    // full stack goes to the backend. The batch's loop calls nothing: the one pass's new blocks are
-    // noted in w.placed and entered in the row's list after it, and the counts live in locals, so
-    // that the compiler keeps them in registers (the entries' 64-bit stores may alias the struct's
-    // counters, and a call would clobber them).
-    void row_products(std::int64_t ab, std::int64_t bb, std::int64_t end, const std::int64_t* order, int m, int k,
-                      int r, RowList& list) {
-      const std::int64_t a_off = a.offsets[ab];
-      const std::int64_t* const b_cols = b.cols;
-      const std::int64_t* const b_offsets = b.offsets;
-      const int* const n_of = cols.sizes().data();
-      std::int64_t* const c_off = w.c_off.data();
-      StackEntry* const out = entries;
-      int* const placed = w.placed.data();
-      const bool one_pass = c_end != nullptr;
-      while (bb < end) {
-        const std::int64_t stop = std::min(end, bb + static_cast<std::int64_t>(kStackCapacity - size));
-        std::size_t at = size;
-        std::int64_t ns = 0;  // the n of every product, summed
-        std::int64_t next = one_pass ? *c_end : 0;  // where the one pass places the next new block
-        int nplaced = 0;
-        products += stop - bb;
-        for (; bb < stop; ++bb) {
-          const std::int64_t q = order != nullptr ? order[bb] : bb;
-          const std::int64_t j = b_cols[q];
-          const int n = n_of[j];
-          std::int64_t c = c_off[j];
-          int first = 0;
-          if (c < -1) {  // the first product into a block the symbolic pass placed this tick
-            c = c_off[j] = -2 - c;
-            first = 1;
-          } else if (one_pass && c < 0) {  // one pass: a new block, placed at the end
-            c = c_off[j] = next;
-            first = 1;
-            placed[nplaced++] = static_cast<int>(j);
-            next += std::int64_t{m} * n;
-          }
-          out[at++] = StackEntry{.m = m, .n = n, .k = k, .first = first, .a = a_off, .b = b_offsets[q], .c = c};
-          ns += n;
-        }
-        mnk += std::int64_t{m} * k * ns;
-        size = at;
-        if (nplaced > 0) {
-          // The one pass notes its new blocks in w.fresh only for the plan's record.
-          if (record != nullptr)
-            for (int q = 0; q < nplaced; ++q) w.fresh.emplace_back(r, list.size() + static_cast<std::size_t>(q));
-          for (int q = 0; q < nplaced; ++q) list.emplace_back(placed[q], c_off[placed[q]]);
-          *c_end = next;
-        }
-        if (size == kStackCapacity) flush();
-      }
-    }
-  };
+  // Pass 2 (numeric, StackPass in local_product_passes.hpp).
   // Thread w's products before the filter: A's blocks times the lengths of their B rows.
   auto products_of = [&](const ThreadWork& w) {
     const auto [ar0, ar1] = a_rows_of(w);
@@ -633,21 +487,21 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       w.record.entries.reserve(static_cast<std::size_t>(record_entries[static_cast<std::size_t>(t)]));
       record = &w.record;
     }
-    Stack stack{w,
-                a,
-                b,
-                *session_,
-                t,
-                w.stack.data(),
-                caller ? &progress_ : nullptr,
-                one_pass ? &c_end : nullptr,
-                one_pass ? &c_grown : nullptr,
-                one_pass ? host_session_ : nullptr,
-                c_values_,
-                one_pass ? products_of(w) : 0,
-                record,
-                recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
-                layout_.cols};
+    StackPass stack{w,
+                    a,
+                    b,
+                    *session_,
+                    t,
+                    w.stack.data(),
+                    caller ? &progress_ : nullptr,
+                    one_pass ? &c_end : nullptr,
+                    one_pass ? &c_grown : nullptr,
+                    one_pass ? host_session_ : nullptr,
+                    c_values_,
+                    one_pass ? products_of(w) : 0,
+                    record,
+                    recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
+                    layout_.cols};
     for_each_product(w, tick_start, stack);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)

@@ -142,6 +142,9 @@ class LocalProduct {
 
  private:
   struct ThreadWork;
+  // The visitors of a tick's symbolic and numeric passes (local_product_passes.hpp).
+  struct PlacePass;
+  struct StackPass;
   bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
   // Dense ticks (local_product_dense.cpp): the tick as dense products, where the backend takes it
   // and the panels are dense (false: not, and nothing done).

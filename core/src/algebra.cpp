@@ -91,7 +91,7 @@ void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatri
 
 void scale(Context& ctx, DistMatrix& X, double alpha) {
   Recorder rec(ctx, "scale");
-  X.scale(alpha);
+  X.scale(alpha, ctx.kernel().threads());
   rec.done();
 }
 
@@ -150,7 +150,7 @@ double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y) {
 }
 
 double norm(Context& ctx, const DistMatrix& X) {
-  return reduced(ctx, "norm", X, [&] { return X.frobenius_norm(); });
+  return reduced(ctx, "norm", X, [&] { return X.frobenius_norm(ctx.kernel().threads()); });
 }
 
 // ---- collectives through the context ----------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
 #include "product_plan.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -263,8 +264,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     a_norms.resize(static_cast<std::size_t>(a.nblocks));
     b_norms.resize(static_cast<std::size_t>(b.nblocks));
     if (!session_->norms(a_layout, b_layout, a_norms.data(), b_norms.data())) {
-      a_norms = block_norms(a, a_layout);
-      b_norms = block_norms(b, b_layout);
+      a_norms = block_norms(a, a_layout, static_cast<int>(work_.size()));
+      b_norms = block_norms(b, b_layout, static_cast<int>(work_.size()));
     }
   }
   // A dense tick computes every product: with filtering, only where the filter would drop none
@@ -296,13 +297,20 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       const double x = b_norms[static_cast<std::size_t>(q)];
       return std::isnan(x) ? -1.0 : x;
     };
-    for (int r = 0; r < b.nrows; ++r) {
-      std::int64_t* const first = b_order.data() + b.row_ptr[r];
-      std::int64_t* const last = b_order.data() + b.row_ptr[r + 1];
-      std::iota(first, last, b.row_ptr[r]);
-      std::sort(first, last, [&](std::int64_t p, std::int64_t q) { return key(p) > key(q); });
-    }
-    for (std::size_t i = 0; i < b_order.size(); ++i) b_sorted[i] = b_norms[static_cast<std::size_t>(b_order[i])];
+    // The kernel's threads share B's rows (as they share the norms).
+    const int threads = std::clamp(static_cast<int>(work_.size()), 1, std::max(1, b.nrows));
+    const std::vector<int> first_row = rows_by_blocks(b, threads);
+    for_each_thread(threads, [&](int t) {
+      for (int r = first_row[static_cast<std::size_t>(t)]; r < first_row[t + 1ULL]; ++r) {
+        std::int64_t* const first = b_order.data() + b.row_ptr[r];
+        std::int64_t* const last = b_order.data() + b.row_ptr[r + 1];
+        std::iota(first, last, b.row_ptr[r]);
+        std::sort(first, last, [&](std::int64_t p, std::int64_t q) { return key(p) > key(q); });
+        for (std::int64_t i = b.row_ptr[r]; i < b.row_ptr[r + 1]; ++i)
+          b_sorted[static_cast<std::size_t>(i)] =
+              b_norms[static_cast<std::size_t>(b_order[static_cast<std::size_t>(i)])];
+      }
+    });
   }
 
   // C's size before this tick: blocks placed from here on are new this tick, and their first

@@ -10,6 +10,8 @@
 #include "plexus/exchange.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/multiply_support.hpp"
+#include "sum_of_squares.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -122,8 +124,11 @@ double DistMatrix::occupancy() const {
   return total > 0 ? double(global_nblocks()) / total : 0.0;
 }
 
-void DistMatrix::scale(double alpha) {
-  for (auto& x : local_.data()) x *= alpha;
+void DistMatrix::scale(double alpha, int threads) {
+  double* const x = local_.data().data();
+  for_each_share(threads, static_cast<std::int64_t>(local_.data().size()), [&](int, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t q = lo; q < hi; ++q) x[q] *= alpha;
+  });
 }
 
 void DistMatrix::add(double alpha, double beta, const DistMatrix& other) {
@@ -204,9 +209,15 @@ double DistMatrix::dot(const DistMatrix& other) const {
   return allreduce_sum(s, grid().comm());
 }
 
-double DistMatrix::frobenius_norm() const {
+double DistMatrix::frobenius_norm(int threads) const {
+  const double* const x = local_.data().data();
+  std::vector<double> partial(static_cast<std::size_t>(std::max(1, threads)), 0.0);
+  for_each_share(threads, static_cast<std::int64_t>(local_.data().size()),
+                 [&](int t, std::int64_t lo, std::int64_t hi) {
+                   partial[static_cast<std::size_t>(t)] = sum_of_squares(x + lo, hi - lo);
+                 });
   double s = 0;
-  for (double x : local_.data()) s += x * x;
+  for (double p : partial) s += p;
   return std::sqrt(allreduce_sum(s, grid().comm()));
 }
 

@@ -17,6 +17,7 @@
 #include "plexus/multiply_support.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -264,11 +265,13 @@ void validate(const MultiplyAlgorithm& algorithm, Trans ta, Trans tb, double alp
 
 // alpha * op(A) in one pass over A's values (a copy and then a scaling pass read and wrote them
 // twice), beside A's own index: the copy changes no block, so it holds A's index object (which a
-// panel never writes while another holds it) instead of copying it.
-Panel scaled_copy(const PanelView& v, double alpha) {
+// panel never writes while another holds it) instead of copying it. On the kernel's threads.
+Panel scaled_copy(const PanelView& v, double alpha, int threads) {
   MatrixData values(static_cast<std::size_t>(v.data_size));  // default-initialised: written below
   double* const to = values.data();
-  for (std::int64_t q = 0; q < v.data_size; ++q) to[q] = alpha * v.data[q];
+  for_each_share(threads, v.data_size, [&](int, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t q = lo; q < hi; ++q) to[q] = alpha * v.data[q];
+  });
   std::shared_ptr<const PanelIndex> index = v.held_index();
   return Panel::adopt(index ? std::move(index) : PanelIndex::copy_of(v), std::move(values));
 }
@@ -316,10 +319,10 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   if (tb == Trans::T) b_copy.emplace(transpose(B, b_target, moved, mpi::Role::B));
   if (alpha != 1.0) {
     if (a_copy) {
-      a_copy->scale(alpha);
+      a_copy->scale(alpha, kernel.threads());
     } else {
       a_copy.emplace(A.name(), A.distribution_ptr(), A.layout());
-      a_copy->set_local(scaled_copy(A.local().view(), alpha));
+      a_copy->set_local(scaled_copy(A.local().view(), alpha, kernel.threads()));
     }
   }
   const DistMatrix& a = a_copy ? *a_copy : A;

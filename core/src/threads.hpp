@@ -3,7 +3,13 @@
 // default: core's passes over a panel's rows.
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
+#include <vector>
+
+#include "plexus/local_multiply.hpp"
+#include "plexus/panel.hpp"
 
 namespace plexus {
 
@@ -32,5 +38,23 @@ void for_each_thread(int n, F&& f) {
 // Whether the calling code runs on the thread that called for_each_thread(n, ...): one slot runs
 // there without a region; more run in a region whose thread 0 is the caller's.
 inline bool on_calling_thread(int n) { return n == 1 || omp_get_thread_num() == 0; }
+
+// Runs f(t, lo, hi) over 0 .. n - 1 cut into contiguous shares of about equal size, one per slot
+// t < threads, where each gets at least kMinShare items (below that a region costs more than it
+// saves: slots beyond get nothing and are not run). The shares depend only on n and threads.
+template <class F>
+void for_each_share(int threads, std::int64_t n, F&& f) {
+  constexpr std::int64_t kMinShare = std::int64_t{1} << 14;
+  const auto slots = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n / kMinShare)));
+  for_each_thread(slots, [&](int t) { f(t, n * t / slots, n * (t + 1) / slots); });
+}
+
+// The first row of each of `threads` slots over a panel's rows, each slot's rows holding about as
+// many blocks (threads + 1 entries: slot t has rows first[t] .. first[t + 1] - 1).
+inline std::vector<int> rows_by_blocks(const PanelView& v, int threads) {
+  std::vector<std::int64_t> weight(static_cast<std::size_t>(v.nrows));
+  for (int r = 0; r < v.nrows; ++r) weight[static_cast<std::size_t>(r)] = v.row_ptr[r + 1] - v.row_ptr[r];
+  return balance_rows(weight, threads);
+}
 
 }  // namespace plexus

@@ -277,6 +277,11 @@ TEST(WithoutSmallBlocks, KeepsTheBlocksAtLeastEpsWithTheirValuesAndCopiesNothing
       Panel::adopt(IndexArray(row_ids.begin(), row_ids.end()), IndexArray(row_ptr.begin(), row_ptr.end()),
                    IndexArray(cols.begin(), cols.end()), IndexArray(offsets.begin(), offsets.end()), std::move(data));
   const std::vector<double> norms = block_norms(p.view(), l);
+  for (int b = 0; b < n; ++b)
+    EXPECT_DOUBLE_EQ(norms[static_cast<std::size_t>(b)],
+                     std::abs(value[static_cast<std::size_t>(b)]) *
+                         std::sqrt(static_cast<double>(size[static_cast<std::size_t>(b)])));
+  for (const int threads : {2, 3}) EXPECT_EQ(block_norms(p.view(), l, threads), norms) << threads << " threads";
   for (const double eps : {0.1, 1.5, 0.0001, 100.0})
     for (const int threads : {1, 2, 3}) {
       SCOPED_TRACE("eps " + std::to_string(eps) + ", " + std::to_string(threads) + " threads");

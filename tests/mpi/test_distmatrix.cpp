@@ -160,6 +160,26 @@ TEST(DistMatrix, AlgebraMatchesDense) {
   EXPECT_LE(test::relative_error(c.to_dense(), ref), 1e-15);
 }
 
+// The kernel's threads share scale and the norm (algebra.cpp): shares of at least 16 K values
+// each, so the matrix is large enough for three (about 150 K values over the ranks).
+TEST(DistMatrix, ScaleAndNormOnSeveralThreadsMatchDense) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(72);
+  const auto sa = spec(11, 0.9);
+  const auto A = dense_from_definition(l, sa);
+  double na = 0;
+  for (double x : A) na += x * x;
+  for (const int threads : {1, 2, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    DistMatrix a = generate_random("A", Distribution::block_cyclic(grid, 72, 72), l, sa);
+    EXPECT_NEAR(a.frobenius_norm(threads), std::sqrt(na), 1e-13 * std::sqrt(na));
+    a.scale(-0.75, threads);
+    std::vector<double> ref(A);
+    for (auto& x : ref) x *= -0.75;
+    EXPECT_EQ(a.to_dense(), ref);  // each value scaled once, exactly as here
+  }
+}
+
 TEST(DistMatrix, FilterDropsSmallBlocksOnly) {
   auto grid = Grid::create(MPI_COMM_WORLD);
   const auto l = mixed(9);

@@ -31,11 +31,12 @@ bool square_and_cube(Context& ctx, const DistMatrix& D, DistMatrix& D2, DistMatr
 /// Y = alpha * Y + beta * X over the union of their block patterns. X must have Y's layout; when
 /// its distribution differs it is redistributed onto Y's first (counted).
 void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatrix& X);
-/// X = alpha * X.
+/// X = alpha * X, on the kernel's threads (Kernel::threads).
 void scale(Context& ctx, DistMatrix& X, double alpha);
 /// X = X + alpha * I (square layouts; missing diagonal blocks are created).
 void add_on_diag(Context& ctx, DistMatrix& X, double alpha);
 /// Drops the blocks whose Frobenius norm is below eps; returns the number dropped on all ranks.
+/// On the kernel's threads.
 std::int64_t filter(Context& ctx, DistMatrix& X, double eps);
 /// A copy with the same layout, distribution and blocks (named `name`, or X's name).
 DistMatrix copy(Context& ctx, const DistMatrix& X, const std::string& name = "");
@@ -49,7 +50,7 @@ DistMatrix redistribute(Context& ctx, const DistMatrix& X, std::shared_ptr<const
 double trace(Context& ctx, const DistMatrix& X);
 /// sum_ij X_ij Y_ij (Y redistributed onto X's distribution when it differs, counted).
 double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y);
-/// The Frobenius norm.
+/// The Frobenius norm, its local sum on the kernel's threads (Kernel::threads).
 double norm(Context& ctx, const DistMatrix& X);
 
 // ---- collectives through the context ----------------------------------------------------------

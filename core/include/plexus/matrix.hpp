@@ -51,7 +51,8 @@ class DistMatrix {
   double occupancy() const;
 
   // ---- algebra (collective where a reduction is needed) ------------------------------------
-  void scale(double alpha);
+  /// `threads` share the work (the kernel's threads, where the caller has a context).
+  void scale(double alpha, int threads = 1);
   /// this = alpha * this + beta * other (union of the block patterns). other must have the same
   /// layout; if its distribution differs it is redistributed first.
   void add(double alpha, double beta, const DistMatrix& other);
@@ -59,7 +60,9 @@ class DistMatrix {
   void add_identity(double alpha);
   double trace() const;
   double dot(const DistMatrix& other) const;  ///< sum of elementwise products
-  double frobenius_norm() const;
+  /// Collective. `threads` share the local sum (it then adds their partial sums, so its last
+  /// digits may depend on how many).
+  double frobenius_norm(int threads = 1) const;
   /// Frobenius norm of every local block, in local block order.
   std::vector<double> block_norms() const;
   /// Drops local blocks whose Frobenius norm is below eps. Returns the number dropped locally.

@@ -147,7 +147,9 @@ struct PackedPanel {
 };
 
 /// Frobenius norm of every block of a view, in block order (block sizes from the layout).
-std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout);
+/// `threads` share the rows (a multiply's filter: the kernel's threads); the norms do not depend
+/// on how many.
+std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout, int threads = 1);
 
 /// The blocks of a view whose Frobenius norm is at least eps (those block_norms gives), in the
 /// view's order over a value area of their own, with `dropped` set to how many are not; nothing

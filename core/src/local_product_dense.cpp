@@ -70,8 +70,8 @@ std::int64_t prefix_positions(std::int64_t count, SizeOf size_of, std::vector<st
 
 }  // namespace
 
-bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
-                                const std::vector<double>& b_norms, const int* a_c_row,
+bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const double* a_norms, const double* b_norms,
+                                const int* a_c_row,
                                 const std::vector<double>& row_eps, int k_count) {
   constexpr double kNoRow = std::numeric_limits<double>::infinity();
   std::vector<double> b_min(static_cast<std::size_t>(k_count), kNoRow);
@@ -79,14 +79,14 @@ bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const st
     if (b.row_ptr[r] == b.row_ptr[r + 1]) continue;
     double m = kNoRow;
     for (std::int64_t blk = b.row_ptr[r]; blk < b.row_ptr[r + 1]; ++blk)
-      m = std::min(m, b_norms[static_cast<std::size_t>(blk)]);
+      m = std::min(m, b_norms[blk]);
     b_min[static_cast<std::size_t>(b.row_ids[r])] = m;
   }
   for (int r = 0; r < a.nrows; ++r) {
     const double eps = row_eps[static_cast<std::size_t>(a_c_row[r])];
     for (std::int64_t blk = a.row_ptr[r]; blk < a.row_ptr[r + 1]; ++blk) {
       const double bm = b_min[static_cast<std::size_t>(a.cols[blk])];
-      if (bm != kNoRow && !(a_norms[static_cast<std::size_t>(blk)] * bm >= eps)) return false;
+      if (bm != kNoRow && !(a_norms[blk] * bm >= eps)) return false;
     }
   }
   return true;

@@ -65,8 +65,7 @@ inline std::pair<int, int> a_rows_in(const int* a_c_row, int nrows, int c_begin,
 // column k) times each block of B's row k, of norm b, is kept where a * b >= row r's eps, so all
 // are where a times the smallest norm of B's row k reaches it (a filtered tick may then go dense:
 // local_product_dense.cpp). `k_count`: the block rows of B.
-bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const std::vector<double>& a_norms,
-                                const std::vector<double>& b_norms, const int* a_c_row,
-                                const std::vector<double>& row_eps, int k_count);
+bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const double* a_norms, const double* b_norms,
+                                const int* a_c_row, const std::vector<double>& row_eps, int k_count);
 
 }  // namespace plexus

@@ -271,24 +271,28 @@ void PackedPanel::pack(const Panel& p) {
   std::copy(p.data().begin(), p.data().end(), data.begin());
 }
 
-std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout, int threads) {
-  std::vector<double> norms(static_cast<std::size_t>(v.nblocks));
+void block_norms(const PanelView& v, const BlockLayout& layout, double* norms, int threads) {
   auto rows = [&](int r0, int r1) {
     for (int r = r0; r < r1; ++r) {
       const int m = layout.rows.size(static_cast<int>(v.row_ids[r]));
       for (std::int64_t b = v.row_ptr[r]; b < v.row_ptr[r + 1]; ++b) {
         const std::int64_t n = std::int64_t{m} * layout.cols.size(static_cast<int>(v.cols[b]));
-        norms[static_cast<std::size_t>(b)] = std::sqrt(sum_of_squares(v.data + v.offsets[b], n));
+        norms[b] = std::sqrt(sum_of_squares(v.data + v.offsets[b], n));
       }
     }
   };
   threads = std::clamp(threads, 1, std::max(1, v.nrows));
   if (threads == 1) {
     rows(0, v.nrows);
-    return norms;
+    return;
   }
   const std::vector<int> first_row = rows_by_blocks(v, threads);
   for_each_thread(threads, [&](int t) { rows(first_row[static_cast<std::size_t>(t)], first_row[t + 1ULL]); });
+}
+
+std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout, int threads) {
+  std::vector<double> norms(static_cast<std::size_t>(v.nblocks));
+  block_norms(v, layout, norms.data(), threads);
   return norms;
 }
 

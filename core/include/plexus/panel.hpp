@@ -150,6 +150,8 @@ struct PackedPanel {
 /// `threads` share the rows (a multiply's filter: the kernel's threads); the norms do not depend
 /// on how many.
 std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout, int threads = 1);
+/// The same into `norms` (v.nblocks of them).
+void block_norms(const PanelView& v, const BlockLayout& layout, double* norms, int threads = 1);
 
 /// The blocks of a view whose Frobenius norm is at least eps (those block_norms gives), in the
 /// view's order over a value area of their own, with `dropped` set to how many are not; nothing

@@ -7,8 +7,18 @@ set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 # LAPACK: OpenBLAS carries it (dsygvd for the tests' dense references, dsyevd for spectral bounds).
 find_package(LAPACK REQUIRED)
-# gzip-compressed Matrix Market files are read through zlib.
+# gzip-compressed input files are read through zlib, and those up to 64 MiB decompressed whole by
+# libdeflate (Debian: libdeflate-dev), 2.5 times as fast.
 find_package(ZLIB REQUIRED)
+find_path(LIBDEFLATE_INCLUDE_DIR libdeflate.h)
+find_library(LIBDEFLATE_LIBRARY NAMES deflate)
+if(NOT LIBDEFLATE_INCLUDE_DIR OR NOT LIBDEFLATE_LIBRARY)
+  message(FATAL_ERROR "libdeflate was not found (Debian: libdeflate-dev; scripts/install-deps.sh installs it)")
+endif()
+add_library(plexus::libdeflate INTERFACE IMPORTED)
+set_target_properties(plexus::libdeflate PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES "${LIBDEFLATE_LIBRARY}")
 # JSON outputs (plexus run --json) and LogP parameter files (plexus/logp.hpp, so a public dependency
 # of plexus::core) through nlohmann/json (Debian: nlohmann-json3-dev).
 find_package(nlohmann_json 3.10 REQUIRED)

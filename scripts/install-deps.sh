@@ -26,7 +26,7 @@ PACKAGES=(
   libboost-dev libboost-filesystem-dev
   libspdlog-dev libgtest-dev
   libopenblas-dev liblapack-dev libxsmm-dev
-  zlib1g-dev nlohmann-json3-dev
+  zlib1g-dev libdeflate-dev nlohmann-json3-dev
   libfftw3-dev libfftw3-mpi-dev libhdf5-openmpi-dev
   clang libclang-rt-14-dev libomp-dev lld  # the sanitizer and fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP, its linker)
   iproute2 python3  # the emulated network (bench/shaped_network.sh: ip, tc) and its volume test

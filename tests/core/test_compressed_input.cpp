@@ -2,13 +2,16 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "input_files.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/matrix_market.hpp"
+#include "text_reader.hpp"
 
 using namespace plexus;
 using plexus::test::write_gz;
@@ -147,4 +150,75 @@ TEST(CompressedMatrixMarket, WaterHamiltonianAsDecompressed) {
       ASSERT_EQ(da[static_cast<std::size_t>(i + j * 736)], da[static_cast<std::size_t>(j + i * 736)]);
   }
   std::remove(plain.c_str());
+}
+
+// Beyond zlib's first buffer (64 KiB of text) the rest of a gzip file is decompressed whole
+// (libdeflate; TextReader): the same lines as the plain file and as zlib alone (whole_limit 0), two
+// members joined mid-line included, and again after rewind().
+TEST(CompressedText, BeyondTheFirstBufferTheSameLinesAsZlibAlone) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i) + std::string(static_cast<std::size_t>(i % 13), 'x') + "\n";
+  text += "last line, no newline";
+  ASSERT_GT(text.size(), std::size_t{3} << 16);
+  const std::string plain = write_plain("lines.txt", text);
+  const std::string cut = text.substr(0, 100001), rest = text.substr(100001);  // mid-line
+  const std::string joined =
+      plexus::test::read_bytes(write_gz("lines1.gz", cut)) + plexus::test::read_bytes(write_gz("lines2.gz", rest));
+  std::remove(plexus::test::temp_path("lines1.gz").c_str());
+  std::remove(plexus::test::temp_path("lines2.gz").c_str());
+  const std::string gz = write_gz("lines.gz", text), two = write_plain("lines_two.gz", joined);
+  auto lines_of = [](detail::TextReader& in) {
+    std::vector<std::string> out;
+    for (std::string line; in.getline(line);) out.push_back(line);
+    return out;
+  };
+  detail::TextReader p(plain, "text file");
+  const std::vector<std::string> expect = lines_of(p);
+  ASSERT_EQ(expect.size(), 20001u);
+  EXPECT_EQ(expect.back(), "last line, no newline");
+  for (const std::string& path : {gz, two}) {
+    for (const std::size_t limit : {detail::TextReader::kWholeGzipBytes, std::size_t{0}}) {
+      SCOPED_TRACE(path + ", whole up to " + std::to_string(limit) + " bytes");
+      detail::TextReader in(path, "text file", limit);
+      EXPECT_EQ(lines_of(in), expect);
+      EXPECT_TRUE(in.compressed());
+      EXPECT_EQ(in.whole(), limit > 0);
+      in.rewind();
+      EXPECT_EQ(lines_of(in), expect);
+    }
+  }
+  for (const std::string& path : {plain, gz, two}) std::remove(path.c_str());
+}
+
+// Damage beyond the first buffer: libdeflate refuses the file, zlib goes on and names the line.
+TEST(CompressedText, DamageBeyondTheFirstBufferNamesTheLine) {
+  std::string text;
+  for (int i = 0; i < 30000; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string good = plexus::test::read_bytes(write_gz("long.gz", text));
+  std::remove(plexus::test::temp_path("long.gz").c_str());
+  std::string bad_crc = good;
+  bad_crc[bad_crc.size() - 8] = static_cast<char>(bad_crc[bad_crc.size() - 8] ^ 0x5a);
+  const struct {
+    std::string name, bytes, message;
+  } cases[] = {
+      {"long_crc.gz", bad_crc, "line 30001: the gzip data is corrupt (zlib: incorrect data check)"},
+      {"long_cut.gz", good.substr(0, good.size() * 3 / 4), ": the gzip data is truncated"},  // inside a line
+      {"long_junk.gz", good + "junk", "line 30001: the file goes on after the end of its gzip data"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write_plain(c.name, c.bytes);
+    detail::TextReader in(path, "text file");
+    std::string line, message = "no error";
+    std::int64_t lines = 0;
+    try {
+      while (in.getline(line)) ++lines;
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(path + ", line "), std::string::npos) << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_FALSE(in.whole()) << c.name;
+    EXPECT_GT(lines, 1000) << c.name;  // the lines before the damage were given
+    std::remove(path.c_str());
+  }
 }

@@ -197,6 +197,19 @@ bool cpu_has(SmallIsa isa) {
 #endif
 }
 
+#if PLEXUS_SMALL_BLOCKS
+namespace {
+[[gnu::target("avx")]] void zero_upper() { _mm256_zeroupper(); }
+}  // namespace
+#endif
+
+void clear_upper_vector_state() {
+#if PLEXUS_SMALL_BLOCKS
+  static const bool avx = __builtin_cpu_supports("avx") != 0;
+  if (avx) zero_upper();
+#endif
+}
+
 std::optional<SmallIsa> widest_small_isa() {
   if (cpu_has(SmallIsa::Avx512)) return SmallIsa::Avx512;
   if (cpu_has(SmallIsa::Avx2)) return SmallIsa::Avx2;

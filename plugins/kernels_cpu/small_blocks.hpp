@@ -39,6 +39,11 @@ bool small_kernels_built();
 bool cpu_has(SmallIsa isa);
 /// The widest set this CPU runs, or none.
 std::optional<SmallIsa> widest_small_isa();
+/// vzeroupper, where the CPU has AVX (else nothing): after code that may return with the upper
+/// halves of the vector registers in use, as libxsmm 1.17's generated kernels do. Until then every
+/// SSE instruction of the code that follows (core's, built for baseline x86-64) is slowed:
+/// docs/performance.md, "After libxsmm's kernels".
+void clear_upper_vector_state();
 /// "AVX-512F" or "AVX2 and FMA", for messages.
 const char* isa_name(SmallIsa isa);
 

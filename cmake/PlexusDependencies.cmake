@@ -1,4 +1,19 @@
 # Finds what plexus builds against and wraps what needs wrapping in imported targets.
+
+# A required library without a CMake package: its header and its file, found as <PREFIX>_INCLUDE_DIR
+# and <PREFIX>_LIBRARY (cache entries a user may set), wrapped in the imported target plexus::<name>.
+function(plexus_required_library name prefix header library what debian)
+  find_path(${prefix}_INCLUDE_DIR ${header})
+  find_library(${prefix}_LIBRARY NAMES ${library})
+  if(NOT ${prefix}_INCLUDE_DIR OR NOT ${prefix}_LIBRARY)
+    message(FATAL_ERROR "${what} was not found (Debian: ${debian}; scripts/install-deps.sh installs it)")
+  endif()
+  add_library(plexus::${name} INTERFACE IMPORTED)
+  set_target_properties(plexus::${name} PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${${prefix}_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${${prefix}_LIBRARY}")
+endfunction()
+
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
@@ -10,29 +25,13 @@ find_package(LAPACK REQUIRED)
 # gzip-compressed input files are read through zlib, and those up to 64 MiB decompressed whole by
 # libdeflate (Debian: libdeflate-dev), 2.5 times as fast.
 find_package(ZLIB REQUIRED)
-find_path(LIBDEFLATE_INCLUDE_DIR libdeflate.h)
-find_library(LIBDEFLATE_LIBRARY NAMES deflate)
-if(NOT LIBDEFLATE_INCLUDE_DIR OR NOT LIBDEFLATE_LIBRARY)
-  message(FATAL_ERROR "libdeflate was not found (Debian: libdeflate-dev; scripts/install-deps.sh installs it)")
-endif()
-add_library(plexus::libdeflate INTERFACE IMPORTED)
-set_target_properties(plexus::libdeflate PROPERTIES
-  INTERFACE_INCLUDE_DIRECTORIES "${LIBDEFLATE_INCLUDE_DIR}"
-  INTERFACE_LINK_LIBRARIES "${LIBDEFLATE_LIBRARY}")
+plexus_required_library(libdeflate LIBDEFLATE libdeflate.h deflate libdeflate libdeflate-dev)
 # JSON outputs (plexus run --json) and LogP parameter files (plexus/logp.hpp, so a public dependency
 # of plexus::core) through nlohmann/json (Debian: nlohmann-json3-dev).
 find_package(nlohmann_json 3.10 REQUIRED)
 
 # FFTW3 (double precision) for the cg_bands solver's local 1D and 2D transforms (Debian: libfftw3-dev).
-find_path(FFTW3_INCLUDE_DIR fftw3.h)
-find_library(FFTW3_LIBRARY NAMES fftw3)
-if(NOT FFTW3_INCLUDE_DIR OR NOT FFTW3_LIBRARY)
-  message(FATAL_ERROR "FFTW3 was not found (Debian: libfftw3-dev; scripts/install-deps.sh installs it)")
-endif()
-add_library(plexus::fftw3 INTERFACE IMPORTED)
-set_target_properties(plexus::fftw3 PROPERTIES
-  INTERFACE_INCLUDE_DIRECTORIES "${FFTW3_INCLUDE_DIR}"
-  INTERFACE_LINK_LIBRARIES "${FFTW3_LIBRARY}")
+plexus_required_library(fftw3 FFTW3 fftw3.h fftw3 FFTW3 libfftw3-dev)
 # FFTW3's MPI transforms (Debian: libfftw3-mpi-dev), optional: only plexus-fft-bench compares
 # against them; without it that benchmark is not built.
 find_path(FFTW3_MPI_INCLUDE_DIR fftw3-mpi.h)

@@ -208,6 +208,22 @@ bool TextReader::getline(std::string& line) {
   }
 }
 
+bool TextReader::getline(std::string_view& line) {
+  if (begin_ < end_) {
+    const char* const start = buffer_.data() + begin_;
+    if (const void* newline = std::memchr(start, '\n', end_ - begin_)) {
+      const char* const stop = static_cast<const char*>(newline);
+      line = std::string_view(start, static_cast<std::size_t>(stop - start));
+      begin_ = static_cast<std::size_t>(stop - buffer_.data()) + 1;
+      ++lines_;
+      return true;
+    }
+  }
+  if (!getline(spill_)) return false;
+  line = spill_;
+  return true;
+}
+
 void TextReader::rewind() {
   std::rewind(file_);
   begin_ = 0;

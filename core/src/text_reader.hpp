@@ -37,6 +37,9 @@ class TextReader {
   /// throws InputError "<what> <path>, line <n>: ..." once the lines before the damage are read:
   /// n is the line the data broke off in.
   bool getline(std::string& line);
+  /// The same as a view, valid until the next call: into the buffer where the line lies in it
+  /// whole (no copy), else into a copy the reader keeps.
+  bool getline(std::string_view& line);
   /// Back to the first line.
   void rewind();
   /// Whether the file is gzip-compressed.
@@ -64,6 +67,7 @@ class TextReader {
   std::int64_t lines_ = 0;  // lines given so far
   bool at_end_ = false;
   std::string pending_;  // an error met after text that is still to be given
+  std::string spill_;    // getline(std::string_view&)'s line when it spans two buffers
 };
 
 /// White space as std::isspace has it in the "C" locale, which plexus never changes: ' ', '\t',

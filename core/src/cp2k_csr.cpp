@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "local_blocks.hpp"
@@ -75,9 +76,17 @@ double parse_value(const std::string& tok, const std::string& path, std::int64_t
 template <class F>
 void scan(detail::TextReader& in, const std::string& path, F&& entry) {
   std::string text, fields[4];
+  std::string_view view;
   std::int64_t line = 0;
-  while (in.getline(text)) {
+  while (in.getline(view)) {
     ++line;
+    // The common line in one pass; any other goes field by field, with the messages.
+    std::int64_t row = 0, col = 0;
+    if (double v = 0; detail::parse_row_col_value(view, row, col, v) && row >= 1 && col >= 1) {
+      entry(row - 1, col - 1, v, line);
+      continue;
+    }
+    text.assign(view);
     const int count = split(text, fields);
     if (count == 0) continue;
     if (count != 3) fail(path, line, "expected 'row col value', found " + quoted_excerpt(text));

@@ -300,10 +300,8 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       return std::isnan(x) ? -1.0 : x;
     };
     // The kernel's threads share B's rows (as they share the norms).
-    const int threads = std::clamp(static_cast<int>(work_.size()), 1, std::max(1, b.nrows));
-    const std::vector<int> first_row = rows_by_blocks(b, threads);
-    for_each_thread(threads, [&](int t) {
-      for (int r = first_row[static_cast<std::size_t>(t)]; r < first_row[t + 1ULL]; ++r) {
+    for_each_row_share(b, static_cast<int>(work_.size()), [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r) {
         std::int64_t* const first = b_order.data() + b.row_ptr[r];
         std::int64_t* const last = b_order.data() + b.row_ptr[r + 1];
         std::iota(first, last, b.row_ptr[r]);

@@ -281,13 +281,7 @@ void block_norms(const PanelView& v, const BlockLayout& layout, double* norms, i
       }
     }
   };
-  threads = std::clamp(threads, 1, std::max(1, v.nrows));
-  if (threads == 1) {
-    rows(0, v.nrows);
-    return;
-  }
-  const std::vector<int> first_row = rows_by_blocks(v, threads);
-  for_each_thread(threads, [&](int t) { rows(first_row[static_cast<std::size_t>(t)], first_row[t + 1ULL]); });
+  for_each_row_share(v, threads, rows);
 }
 
 std::vector<double> block_norms(const PanelView& v, const BlockLayout& layout, int threads) {

@@ -57,4 +57,17 @@ inline std::vector<int> rows_by_blocks(const PanelView& v, int threads) {
   return balance_rows(weight, threads);
 }
 
+// Runs f(r0, r1) over a panel's rows cut into up to `threads` slots of rows holding about as many
+// blocks (rows_by_blocks); on one thread f(0, nrows), without weighing the rows.
+template <class F>
+void for_each_row_share(const PanelView& v, int threads, F&& f) {
+  threads = std::clamp(threads, 1, std::max(1, v.nrows));
+  if (threads == 1) {
+    f(0, v.nrows);
+    return;
+  }
+  const std::vector<int> first = rows_by_blocks(v, threads);
+  for_each_thread(threads, [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
+}
+
 }  // namespace plexus

@@ -67,7 +67,8 @@ void for_each_row_share(const PanelView& v, int threads, F&& f) {
     return;
   }
   const std::vector<int> first = rows_by_blocks(v, threads);
-  for_each_thread(threads, [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
+  for_each_thread(threads,
+                  [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
 }
 
 }  // namespace plexus

@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "local_blocks.hpp"
 #include "plexus/distribution.hpp"
@@ -128,31 +130,57 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm) {
 
 DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
                          const BlockLayout& layout, const Cp2kCsrHeader& header, std::size_t chunk_entries) {
-  if (header.dimension != layout.rows.total() || header.dimension != layout.cols.total())
-    throw InputError(path, std::string(kWhat) + " " + path + " is " + std::to_string(header.dimension) + "x" +
-                               std::to_string(header.dimension) + " but the block sizes cover " +
-                               std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+  std::vector<DistMatrix> m = read_cp2k_csr_files({path}, {name}, std::move(dist), layout, {header}, chunk_entries);
+  return std::move(m.front());
+}
+
+std::vector<DistMatrix> read_cp2k_csr_files(const std::vector<std::string>& paths,
+                                            const std::vector<std::string>& names,
+                                            std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
+                                            const std::vector<Cp2kCsrHeader>& headers, std::size_t chunk_entries) {
+  if (names.size() != paths.size() || headers.size() != paths.size())
+    throw Error("read_cp2k_csr_files", "one name and one header per file: " + std::to_string(paths.size()) +
+                                           " files, " + std::to_string(names.size()) + " names, " +
+                                           std::to_string(headers.size()) + " headers");
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    const Cp2kCsrHeader& header = headers[f];
+    if (header.dimension != layout.rows.total() || header.dimension != layout.cols.total())
+      throw InputError(paths[f], std::string(kWhat) + " " + paths[f] + " is " + std::to_string(header.dimension) + "x" +
+                                     std::to_string(header.dimension) + " but the block sizes cover " +
+                                     std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+  }
   const MPI_Comm comm = dist->grid().comm();
-  DistMatrix m(name, dist, layout);
-  detail::LocalBlocks blocks(m);
-  // Rank 0 reads the file; the others receive their entries.
-  detail::RootScatter scatter(m, blocks, chunk_entries);
-  scatter.run([&] {
-    detail::TextReader in(path, kWhat);
-    scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
-      if (r >= header.dimension || c >= header.dimension)
-        fail(path, line,
-             "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is outside the dimension " +
-                 std::to_string(header.dimension) + " (the file changed while it was read?)");
-      scatter.put({r, c, v, line});
-      if (header.mirrored && r != c) scatter.put({c, r, v, line});
-    });
-  });
-  const std::int64_t duplicate = blocks.first_duplicate_line(comm);
-  if (duplicate > 0) {
-    // Rank 0 finds the entry of that line and the first line giving it; every rank throws that.
+  std::vector<DistMatrix> m;
+  m.reserve(paths.size());  // the files below point to them
+  std::vector<std::unique_ptr<detail::LocalBlocks>> blocks;
+  std::vector<detail::ScatteredFile> files;
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    m.emplace_back(names[f], dist, layout);
+    blocks.push_back(std::make_unique<detail::LocalBlocks>(m.back()));
+    // The file's root reads it; the others receive their entries.
+    files.push_back(
+        {&m.back(), blocks.back().get(), [&path = paths[f], &header = headers[f]](detail::RootScatter& scatter) {
+           detail::TextReader in(path, kWhat);
+           scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
+             if (r >= header.dimension || c >= header.dimension)
+               fail(path, line,
+                    "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is outside the dimension " +
+                        std::to_string(header.dimension) + " (the file changed while it was read?)");
+             scatter.put({r, c, v, line});
+             if (header.mirrored && r != c) scatter.put({c, r, v, line});
+           });
+         }});
+  }
+  detail::read_files(files, chunk_entries);
+
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    const std::int64_t duplicate = blocks[f]->first_duplicate_line(comm);
+    if (duplicate == 0) continue;
+    // The file's root finds the entry of that line and the first line giving it; every rank throws that.
+    const std::string& path = paths[f];
+    const int root = detail::reading_rank(f, mpi::size(comm));
     detail::Outcome outcome;
-    if (mpi::rank(comm) == 0)
+    if (mpi::rank(comm) == root)
       outcome = detail::attempt([&] {
         std::pair<std::int64_t, std::int64_t> entry{-1, -1};
         std::int64_t first = 0;
@@ -169,9 +197,9 @@ DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::
                  ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate) +
                  "; plexus does not add repeated entries up");
       });
-    detail::share(outcome, comm);
+    detail::share(outcome, comm, root);
   }
-  blocks.move_into(m);
+  for (std::size_t f = 0; f < paths.size(); ++f) blocks[f]->move_into(m[f]);
   return m;
 }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "local_blocks.hpp"
@@ -304,41 +305,64 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path, MPI_Comm c
 DistMatrix read_matrix_market(const std::string& path, const std::string& name,
                               std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
                               std::size_t chunk_entries) {
-  const MPI_Comm comm = dist->grid().comm();
-  DistMatrix m(name, dist, layout);
-  detail::LocalBlocks blocks(m);
-  // Rank 0 opens the file, checks its dimensions and reads it; the others receive their entries.
-  detail::RootScatter scatter(m, blocks, chunk_entries);
-  scatter.run([&] {
-    EntryReader reader(path);
-    const MatrixMarketHeader& h = reader.header();
-    if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
-      throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
-                                 std::to_string(h.cols) + " but the block sizes cover " +
-                                 std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
-    Entry e{};
-    while (reader.next(e)) scatter.put(e);
-  });
+  std::vector<DistMatrix> m = read_matrix_market_files({path}, {name}, std::move(dist), layout, chunk_entries);
+  return std::move(m.front());
+}
 
-  // The rank holding an entry sees it given twice; rank 0 finds the line that gave it first.
-  const std::int64_t first_duplicate = blocks.first_duplicate_line(comm);
-  if (first_duplicate > 0) {
-    // Rank 0's step always fails: every rank throws its message.
-    detail::Outcome outcome;
-    if (mpi::rank(comm) == 0)
-      outcome = detail::attempt([&] {
-        std::int64_t first = 0;
-        const auto [r, c] = first_and_entry(path, first_duplicate, first);
-        const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
-        fail(path, first_duplicate,
-             "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
-                 std::to_string(first) + " and " + std::to_string(first_duplicate) +
-                 "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
-                 (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
-      });
-    detail::share(outcome, comm);
+std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>& paths,
+                                                 const std::vector<std::string>& names,
+                                                 std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
+                                                 std::size_t chunk_entries) {
+  if (names.size() != paths.size())
+    throw Error("read_matrix_market_files", "one name per file: " + std::to_string(paths.size()) + " files, " +
+                                                std::to_string(names.size()) + " names");
+  const MPI_Comm comm = dist->grid().comm();
+  std::vector<DistMatrix> m;
+  m.reserve(paths.size());  // the files below point to them
+  std::vector<std::unique_ptr<detail::LocalBlocks>> blocks;
+  std::vector<detail::ScatteredFile> files;
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    m.emplace_back(names[f], dist, layout);
+    blocks.push_back(std::make_unique<detail::LocalBlocks>(m.back()));
+    const std::string& path = paths[f];
+    // The file's root opens it, checks its dimensions and reads it; the others receive their entries.
+    files.push_back({&m.back(), blocks.back().get(), [&path, &layout](detail::RootScatter& scatter) {
+                       EntryReader reader(path);
+                       const MatrixMarketHeader& h = reader.header();
+                       if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
+                         throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
+                                                    std::to_string(h.cols) + " but the block sizes cover " +
+                                                    std::to_string(layout.rows.total()) + "x" +
+                                                    std::to_string(layout.cols.total()));
+                       Entry e{};
+                       while (reader.next(e)) scatter.put(e);
+                     }});
   }
-  blocks.move_into(m);
+  detail::read_files(files, chunk_entries);
+
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    // The rank holding an entry sees it given twice; the file's root finds the line that gave it first.
+    const std::int64_t first_duplicate = blocks[f]->first_duplicate_line(comm);
+    if (first_duplicate > 0) {
+      const std::string& path = paths[f];
+      const int root = detail::reading_rank(f, mpi::size(comm));
+      // The root's step always fails: every rank throws its message.
+      detail::Outcome outcome;
+      if (mpi::rank(comm) == root)
+        outcome = detail::attempt([&] {
+          std::int64_t first = 0;
+          const auto [r, c] = first_and_entry(path, first_duplicate, first);
+          const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
+          fail(path, first_duplicate,
+               "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
+                   std::to_string(first) + " and " + std::to_string(first_duplicate) +
+                   "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
+                   (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+        });
+      detail::share(outcome, comm, root);
+    }
+  }
+  for (std::size_t f = 0; f < paths.size(); ++f) blocks[f]->move_into(m[f]);
   return m;
 }
 

@@ -663,15 +663,24 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
       ctx.multiply_algorithm(),
       Distribution::by_name(problem.get<std::string>("Distribution"), grid, sizes.count(), sizes.count(),
                             static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
-  auto read = [&](const std::string& file, const char* name, const Source& src) {
-    return allocating(std::string(cp2k ? "reading CP2K CSR file '" : "reading Matrix Market file '") + file + "'", [&] {
-      return std::make_shared<DistMatrix>(cp2k ? read_cp2k_csr(file, name, dist, layout, src.csr)
-                                               : read_matrix_market(file, name, dist, layout));
-    });
-  };
+  // H and S at once: on several ranks each is read by a rank of its own (file f by rank f mod P).
+  std::vector<std::string> files{file_h}, names{"H"};
+  std::vector<Cp2kCsrHeader> headers{hh.csr};
+  if (!file_s.empty()) {
+    files.push_back(file_s);
+    names.emplace_back("S");
+    headers.push_back(hs.csr);
+  }
+  std::vector<DistMatrix> read =
+      allocating(std::string(cp2k ? "reading CP2K CSR file '" : "reading Matrix Market file '") + file_h + "'" +
+                     (file_s.empty() ? std::string() : " and '" + file_s + "'"),
+                 [&] {
+                   return cp2k ? read_cp2k_csr_files(files, names, dist, layout, headers)
+                               : read_matrix_market_files(files, names, dist, layout);
+                 });
   HamiltonianMatrices out;
-  out.h = read(file_h, "H", hh);
-  if (!file_s.empty()) out.s = read(file_s, "S", hs);
+  out.h = std::make_shared<DistMatrix>(std::move(read[0]));
+  if (!file_s.empty()) out.s = std::make_shared<DistMatrix>(std::move(read[1]));
   return out;
 }
 

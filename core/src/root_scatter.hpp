@@ -1,11 +1,15 @@
 #pragma once
-// A file read by rank 0 alone, its entries sent to the ranks owning their blocks, chunk by chunk;
-// rank 0's errors thrown on every rank alike. Private to core: the Matrix Market and CP2K CSR
-// readers share it.
+// Files read by one rank each (its root, in a thread of its own), their entries sent to the ranks
+// owning their blocks, chunk by chunk; a root's errors thrown on every rank alike. Private to core:
+// the Matrix Market and CP2K CSR readers share it.
 #include <mpi.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -16,7 +20,7 @@
 
 namespace plexus::detail {
 
-/// What rank 0 met in a step only it runs: nothing (kind 0), an InputError (1), another plexus
+/// What a root met in a step only it runs: nothing (kind 0), an InputError (1), another plexus
 /// Error (2), std::bad_alloc (3) or another exception (4).
 struct Outcome {
   std::int64_t kind = 0;
@@ -41,11 +45,11 @@ Outcome attempt(F&& step) {
   return {};
 }
 
-/// Rank 0's outcome, and rank 0's `flag`, on every rank: each throws the error rank 0 met (the
+/// The outcome of `root`, and its `flag`, on every rank: each throws the error the root met (the
 /// same type and message), so that all leave together. The throw comes after the broadcast: no
 /// rank is left waiting in a collective, none unwinds through one. Collective over `comm`.
-void share(const Outcome& outcome, std::int64_t& flag, MPI_Comm comm);
-void share(const Outcome& outcome, MPI_Comm comm);
+void share(const Outcome& outcome, std::int64_t& flag, MPI_Comm comm, int root = 0);
+void share(const Outcome& outcome, MPI_Comm comm, int root = 0);
 
 /// One element of a matrix (0-based) and the line of the file that gave it.
 struct Entry {
@@ -55,54 +59,80 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == 32, "entries are sent as bytes, 32 each");
 
-/// Rank 0 of the matrix's grid reads; every rank keeps the elements of its own blocks in `blocks`.
-/// Rank 0 gathers up to `chunk_entries` elements of other ranks (storing its own at once), then
-/// tells every rank that it goes on and sends each its part (MPI_Scatterv); at the end of the file
-/// or at an error it tells them so. Beyond its own blocks rank 0 holds one chunk.
+class RootScatter;
+
+/// One file of read_files(): its matrix, the blocks this rank keeps of it, and what reads it on its
+/// root (giving every element to RootScatter::put).
+struct ScatteredFile {
+  const DistMatrix* matrix;
+  LocalBlocks* blocks;
+  std::function<void(RootScatter&)> read;
+};
+
+/// The rank of the matrix's grid that reads file `f` of read_files() (of `ranks`): f mod ranks.
+inline int reading_rank(std::size_t f, int ranks) { return static_cast<int>(f % static_cast<std::size_t>(ranks)); }
+
+/// Reads the files at once, each into its own blocks: file f by rank reading_rank(f) of the grid
+/// (all files share the matrices' grid), in a thread of its own, while the rank's main thread
+/// sends what the readers gathered. Each reader gathers up to `chunk_entries` elements of other
+/// ranks (storing its own rank's at once) and hands them over; the files take turns, one chunk
+/// each: the root tells every rank whether it goes on and sends each its part (MPI_Scatterv). At the
+/// end of a file or at an error the root tells them so, and an error is thrown on every rank (the
+/// first file's in the turn, where several fail). Beyond its own blocks a root holds two chunks of
+/// each file it reads. The readers make no MPI call. Collective over the grid's communicator.
+void read_files(std::vector<ScatteredFile>& files, std::size_t chunk_entries);
+
+/// A file read by one rank (its root): the elements it gives go to the ranks owning their blocks,
+/// chunk by chunk (read_files).
 class RootScatter {
  public:
-  RootScatter(const DistMatrix& m, LocalBlocks& blocks, std::size_t chunk_entries);
-
-  /// Collective. Rank 0 runs `read`, which gives every element to put(); the other ranks receive
-  /// theirs until rank 0 is done. What `read` throws on rank 0 is thrown on every rank.
-  template <class F>
-  void run(F&& read) {
-    if (root_) {
-      const Outcome outcome = attempt(read);
-      finish(outcome);
-    } else {
-      receive_all();
-    }
-  }
-
-  /// Rank 0, inside `read`: an element of the matrix. Collective when a chunk is full.
+  /// Root's reader, in its thread: an element of the matrix.
   void put(const Entry& e) {
+    // A reader whose elements all stay on its rank hands nothing over until the end: it looks
+    // every 64 K elements whether the main thread has left.
+    if ((++given_ & 0xFFFF) == 0 && stopped_.load(std::memory_order_relaxed)) stop_reading();
     const int i = blocks_.row_block(e.row), j = blocks_.col_block(e.col);
     const int owner = m_.distribution().owner(i, j);
-    if (owner == 0) {
+    if (owner == root_) {
       blocks_.store(i, j, e.row, e.col, e.value, e.line);
       return;
     }
     outgoing_[static_cast<std::size_t>(owner)].push_back(e);
-    if (++pending_ == chunk_) send(0);
+    if (++pending_ == chunk_) hand_over(false, Outcome{});
   }
 
  private:
-  void send(std::int64_t last);  // rank 0: tells every rank it goes on (last 0) or ends (1), and scatters
-  void finish(const Outcome& outcome);
-  void receive_all();
+  friend void read_files(std::vector<ScatteredFile>& files, std::size_t chunk_entries);
+  RootScatter(const DistMatrix& m, LocalBlocks& blocks, std::size_t chunk_entries, int root);
+  // Root's reader: waits until the main thread has sent the chunk before, then hands over what it
+  // gathered (last: and that the file ends, with `outcome`). Throws Stopped when the main thread
+  // leaves.
+  void hand_over(bool last, Outcome outcome);
+  // Root's main thread: waits for the reader's next chunk; its outcome and whether it is the last.
+  Outcome take(std::int64_t& last);
+  void sent();                              // root's main thread: the chunk is sent, the reader may hand over the next
+  void stop();                              // root's main thread, leaving: the reader throws Stopped at its next look
+  [[noreturn]] static void stop_reading();  // throws Stopped
   void scatter();
+  bool root() const { return rank_ == root_; }
 
   const DistMatrix& m_;
   LocalBlocks& blocks_;
   MPI_Comm comm_;
-  int ranks_;
-  bool root_;
+  int ranks_, rank_, root_;
   std::size_t chunk_;
   std::size_t pending_ = 0;
-  std::vector<std::vector<Entry>> outgoing_;  // rank 0: by owner
-  std::vector<Entry> buffer_;                 // rank 0: the chunk in rank order; others: theirs
+  std::uint64_t given_ = 0;                   // root's reader: the elements put so far
+  std::vector<std::vector<Entry>> outgoing_;  // root's reader: by owner
+  std::vector<Entry> buffer_;                 // the chunk in rank order (root), or this rank's part of it
   std::vector<int> counts_, displs_;          // bytes
+  // Between root's reader and main thread: a chunk in buffer_ waits to be sent (full), the file ends
+  // with it (last, outcome), the main thread left (stopped).
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool full_ = false, last_ = false;
+  std::atomic<bool> stopped_{false};
+  Outcome outcome_;
 };
 
 }  // namespace plexus::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plexus/input.hpp"
 #include "plexus/matrix.hpp"
@@ -33,12 +34,22 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm);
 
 /// Reads the matrix (square, `header.dimension` = the layout's totals, `header` as
 /// read_cp2k_csr_header gave it for this file) into a DistMatrix: rank 0 of the distribution's
-/// grid reads the file and sends the entries to the ranks owning their blocks, `chunk_entries` at
-/// a time (as read_matrix_market does); a block is present when the file gives an entry in it
-/// (or, mirrored, in its transpose). A malformed line, or an entry given twice (both lines named),
-/// is an InputError on every rank alike. Collective over the distribution's grid.
+/// grid reads the file (in a thread of its own) and sends the entries to the ranks owning their
+/// blocks, `chunk_entries` at a time (as read_matrix_market does); a block is present when the
+/// file gives an entry in it (or, mirrored, in its transpose). A malformed line, or an entry given
+/// twice (both lines named), is an InputError on every rank alike. Collective over the
+/// distribution's grid.
 DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,
                          const BlockLayout& layout, const Cp2kCsrHeader& header,
                          std::size_t chunk_entries = input::kReadChunkEntries);
+
+/// Several files at once, each into a matrix of its own (names[f] for paths[f], headers[f] its
+/// header) with the same distribution and block sizes: file f is read by rank f mod P of the grid
+/// (P its ranks), in a thread of its own, as read_matrix_market_files does. Collective.
+std::vector<DistMatrix> read_cp2k_csr_files(const std::vector<std::string>& paths,
+                                            const std::vector<std::string>& names,
+                                            std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
+                                            const std::vector<Cp2kCsrHeader>& headers,
+                                            std::size_t chunk_entries = input::kReadChunkEntries);
 
 }  // namespace plexus

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plexus/input.hpp"
 #include "plexus/matrix.hpp"
@@ -29,13 +30,23 @@ MatrixMarketHeader read_matrix_market_header(const std::string& path, MPI_Comm c
 
 /// Reads a matrix into a DistMatrix with the given block sizes (their totals must equal the
 /// file's dimensions). A block is present when the file gives any entry in it. Rank 0 of the
-/// distribution's grid reads the file, streaming it, and sends the entries to the ranks owning
-/// their blocks, `chunk_entries` at a time; no other rank opens the file. Collective. Malformed
-/// files: plexus::InputError naming file and line, thrown on every rank alike (rank 0 tells the
-/// others before each chunk whether it met one).
+/// distribution's grid reads the file, streaming it (in a thread of its own), and sends the
+/// entries to the ranks owning their blocks, `chunk_entries` at a time; no other rank opens the
+/// file. Collective. Malformed files: plexus::InputError naming file and line, thrown on every
+/// rank alike (rank 0 tells the others before each chunk whether it met one).
 DistMatrix read_matrix_market(const std::string& path, const std::string& name,
                               std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
                               std::size_t chunk_entries = input::kReadChunkEntries);
+/// Several files at once, each into a matrix of its own (names[f] for paths[f]) with the same
+/// distribution and block sizes: file f is read by rank f mod P of the grid (P its ranks), in a
+/// thread of its own, so that on several ranks the files are parsed side by side (a Kohn-Sham
+/// matrix and its overlap: read_hamiltonian). The files' chunks are sent in turns. An error in any
+/// file is thrown on every rank (the first file's, where several fail in the same turn), as
+/// read_matrix_market throws it. Collective.
+std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>& paths,
+                                                 const std::vector<std::string>& names,
+                                                 std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
+                                                 std::size_t chunk_entries = input::kReadChunkEntries);
 
 /// Writes all elements of present blocks as "coordinate real general". Rank 0 writes as
 /// output.hpp says: a regular file through a temporary renamed into place, a device or pipe

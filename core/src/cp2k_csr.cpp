@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -126,6 +127,45 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm) {
   h.entries = fields[1];
   h.mirrored = fields[2] != 0;
   return h;
+}
+
+std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm) {
+  const int ranks = mpi::size(comm), rank = mpi::rank(comm);
+  std::vector<Cp2kCsrHeader> headers(paths.size());
+  std::vector<detail::Outcome> outcomes(paths.size());
+  {
+    // This rank's files, each scanned by a thread of its own (no MPI call in them); joined below
+    // whatever happens.
+    struct Scans {
+      std::vector<std::thread> threads;
+      Scans() = default;
+      Scans(const Scans&) = delete;
+      Scans& operator=(const Scans&) = delete;
+      ~Scans() {
+        for (std::thread& t : threads) t.join();
+      }
+    } scans;
+    for (std::size_t f = 0; f < paths.size(); ++f) {
+      if (detail::reading_rank(f, ranks) != rank) continue;
+      auto scan_file = [&, f] { outcomes[f] = detail::attempt([&] { headers[f] = read_cp2k_csr_header(paths[f]); }); };
+      try {
+        scans.threads.emplace_back(scan_file);
+      } catch (const std::exception&) {  // no thread: scanned here
+        scan_file();
+      }
+    }
+  }
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    const int root = detail::reading_rank(f, ranks);
+    detail::share(outcomes[f], comm, root);
+    Cp2kCsrHeader& h = headers[f];
+    std::int64_t fields[3] = {h.dimension, h.entries, h.mirrored ? 1 : 0};
+    mpi::check(MPI_Bcast(fields, 3, MPI_INT64_T, root, comm), "MPI_Bcast");
+    h.dimension = fields[0];
+    h.entries = fields[1];
+    h.mirrored = fields[2] != 0;
+  }
+  return headers;
 }
 
 DistMatrix read_cp2k_csr(const std::string& path, const std::string& name, std::shared_ptr<const Distribution> dist,

@@ -593,10 +593,15 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
     double value_bytes = 0;
     Cp2kCsrHeader csr;
   };
-  auto header = [&](const std::string& file) {
+  // CP2K CSR files are scanned whole for their headers: H's and S's side by side (rank 0 and 1).
+  std::vector<Cp2kCsrHeader> csr_headers;
+  if (cp2k)
+    csr_headers = read_cp2k_csr_headers(
+        file_s.empty() ? std::vector<std::string>{file_h} : std::vector<std::string>{file_h, file_s}, comm);
+  auto header = [&](const std::string& file, std::size_t f) {
     Source src;
     if (cp2k) {
-      src.csr = read_cp2k_csr_header(file, comm);
+      src.csr = csr_headers[f];
       src.rows = src.cols = src.csr.dimension;
       src.value_bytes = static_cast<double>(src.csr.entries) * (src.csr.mirrored ? 2 : 1) * sizeof(double);
     } else {
@@ -609,13 +614,13 @@ HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) 
     }
     return src;
   };
-  const Source hh = header(file_h);
+  const Source hh = header(file_h, 0);
   if (hh.rows != hh.cols)
     throw InputError("Problem/FileH", "H ('" + file_h + "') is " + std::to_string(hh.rows) + " x " +
                                           std::to_string(hh.cols) + "; a Kohn-Sham matrix is square");
   Source hs;
   if (!file_s.empty()) {
-    hs = header(file_s);
+    hs = header(file_s, 1);
     if (hs.rows != hs.cols || hs.rows != hh.rows)
       throw InputError("Problem/FileS", "S ('" + file_s + "') is " + std::to_string(hs.rows) + " x " +
                                             std::to_string(hs.cols) + "; the overlap must be square with H's dimension " +

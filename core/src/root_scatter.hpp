@@ -47,8 +47,10 @@ Outcome attempt(F&& step) {
 
 /// The outcome of `root`, and its `flag`, on every rank: each throws the error the root met (the
 /// same type and message), so that all leave together. The throw comes after the broadcast: no
-/// rank is left waiting in a collective, none unwinds through one. Collective over `comm`.
-void share(const Outcome& outcome, std::int64_t& flag, MPI_Comm comm, int root = 0);
+/// rank is left waiting in a collective, none unwinds through one. `nap`: the ranks wait for the
+/// broadcast in naps of 50 us instead of MPI's polling, which would keep a core from threads
+/// that read. Collective over `comm`.
+void share(const Outcome& outcome, std::int64_t& flag, MPI_Comm comm, int root = 0, bool nap = false);
 void share(const Outcome& outcome, MPI_Comm comm, int root = 0);
 
 /// One element of a matrix (0-based) and the line of the file that gave it.

@@ -415,8 +415,30 @@ TEST(Cp2kCsrRead, MatchesWhatWasWrittenAndErrorsEndEveryRank) {
   }
   {  // both files at once, each by its own rank
     const std::string p1 = write_shared("h1.csr", upper), p2 = write_shared("h2.csr", both);
-    const std::vector<Cp2kCsrHeader> headers{read_cp2k_csr_header(p1, MPI_COMM_WORLD),
-                                             read_cp2k_csr_header(p2, MPI_COMM_WORLD)};
+    // The headers at once (file f scanned by rank f mod P) are those read one by one.
+    const std::vector<Cp2kCsrHeader> headers = read_cp2k_csr_headers({p1, p2}, MPI_COMM_WORLD);
+    ASSERT_EQ(headers.size(), 2u);
+    for (std::size_t f = 0; f < 2; ++f) {
+      const Cp2kCsrHeader one = read_cp2k_csr_header(f == 0 ? p1 : p2, MPI_COMM_WORLD);
+      EXPECT_EQ(headers[f].dimension, one.dimension);
+      EXPECT_EQ(headers[f].entries, one.entries);
+      EXPECT_EQ(headers[f].mirrored, one.mirrored);
+    }
+    EXPECT_TRUE(headers[0].mirrored);
+    EXPECT_FALSE(headers[1].mirrored);
+    // A bad line in the second file: its message on every rank, whichever rank scanned it.
+    const std::string bad = write_shared("bad2.csr", upper + "3 4 nan\n");
+    std::string msg = "no error";
+    try {
+      read_cp2k_csr_headers({p1, bad}, MPI_COMM_WORLD);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("bad2.csr, line " + std::to_string(std::count(upper.begin(), upper.end(), '\n') + 1)),
+              std::string::npos)
+        << msg;
+    EXPECT_TRUE(same_on_every_rank(msg)) << msg;
+    remove_shared(bad);
     for (const auto& dist : distributions(layout))
       for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, input::kReadChunkEntries}) {
         const std::vector<DistMatrix> m = read_cp2k_csr_files({p1, p2}, {"H", "S"}, dist, layout, headers, chunk);

@@ -32,6 +32,11 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path);
 /// header or throws the same error. Collective.
 Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm);
 
+/// The headers of several files at once: file f scanned by rank f mod P of `comm` (P its ranks;
+/// a rank with several files scans each in a thread of its own) and broadcast. Every rank returns
+/// the same headers, or throws the error of the first file that has one. Collective.
+std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm);
+
 /// Reads the matrix (square, `header.dimension` = the layout's totals, `header` as
 /// read_cp2k_csr_header gave it for this file) into a DistMatrix: rank 0 of the distribution's
 /// grid reads the file (in a thread of its own) and sends the entries to the ranks owning their

@@ -189,58 +189,39 @@ std::vector<DistMatrix> read_cp2k_csr_files(const std::vector<std::string>& path
                                      std::to_string(header.dimension) + " but the block sizes cover " +
                                      std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
   }
-  const MPI_Comm comm = dist->grid().comm();
-  std::vector<DistMatrix> m;
-  m.reserve(paths.size());  // the files below point to them
-  std::vector<std::unique_ptr<detail::LocalBlocks>> blocks;
-  std::vector<detail::ScatteredFile> files;
-  for (std::size_t f = 0; f < paths.size(); ++f) {
-    m.emplace_back(names[f], dist, layout);
-    blocks.push_back(std::make_unique<detail::LocalBlocks>(m.back()));
-    // The file's root reads it; the others receive their entries.
-    files.push_back(
-        {&m.back(), blocks.back().get(), [&path = paths[f], &header = headers[f]](detail::RootScatter& scatter) {
-           detail::TextReader in(path, kWhat);
-           scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
-             if (r >= header.dimension || c >= header.dimension)
-               fail(path, line,
-                    "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is outside the dimension " +
-                        std::to_string(header.dimension) + " (the file changed while it was read?)");
-             scatter.put({r, c, v, line});
-             if (header.mirrored && r != c) scatter.put({c, r, v, line});
-           });
-         }});
-  }
-  detail::read_files(files, chunk_entries);
-
-  for (std::size_t f = 0; f < paths.size(); ++f) {
-    const std::int64_t duplicate = blocks[f]->first_duplicate_line(comm);
-    if (duplicate == 0) continue;
-    // The file's root finds the entry of that line and the first line giving it; every rank throws that.
+  // File f's reading rank reads it; the others receive their entries.
+  auto read = [&](std::size_t f, detail::RootScatter& scatter) {
     const std::string& path = paths[f];
-    const int root = detail::reading_rank(f, mpi::size(comm));
-    detail::Outcome outcome;
-    if (mpi::rank(comm) == root)
-      outcome = detail::attempt([&] {
-        std::pair<std::int64_t, std::int64_t> entry{-1, -1};
-        std::int64_t first = 0;
-        detail::TextReader in(path, kWhat);
-        scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
-          if (line == duplicate) entry = {r, c};
-        });
-        in.rewind();
-        scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
-          if (first == 0 && std::pair{r, c} == entry) first = line;
-        });
-        fail(path, duplicate,
-             "entry (" + std::to_string(entry.first + 1) + ", " + std::to_string(entry.second + 1) +
-                 ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate) +
-                 "; plexus does not add repeated entries up");
-      });
-    detail::share(outcome, comm, root);
-  }
-  for (std::size_t f = 0; f < paths.size(); ++f) blocks[f]->move_into(m[f]);
-  return m;
+    const Cp2kCsrHeader& header = headers[f];
+    detail::TextReader in(path, kWhat);
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
+      if (r >= header.dimension || c >= header.dimension)
+        fail(path, line,
+             "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is outside the dimension " +
+                 std::to_string(header.dimension) + " (the file changed while it was read?)");
+      scatter.put({r, c, v, line});
+      if (header.mirrored && r != c) scatter.put({c, r, v, line});
+    });
+  };
+  // The file's reading rank finds the entry of the line given twice and the first line giving it.
+  auto duplicate = [&](std::size_t f, std::int64_t duplicate_line) {
+    const std::string& path = paths[f];
+    std::pair<std::int64_t, std::int64_t> entry{-1, -1};
+    std::int64_t first = 0;
+    detail::TextReader in(path, kWhat);
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+      if (line == duplicate_line) entry = {r, c};
+    });
+    in.rewind();
+    scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t line) {
+      if (first == 0 && std::pair{r, c} == entry) first = line;
+    });
+    fail(path, duplicate_line,
+         "entry (" + std::to_string(entry.first + 1) + ", " + std::to_string(entry.second + 1) +
+             ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate_line) +
+             "; plexus does not add repeated entries up");
+  };
+  return detail::read_matrices(names, std::move(dist), layout, chunk_entries, read, duplicate);
 }
 
 }  // namespace plexus

@@ -316,54 +316,31 @@ std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>&
   if (names.size() != paths.size())
     throw Error("read_matrix_market_files", "one name per file: " + std::to_string(paths.size()) + " files, " +
                                                 std::to_string(names.size()) + " names");
-  const MPI_Comm comm = dist->grid().comm();
-  std::vector<DistMatrix> m;
-  m.reserve(paths.size());  // the files below point to them
-  std::vector<std::unique_ptr<detail::LocalBlocks>> blocks;
-  std::vector<detail::ScatteredFile> files;
-  for (std::size_t f = 0; f < paths.size(); ++f) {
-    m.emplace_back(names[f], dist, layout);
-    blocks.push_back(std::make_unique<detail::LocalBlocks>(m.back()));
+  // File f's reading rank opens it, checks its dimensions and reads it; the others receive their entries.
+  auto read = [&](std::size_t f, detail::RootScatter& scatter) {
     const std::string& path = paths[f];
-    // The file's root opens it, checks its dimensions and reads it; the others receive their entries.
-    files.push_back({&m.back(), blocks.back().get(), [&path, &layout](detail::RootScatter& scatter) {
-                       EntryReader reader(path);
-                       const MatrixMarketHeader& h = reader.header();
-                       if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
-                         throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
-                                                    std::to_string(h.cols) + " but the block sizes cover " +
-                                                    std::to_string(layout.rows.total()) + "x" +
-                                                    std::to_string(layout.cols.total()));
-                       Entry e{};
-                       while (reader.next(e)) scatter.put(e);
-                     }});
-  }
-  detail::read_files(files, chunk_entries);
-
-  for (std::size_t f = 0; f < paths.size(); ++f) {
-    // The rank holding an entry sees it given twice; the file's root finds the line that gave it first.
-    const std::int64_t first_duplicate = blocks[f]->first_duplicate_line(comm);
-    if (first_duplicate > 0) {
-      const std::string& path = paths[f];
-      const int root = detail::reading_rank(f, mpi::size(comm));
-      // The root's step always fails: every rank throws its message.
-      detail::Outcome outcome;
-      if (mpi::rank(comm) == root)
-        outcome = detail::attempt([&] {
-          std::int64_t first = 0;
-          const auto [r, c] = first_and_entry(path, first_duplicate, first);
-          const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
-          fail(path, first_duplicate,
-               "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
-                   std::to_string(first) + " and " + std::to_string(first_duplicate) +
-                   "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
-                   (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
-        });
-      detail::share(outcome, comm, root);
-    }
-  }
-  for (std::size_t f = 0; f < paths.size(); ++f) blocks[f]->move_into(m[f]);
-  return m;
+    EntryReader reader(path);
+    const MatrixMarketHeader& h = reader.header();
+    if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
+      throw InputError(path, "Matrix Market file " + path + " is " + std::to_string(h.rows) + "x" +
+                                 std::to_string(h.cols) + " but the block sizes cover " +
+                                 std::to_string(layout.rows.total()) + "x" + std::to_string(layout.cols.total()));
+    Entry e{};
+    while (reader.next(e)) scatter.put(e);
+  };
+  // The rank holding an entry sees it given twice; the file's reading rank finds the line that gave it first.
+  auto duplicate = [&](std::size_t f, std::int64_t line) {
+    const std::string& path = paths[f];
+    std::int64_t first = 0;
+    const auto [r, c] = first_and_entry(path, line, first);
+    const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
+    fail(path, line,
+         "entry (" + std::to_string(r + 1) + ", " + std::to_string(c + 1) + ") is given twice, at lines " +
+             std::to_string(first) + " and " + std::to_string(line) +
+             "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
+             (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
+  };
+  return detail::read_matrices(names, std::move(dist), layout, chunk_entries, read, duplicate);
 }
 
 void write_matrix_market(const DistMatrix& m, const std::string& path) {

@@ -196,4 +196,34 @@ void read_files(std::vector<ScatteredFile>& files, std::size_t chunk_entries) {
   }
 }
 
+std::vector<DistMatrix> read_matrices(const std::vector<std::string>& names, std::shared_ptr<const Distribution> dist,
+                                      const BlockLayout& layout, std::size_t chunk_entries,
+                                      const std::function<void(std::size_t, RootScatter&)>& read,
+                                      const std::function<void(std::size_t, std::int64_t)>& duplicate) {
+  const MPI_Comm comm = dist->grid().comm();
+  std::vector<DistMatrix> m;
+  m.reserve(names.size());  // the files below point to them
+  std::vector<std::unique_ptr<LocalBlocks>> blocks;
+  std::vector<ScatteredFile> files;
+  for (std::size_t f = 0; f < names.size(); ++f) {
+    m.emplace_back(names[f], dist, layout);
+    blocks.push_back(std::make_unique<LocalBlocks>(m.back()));
+    files.push_back({&m.back(), blocks.back().get(), [&read, f](RootScatter& scatter) { read(f, scatter); }});
+  }
+  read_files(files, chunk_entries);
+  for (std::size_t f = 0; f < names.size(); ++f) {
+    const std::int64_t line = blocks[f]->first_duplicate_line(comm);
+    if (line == 0) continue;
+    const int root = reading_rank(f, mpi::size(comm));
+    Outcome outcome;
+    if (mpi::rank(comm) == root) {
+      outcome = attempt([&] { duplicate(f, line); });
+      if (outcome.kind == 0) outcome = {2, "read_matrices", "an entry is given twice, at line " + std::to_string(line)};
+    }
+    share(outcome, comm, root);  // throws on every rank
+  }
+  for (std::size_t f = 0; f < names.size(); ++f) blocks[f]->move_into(m[f]);
+  return m;
+}
+
 }  // namespace plexus::detail

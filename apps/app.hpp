@@ -129,6 +129,8 @@ struct Summary {
 };
 /// Collective over comm; every rank must pass the same number of reports.
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);
+/// The same from steps kept as totals (StepTotals): the same figures.
+Summary summarize(const StepTotals& steps, MPI_Comm comm);
 
 /// One kind of operation ("operation/component", e.g. "multiply/cannon", "circulate/ring") over
 /// the counted solver runs: per run, max over ranks.

@@ -54,19 +54,22 @@ std::vector<std::string> names_of_rank0(const Map& map, MPI_Comm comm) {
 }  // namespace
 
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
+  StepTotals steps;
+  for (const auto& r : reports) steps.add(r);
+  return summarize(steps, comm);
+}
+
+Summary summarize(const StepTotals& steps, MPI_Comm comm) {
   Summary s;
   MPI_Comm_size(comm, &s.ranks);
-  s.multiplies = static_cast<int>(reports.size());
+  s.multiplies = static_cast<int>(steps.count());
   // Each multiply's time is that of its slowest rank; min, median and mean are taken over those.
-  std::vector<double> mine(reports.size());
-  for (std::size_t i = 0; i < reports.size(); ++i) mine[i] = reports[i].seconds;
-  s.times.assign(reports.size(), 0.0);
-  if (!reports.empty()) MPI_Allreduce(mine.data(), s.times.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
-  std::vector<double> beyond(reports.size()), beyond_max(reports.size(), 0.0);
-  for (std::size_t i = 0; i < reports.size(); ++i)
-    beyond[i] = reports[i].seconds - reports[i].kernel_seconds - reports[i].wait_seconds();
-  if (!reports.empty())
-    MPI_Allreduce(beyond.data(), beyond_max.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+  s.times.assign(steps.count(), 0.0);
+  std::vector<double> beyond_max(steps.count(), 0.0);
+  if (!steps.empty()) {
+    MPI_Allreduce(steps.seconds.data(), s.times.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+    MPI_Allreduce(steps.beyond.data(), beyond_max.data(), s.multiplies, MPI_DOUBLE, MPI_MAX, comm);
+  }
   s.beyond_kernel_wait_median = time_stats(beyond_max).median;
   const TimeStats stats = time_stats(s.times);
   s.seconds_min = stats.min;
@@ -74,37 +77,36 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
   s.seconds = stats.mean;
   s.seconds_max = stats.max;
   // Per rank: averages per multiply, peaks over multiplies.
-  double flops = 0, bytes = 0, messages = 0, wait = 0, kernel = 0, peak_buffer = 0, peak_memory = 0, peak_device = 0;
-  double ticks = 0, product_ticks = 0, replayed = 0, dense = 0, not_kept = 0;
-  double volume = 0, model = -1, network = 0;
-  for (const auto& r : reports) {
-    for (const auto& t : r.traffic) {
-      volume += static_cast<double>(t.bytes_received);
-      network += static_cast<double>(t.bytes_received + t.index_bytes_received - t.local_bytes_received);
-    }
-    if (auto it = r.extra.find("predicted_bytes_received"); it != r.extra.end())
-      model = std::max(model, 0.0) + it->second;
-    flops += r.flops;
-    bytes += static_cast<double>(r.bytes_sent());
-    messages += static_cast<double>(r.messages_sent());
-    wait += r.wait_seconds();
-    kernel += r.kernel_seconds;
-    ticks = std::max(ticks, static_cast<double>(r.ticks));
-    product_ticks += static_cast<double>(r.ticks_with_products);
-    replayed += static_cast<double>(r.replayed_ticks);
-    dense += static_cast<double>(r.dense_ticks);
-    not_kept += static_cast<double>(r.plans_not_kept);
-    peak_buffer = std::max(peak_buffer, static_cast<double>(r.peak_buffer_bytes));
-    peak_memory = std::max(peak_memory, static_cast<double>(r.peak_memory_bytes));
-    peak_device = std::max(peak_device, static_cast<double>(r.peak_device_bytes));
+  const MultiplyReport& r = steps.sum;
+  double volume = 0, network = 0;
+  for (const auto& t : r.traffic) {
+    volume += static_cast<double>(t.bytes_received);
+    network += static_cast<double>(t.bytes_received + t.index_bytes_received - t.local_bytes_received);
   }
-  const double n = reports.empty() ? 1.0 : static_cast<double>(reports.size());
-  double maxes[11] = {0.0,         bytes / n,  messages / n,
-                      wait / n,    kernel / n, peak_buffer,
-                      peak_memory, volume / n, model < 0 ? -1.0 : model / n,
-                      peak_device, ticks};
-  double sums[9] = {flops / n,     bytes / n, messages / n, volume / n, network / n,
-                    product_ticks, replayed,  dense,        not_kept};
+  const auto predicted = r.extra.find("predicted_bytes_received");
+  const double model = predicted != r.extra.end() ? predicted->second : -1.0;
+  const double n = steps.empty() ? 1.0 : static_cast<double>(steps.count());
+  const double bytes = static_cast<double>(r.bytes_sent()), messages = static_cast<double>(r.messages_sent());
+  double maxes[11] = {0.0,
+                      bytes / n,
+                      messages / n,
+                      r.wait_seconds() / n,
+                      r.kernel_seconds / n,
+                      static_cast<double>(r.peak_buffer_bytes),
+                      static_cast<double>(r.peak_memory_bytes),
+                      volume / n,
+                      model < 0 ? -1.0 : model / n,
+                      static_cast<double>(r.peak_device_bytes),
+                      static_cast<double>(r.ticks)};
+  double sums[9] = {r.flops / n,
+                    bytes / n,
+                    messages / n,
+                    volume / n,
+                    network / n,
+                    static_cast<double>(r.ticks_with_products),
+                    static_cast<double>(r.replayed_ticks),
+                    static_cast<double>(r.dense_ticks),
+                    static_cast<double>(r.plans_not_kept)};
   double gmax[11], gsum[9];
   MPI_Allreduce(maxes, gmax, 11, MPI_DOUBLE, MPI_MAX, comm);
   MPI_Allreduce(sums, gsum, 9, MPI_DOUBLE, MPI_SUM, comm);
@@ -131,8 +133,7 @@ Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm) {
 
   // Strategy-specific figures: the names rank 0 knows, averaged per rank, max over ranks.
   Figures local_extra;
-  for (const auto& r : reports)
-    for (const auto& [k, v] : r.extra) local_extra[k] += v / n;
+  for (const auto& [k, v] : r.extra) local_extra[k] = v / n;
   const std::vector<std::string> keys = names_of_rank0(local_extra, comm);
   if (!keys.empty()) {
     std::vector<double> mine(keys.size(), 0.0), all(keys.size(), 0.0);

@@ -41,6 +41,45 @@ std::int64_t MultiplyReport::messages_sent() const {
   return s;
 }
 
+namespace {
+// `into` += `r` as StepTotals::sum takes it (beyond the per-step times).
+void add_report(MultiplyReport& into, const MultiplyReport& r, bool first) {
+  if (first) {
+    into.strategy = r.strategy;
+    into.kernel = r.kernel;
+  }
+  into.ticks = std::max(into.ticks, r.ticks);
+  into.seconds += r.seconds;
+  into.kernel_seconds += r.kernel_seconds;
+  into.stack_seconds += r.stack_seconds;
+  into.flops += r.flops;
+  into.products += r.products;
+  into.skipped_products += r.skipped_products;
+  into.ticks_with_products += r.ticks_with_products;
+  into.replayed_ticks += r.replayed_ticks;
+  into.dense_ticks += r.dense_ticks;
+  into.plans_not_kept += r.plans_not_kept;
+  for (std::size_t k = 0; k < into.traffic.size(); ++k) into.traffic[k] += r.traffic[k];
+  into.peak_buffer_bytes = std::max(into.peak_buffer_bytes, r.peak_buffer_bytes);
+  into.peak_memory_bytes = std::max(into.peak_memory_bytes, r.peak_memory_bytes);
+  into.peak_device_bytes = std::max(into.peak_device_bytes, r.peak_device_bytes);
+  into.extra.add(r.extra);
+}
+}  // namespace
+
+void StepTotals::add(const MultiplyReport& r) {
+  add_report(sum, r, seconds.empty());
+  seconds.push_back(r.seconds);
+  beyond.push_back(r.seconds - r.kernel_seconds - r.wait_seconds());
+}
+
+void StepTotals::append(const StepTotals& other) {
+  if (other.empty()) return;
+  add_report(sum, other.sum, seconds.empty());
+  seconds.insert(seconds.end(), other.seconds.begin(), other.seconds.end());
+  beyond.insert(beyond.end(), other.beyond.begin(), other.beyond.end());
+}
+
 // ---- task -----------------------------------------------------------------------------------
 
 MultiplyTask::MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistMatrix& c, double beta, Kernel& kernel,

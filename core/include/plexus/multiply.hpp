@@ -61,6 +61,25 @@ struct MultiplyReport {
   std::int64_t messages_sent() const;
 };
 
+/// Timed steps (multiplies, measurements) kept as totals: each step's seconds and its seconds
+/// beyond kernel and wait time, in order, and every other figure of their reports added up (ticks
+/// and peaks: the largest). What a run of any length holds of its steps: 16 bytes a step
+/// (SolverResult::step_totals, StepDetail::Totals).
+struct StepTotals {
+  std::vector<double> seconds;  ///< each step's MultiplyReport::seconds
+  std::vector<double> beyond;   ///< each step's seconds - kernel_seconds - wait_seconds()
+  /// The steps' reports added up: times, flops, counts, traffic and extra figures summed; ticks
+  /// and the peaks the largest; strategy and kernel the first step's.
+  MultiplyReport sum;
+
+  std::size_t count() const { return seconds.size(); }
+  bool empty() const { return seconds.empty(); }
+  /// One more step.
+  void add(const MultiplyReport& r);
+  /// Another run's steps after these.
+  void append(const StepTotals& other);
+};
+
 /// A problem for the dry-run model: a PR x PC grid whose every rank holds local panels of A, B
 /// and C of these sizes (bytes of values), spread evenly over the k indices.
 struct ModelSpec {

@@ -226,7 +226,7 @@ struct Combination {
   std::string strategy_label, kernel_label;
   ParameterListPtr params;
   Components components;
-  std::vector<MultiplyReport> warm_up, counted;     ///< this rank's reports, in the order run
+  StepTotals warm_up, counted;                      ///< this rank's timed steps, in the order run
   std::vector<OperationReport> counted_operations;  ///< this rank's operations of the counted runs
   int counted_runs = 0;
   std::map<std::string, double> figures;  ///< of the last counted run
@@ -266,11 +266,10 @@ void run_combination(Combination& c, bool warm_up, bool last_round, std::shared_
   SolverContext ctx = context_for(*c.params, c.components, true);
   const timers::Label label(c.strategy_label + " / " + c.kernel_label);  // its phases apart from the others'
   SolverResult result = c.components.solver->run(ctx);
-  for (auto& r : result.reports) {
-    r.peak_memory_bytes = std::max<std::int64_t>(0, r.peak_memory_bytes - held_total);
-    r.peak_buffer_bytes = std::max<std::int64_t>(0, r.peak_buffer_bytes - held_buffer);
-    (warm_up ? c.warm_up : c.counted).push_back(std::move(r));
-  }
+  StepTotals steps = result.steps();
+  steps.sum.peak_memory_bytes = std::max<std::int64_t>(0, steps.sum.peak_memory_bytes - held_total);
+  steps.sum.peak_buffer_bytes = std::max<std::int64_t>(0, steps.sum.peak_buffer_bytes - held_buffer);
+  (warm_up ? c.warm_up : c.counted).append(steps);
   if (!warm_up) {
     ++c.counted_runs;
     for (auto& op : result.operations) c.counted_operations.push_back(std::move(op));

@@ -259,6 +259,7 @@ SolverContext context_for(ParameterList& params, Components& c, bool quiet) {
   ctx.problem = &params.sublist("Problem");
   ctx.quiet = quiet;
   ctx.parameters = &params;
+  ctx.steps = StepDetail::Totals;  // the program reports summaries: long runs do not grow by a report a step
   return ctx;
 }
 

@@ -146,7 +146,7 @@ int command_run(const Options& o, int rank, int size) {
   maybe_fail_for_test(rank);
 
   // Warm-up runs first (quiet, their reports dropped), then the counted runs.
-  std::vector<MultiplyReport> counted;
+  StepTotals counted;  // every counted step's seconds, the rest summed (StepDetail::Totals)
   std::vector<OperationReport> counted_operations;
   std::map<std::string, OperationSummary> operations;
   SolverResult last;
@@ -160,7 +160,7 @@ int command_run(const Options& o, int rank, int size) {
         for (int w = 0; w < plan.warm_up; ++w) {
           runs.done(w);
           SolverContext ctx = context_for(*params, c, true);
-          const Summary warm = summarize(c.solver->run(ctx).reports, MPI_COMM_WORLD);
+          const Summary warm = summarize(c.solver->run(ctx).steps(), MPI_COMM_WORLD);
           c.context->clear_log();
           if (rank == 0)
             log().info("warm-up run {}/{} (not counted): {}, {} to {} s each", w + 1, plan.warm_up,
@@ -180,9 +180,10 @@ int command_run(const Options& o, int rank, int size) {
           }
           MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           run_seconds.push_back(seconds);
-          for (auto& r : last.reports) counted.push_back(std::move(r));
+          counted.append(last.steps());
           for (auto& op : last.operations) counted_operations.push_back(std::move(op));
           last.reports.clear();
+          last.step_totals = StepTotals{};
           last.operations.clear();
           c.context->clear_log();  // the result holds the run's operations
         }

@@ -143,20 +143,26 @@ Context::~Context() = default;
 int Context::rank() const { return mpi::rank(comm_); }
 int Context::size() const { return mpi::size(comm_); }
 
-void Context::record(OperationReport r) {
-  auto total = std::find_if(totals_.begin(), totals_.end(), [&](const OperationReport& t) {
+namespace {
+// `r` added to the total of its kind (operation and component) in `totals`, or a new total.
+void add_to_totals(std::vector<OperationReport>& totals, const OperationReport& r) {
+  auto total = std::find_if(totals.begin(), totals.end(), [&](const OperationReport& t) {
     return t.operation == r.operation && t.component == r.component;
   });
-  if (total == totals_.end()) {
-    totals_.push_back(r);
-  } else {
+  if (total == totals.end())
+    totals.push_back(r);
+  else
     total->accumulate(r);
-  }
+}
+}  // namespace
+
+void Context::record(OperationReport r) {
+  add_to_totals(totals_, r);
   // Every open scope gets its copy; closed ones are dropped here.
   scopes_.erase(std::remove_if(scopes_.begin(), scopes_.end(), [](const auto& w) { return w.expired(); }),
                 scopes_.end());
   for (const auto& w : scopes_)
-    if (auto ops = w.lock()) ops->push_back(r);
+    if (auto scope = w.lock()) scope->collect(r);
   if (log_capacity_ == 0) return;
   if (log_.size() >= log_capacity_) log_.pop_front();
   log_.push_back(std::move(r));
@@ -178,13 +184,21 @@ void Context::set_log_capacity(std::size_t n) {
   while (log_.size() > n) log_.pop_front();
 }
 
-LogScope::LogScope(Context& ctx) : ops_(std::make_shared<std::vector<OperationReport>>()) {
-  ctx.scopes_.push_back(ops_);
+LogScope::LogScope(Context& ctx, StepDetail detail) : state_(std::make_shared<State>()) {
+  state_->detail = detail;
+  ctx.scopes_.push_back(state_);
+}
+
+void LogScope::State::collect(const OperationReport& r) {
+  if (detail == StepDetail::Totals)
+    add_to_totals(ops, r);
+  else
+    ops.push_back(r);
 }
 
 std::vector<OperationReport> LogScope::take() {
   std::vector<OperationReport> out;
-  out.swap(*ops_);
+  out.swap(state_->ops);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
@@ -38,6 +39,20 @@ const char* kind_name(ComponentKind k) {
 
 Solver::~Solver() = default;
 void Solver::check(const Context&) const {}
+
+void SolverResult::keep(MultiplyReport r, StepDetail detail) {
+  if (detail == StepDetail::Totals)
+    step_totals.add(r);
+  else
+    reports.push_back(std::move(r));
+}
+
+StepTotals SolverResult::steps() const {
+  StepTotals all;
+  for (const MultiplyReport& r : reports) all.add(r);
+  all.append(step_totals);
+  return all;
+}
 
 namespace {
 

@@ -94,9 +94,27 @@ std::map<std::string, double> staged_model(const plexus::Collectives& c, plexus:
   return sum;
 }
 
-struct PerMeasurement {
-  double seconds = 0;
-  std::array<mpi::RoleCounts, mpi::kRoles> traffic{};
+// What one thread keeps of its measurements: each one's seconds and waiting time, and its traffic:
+// each measurement's (StepDetail::Every), or only their sum (Totals: 16 bytes a measurement).
+struct ThreadMeasurements {
+  std::vector<double> seconds, wait;
+  std::vector<std::array<mpi::RoleCounts, mpi::kRoles>> traffic;  // Every: per measurement
+  std::array<mpi::RoleCounts, mpi::kRoles> total{};               // all measurements
+  ThreadMeasurements(int measurements, bool every)
+      : seconds(static_cast<std::size_t>(measurements), 0.0),
+        wait(static_cast<std::size_t>(measurements), 0.0),
+        traffic(every ? static_cast<std::size_t>(measurements) : 0) {}
+  // Measurement i's seconds (the slowest thread's) and waits (all threads'), over the threads.
+  static double seconds_of(const std::vector<ThreadMeasurements>& per, int i) {
+    double s = 0;
+    for (const auto& t : per) s = std::max(s, t.seconds[static_cast<std::size_t>(i)]);
+    return s;
+  }
+  static double wait_of(const std::vector<ThreadMeasurements>& per, int i) {
+    double w = 0;
+    for (const auto& t : per) w += t.wait[static_cast<std::size_t>(i)];
+    return w;
+  }
 };
 
 class G4Solver final : public plexus::Solver {
@@ -153,7 +171,7 @@ class G4Solver final : public plexus::Solver {
   plexus::SolverResult run(plexus::SolverContext& ctx) override;
 
  private:
-  void record_operations(plexus::Context& ctx, const std::vector<std::vector<PerMeasurement>>& per,
+  void record_operations(plexus::Context& ctx, const std::vector<ThreadMeasurements>& per, bool every,
                          const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
                          plexus::Collectives::RingPosition ring, int rings) const;
 
@@ -175,7 +193,7 @@ class G4Solver final : public plexus::Solver {
 plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   PLEXUS_CHECK(ctx.context, "g4: the solver context has no context");
   check_collectives(*ctx.context);  // callers other than the program may not have checked
-  plexus::LogScope scope = ctx.context->log_scope();
+  plexus::LogScope scope = ctx.context->log_scope(ctx.steps);  // Totals: one report per kind of operation
   const plexus::MultiplyAlgorithm& strategy = ctx.context->multiply_algorithm();
   plexus::Collectives& coll = ctx.context->collectives();
   const MPI_Comm comm = ctx.context->comm();
@@ -241,8 +259,8 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   const int stripes = threads > 1 ? static_cast<int>(std::clamp<std::int64_t>(slice.size() / 4096, 1, 64)) : 1;
   std::vector<std::mutex> locks(static_cast<std::size_t>(stripes));
   std::vector<std::int64_t> arrivals(static_cast<std::size_t>(threads), 0);
-  std::vector<std::vector<PerMeasurement>> per(static_cast<std::size_t>(threads),
-                                               std::vector<PerMeasurement>(static_cast<std::size_t>(M)));
+  const bool every = ctx.steps == plexus::StepDetail::Every;
+  std::vector<ThreadMeasurements> per(static_cast<std::size_t>(threads), ThreadMeasurements(M, every));
   const std::int64_t buffer_doubles = m.buffer_doubles();
 
   auto arrival = [&](int t, std::span<const double> buf) {
@@ -269,18 +287,24 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
       const double t0 = mpi::now();
       buf.resize(static_cast<std::size_t>(buffer_doubles));
       plexus::g4::generate(m, static_cast<std::uint64_t>(seed_), rank, t, i, buf.data());
-      PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
+      ThreadMeasurements& tm = per[static_cast<std::size_t>(t)];
+      const auto at = static_cast<std::size_t>(i);
       if (distributed_) {
         mpi::Traffic traffic;
         coll.circulate(comm, buf, on_arrival, traffic, t);
-        pm.traffic = traffic.all_counts();
+        const auto counts = traffic.all_counts();
+        for (int k = 0; k < mpi::kRoles; ++k) {
+          tm.total[static_cast<std::size_t>(k)] += counts[static_cast<std::size_t>(k)];
+          tm.wait[at] += counts[static_cast<std::size_t>(k)].wait_seconds;
+        }
+        if (every) tm.traffic[at] = counts;
       } else {
         plexus::g4::accumulate(m, minus.data(), buf.data(), 0, total, acc[static_cast<std::size_t>(t)].data());
       }
-      pm.seconds = mpi::now() - t0;
+      tm.seconds[at] = mpi::now() - t0;
     }
   };
-  // The phases below are timed on the main thread; each thread's measurements (pm.seconds above)
+  // The phases below are timed on the main thread; each thread's measurements (tm.seconds above)
   // are timed by that thread itself (timers.hpp: phase timers belong to the main thread).
   double accumulate_seconds = 0;
   {
@@ -428,23 +452,38 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   f["rings"] = distributed_ ? rings : 0;
 
   const double flops = double(threads) * plexus::g4::kFlopsPerElement * double(distributed_ ? slice.size() * S : total);
-  for (int i = 0; i < M; ++i) {
-    plexus::MultiplyReport r;
-    r.strategy = strategy.name();
-    r.kernel = ctx.context->kernel().name();
-    r.ticks = distributed_ ? S : 1;
-    for (int t = 0; t < threads; ++t) {
-      const PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
-      r.seconds = std::max(r.seconds, pm.seconds);
-      for (int k = 0; k < mpi::kRoles; ++k)
-        r.traffic[static_cast<std::size_t>(k)] += pm.traffic[static_cast<std::size_t>(k)];
+  plexus::MultiplyReport step;  // what every measurement's report says beyond its time and traffic
+  step.strategy = strategy.name();
+  step.kernel = ctx.context->kernel().name();
+  step.ticks = distributed_ ? S : 1;
+  step.flops = flops;
+  step.peak_buffer_bytes = peak_buffers;
+  step.peak_memory_bytes = peak_accumulate;
+  if (every) {
+    for (int i = 0; i < M; ++i) {
+      plexus::MultiplyReport r = step;
+      r.seconds = ThreadMeasurements::seconds_of(per, i);
+      for (const ThreadMeasurements& tm : per)
+        for (int k = 0; k < mpi::kRoles; ++k)
+          r.traffic[static_cast<std::size_t>(k)] +=
+              tm.traffic[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
+      result.reports.push_back(std::move(r));
     }
-    r.flops = flops;
-    r.peak_buffer_bytes = peak_buffers;
-    r.peak_memory_bytes = peak_accumulate;
-    result.reports.push_back(std::move(r));
+  } else {  // the measurements' seconds, and one report of their sums (as StepTotals::add would make it)
+    plexus::StepTotals& steps = result.step_totals;
+    steps.sum = step;
+    steps.sum.flops = flops * M;
+    for (int i = 0; i < M; ++i) {
+      const double seconds = ThreadMeasurements::seconds_of(per, i);
+      steps.seconds.push_back(seconds);
+      steps.beyond.push_back(seconds - ThreadMeasurements::wait_of(per, i));
+      steps.sum.seconds += seconds;
+    }
+    for (const ThreadMeasurements& tm : per)
+      for (int k = 0; k < mpi::kRoles; ++k)
+        steps.sum.traffic[static_cast<std::size_t>(k)] += tm.total[static_cast<std::size_t>(k)];
   }
-  record_operations(*ctx.context, per, reduce_traffic, reduce_seconds, slice, ring, rings);
+  record_operations(*ctx.context, per, every, reduce_traffic, reduce_seconds, slice, ring, rings);
   result.operations = scope.take();
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
@@ -460,26 +499,33 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
 // The run's operations in the context's log, each with the collectives' model: per measurement
 // its circulate (distributed; all threads together) or its local accumulation (replicated), then
 // the final reduction.
-void G4Solver::record_operations(plexus::Context& ctx, const std::vector<std::vector<PerMeasurement>>& per,
+void G4Solver::record_operations(plexus::Context& ctx, const std::vector<ThreadMeasurements>& per, bool every,
                                  const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
                                  plexus::Collectives::RingPosition ring, int rings) const {
   const plexus::Collectives& coll = ctx.collectives();
   const int P = ctx.size(), rank = ctx.rank();
   const auto threads = static_cast<int>(per.size());
   const std::int64_t total = model_.elements();
-  for (int i = 0; i < measurements_; ++i) {
+  // One operation a measurement (Every), or one that stands for all of them (Totals: what the
+  // context's totals add up to from those).
+  const int ops = every ? measurements_ : 1;
+  const double per_op = every ? 1.0 : static_cast<double>(measurements_);
+  for (int i = 0; i < ops; ++i) {
     plexus::OperationReport op;
     op.operation = distributed_ ? "circulate" : "accumulate";
     op.component = distributed_ ? coll.name() : "g4";
-    for (int t = 0; t < threads; ++t) {
-      const PerMeasurement& pm = per[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)];
-      op.seconds = std::max(op.seconds, pm.seconds);
-      for (int k = 0; k < mpi::kRoles; ++k) op.traffic[static_cast<std::size_t>(k)] += pm.traffic[static_cast<std::size_t>(k)];
-    }
+    op.count = every ? 1 : measurements_;
+    for (int j = every ? i : 0; j < (every ? i + 1 : measurements_); ++j)
+      op.seconds += ThreadMeasurements::seconds_of(per, j);
+    for (const ThreadMeasurements& tm : per)
+      for (int k = 0; k < mpi::kRoles; ++k)
+        op.traffic[static_cast<std::size_t>(k)] +=
+            every ? tm.traffic[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)]
+                  : tm.total[static_cast<std::size_t>(k)];
     if (distributed_)
       for (const auto& [name, v] : coll.model({"circulate", model_.buffer_doubles(), ring.size, ring.position, 0}))
-        op.predicted[name] = threads * v;
-    op.extra["threads"] = threads;
+        op.predicted[name] = per_op * threads * v;
+    op.extra["threads"] = per_op * threads;
     ctx.record(std::move(op));
   }
   plexus::OperationReport red;

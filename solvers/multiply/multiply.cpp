@@ -154,7 +154,7 @@ class MultiplySolver final : public plexus::Solver {
     plexus::Context& context = *ctx.context;
     const MPI_Comm comm = context.comm();
     const int rank = context.rank();
-    plexus::LogScope scope = context.log_scope();
+    plexus::LogScope scope = context.log_scope(ctx.steps);  // Totals: one report per kind of operation
     // C is generated when its values or its pattern take part: beta != 0 or RetainSparsity.
     std::optional<plexus::timers::Scoped> setup(std::in_place, "multiply solver: problem");
     auto m = plexus::build_problem(*ctx.problem, context, beta_ != 0.0 || retain_sparsity_,
@@ -186,7 +186,7 @@ class MultiplySolver final : public plexus::Solver {
                           "multiply {}/{}: {:.4f} s, {:.3f} GFLOP/s ({} x {} on {}, {}/{})", rep + 1, repetitions_,
                           secs, secs > 0 ? flops / secs * 1e-9 : 0.0, m.c->nrows(), m.c->ncols(),
                           m.a->grid().describe(), report.strategy, report.kernel);
-      result.reports.push_back(std::move(report));
+      result.keep(std::move(report), ctx.steps);  // Totals: its seconds, the rest summed
     }
     c0.reset();
     if (check_) {

@@ -66,7 +66,8 @@ struct G4Run {
 };
 
 /// Runs the g4 solver through the registry with "Key=Value" parameters of its sublist.
-G4Run run_g4(const StrategySpec& s, const std::vector<std::string>& params, bool gather = true) {
+G4Run run_g4(const StrategySpec& s, const std::vector<std::string>& params, bool gather = true,
+             plexus::StepDetail steps = plexus::StepDetail::Every) {
   load_plugins();
   ParameterList sub("g4");
   for (const auto& kv : params) apply_override(sub, kv);
@@ -76,6 +77,7 @@ G4Run run_g4(const StrategySpec& s, const std::vector<std::string>& params, bool
   SolverContext ctx;
   ctx.context = &context;
   ctx.quiet = true;
+  ctx.steps = steps;
   G4Run r;
   r.result = solver->run(ctx);
   if (gather) {
@@ -303,6 +305,59 @@ TEST(G4, OperationsCarryTheCollectivesModel) {
       if (mode == "distributed" && plexus::mpi::size(MPI_COMM_WORLD) > 1 && !ring_of_one) {
         EXPECT_GT(ops.front().traffic[static_cast<std::size_t>(mpi::Role::Other)].bytes_received, 0);
       }
+    }
+  }
+}
+
+// A run that keeps its measurements as totals (what the program asks for, so that a run of any
+// length does not grow by a report a measurement) holds what every measurement's reports and
+// operations add up to, and the same G4.
+TEST(G4, TotalsHoldWhatEveryMeasurementAddsUpTo) {
+  std::vector<StrategySpec> specs = strategies(1);
+  if (ring_available()) specs.push_back({"ring", plexus::mpi::size(MPI_COMM_WORLD) % 2 == 0 ? 2 : 1, 2});
+  const int M = 4;
+  for (const StrategySpec& s : specs) {
+    for (const std::string mode : {"distributed", "replicated"}) {
+      SCOPED_TRACE(s.describe() + " " + mode);
+      const std::vector<std::string> params{"Lx=2", "Ly=3", "Nw=2", "Measurements=4", "Mode=" + mode};
+      const G4Run every = run_g4(s, params, true, plexus::StepDetail::Every);
+      const G4Run totals = run_g4(s, params, true, plexus::StepDetail::Totals);
+      // (Threads add arrivals in any order: rounding-level differences.)
+      const auto [l1, l2] = rel_errors(every.g4, totals.g4);
+      EXPECT_LT(l1, 1e-13);
+      EXPECT_LT(l2, 1e-13);
+      // Steps: each measurement's seconds; the rest summed.
+      EXPECT_TRUE(totals.result.reports.empty());
+      const plexus::StepTotals& t = totals.result.step_totals;
+      ASSERT_EQ(t.count(), static_cast<std::size_t>(M));
+      for (int i = 0; i < M; ++i) {
+        EXPECT_GT(t.seconds[static_cast<std::size_t>(i)], 0.0);
+        EXPECT_LE(t.beyond[static_cast<std::size_t>(i)], t.seconds[static_cast<std::size_t>(i)]);
+      }
+      const plexus::StepTotals e = every.result.steps();
+      ASSERT_EQ(e.count(), static_cast<std::size_t>(M));
+      EXPECT_EQ(t.sum.flops, e.sum.flops);
+      EXPECT_EQ(t.sum.ticks, e.sum.ticks);
+      EXPECT_EQ(t.sum.strategy, e.sum.strategy);
+      EXPECT_EQ(t.sum.bytes_sent(), e.sum.bytes_sent());
+      EXPECT_EQ(t.sum.messages_sent(), e.sum.messages_sent());
+      for (int k = 0; k < mpi::kRoles; ++k)
+        EXPECT_EQ(t.sum.traffic[static_cast<std::size_t>(k)].bytes_received,
+                  e.sum.traffic[static_cast<std::size_t>(k)].bytes_received);
+      // Operations: one circulate (or accumulate) standing for the M of them, and the reduction.
+      const auto& ops = totals.result.operations;
+      ASSERT_EQ(ops.size(), 2u);
+      ASSERT_EQ(every.result.operations.size(), static_cast<std::size_t>(M + 1));
+      plexus::OperationReport sum = every.result.operations.front();
+      for (int i = 1; i < M; ++i) sum.accumulate(every.result.operations[static_cast<std::size_t>(i)]);
+      EXPECT_EQ(ops[0].operation, sum.operation);
+      EXPECT_EQ(ops[0].count, M);
+      EXPECT_EQ(ops[0].bytes_received(), sum.bytes_received());
+      EXPECT_EQ(ops[0].predicted.size(), sum.predicted.size());
+      for (const auto& [name, v] : sum.predicted) EXPECT_DOUBLE_EQ(ops[0].predicted.at(name), v) << name;
+      EXPECT_DOUBLE_EQ(ops[0].extra.at("threads"), sum.extra.at("threads"));
+      EXPECT_EQ(ops[1].operation, every.result.operations.back().operation);
+      EXPECT_EQ(ops[1].bytes_received(), every.result.operations.back().bytes_received());
     }
   }
 }

@@ -152,6 +152,7 @@ TEST(Context, TheLogKeepsTheLatestOperationsTheTotalsAndTheScopesEveryOne) {
   DistMatrix a = random_matrix("A", d, 1, 0.6), b = random_matrix("B", d, 2, 0.6);
   DistMatrix c = create_like(a, "C");
   LogScope all = ctx->log_scope();
+  LogScope summed = ctx->log_scope(StepDetail::Totals);  // one total per kind, however long the run
   std::vector<OperationReport> inner_ops;
   {
     std::optional<LogScope> inner;
@@ -191,8 +192,11 @@ TEST(Context, TheLogKeepsTheLatestOperationsTheTotalsAndTheScopesEveryOne) {
     EXPECT_EQ(ctx->log()[i].operation, ops[24 + i].operation);
     EXPECT_DOUBLE_EQ(ctx->log()[i].seconds, ops[24 + i].seconds);
   }
-  // One total per kind, the order each kind came first, against sums taken here.
+  // One total per kind, the order each kind came first, against sums taken here: the context's,
+  // and a scope's that keeps totals.
   expect_same_totals(ctx->totals(), totals_of(ops));
+  ASSERT_EQ(summed.operations().size(), 3u);
+  expect_same_totals(summed.operations(), totals_of(ops));
   EXPECT_EQ(ctx->totals()[0].count, 10);
   EXPECT_EQ(ctx->totals()[2].peak_memory_bytes, 4000);
 

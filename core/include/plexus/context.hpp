@@ -53,22 +53,37 @@ struct OperationReport {
   void accumulate(const OperationReport& other);
 };
 
+/// What a solver run keeps of its steps and operations: every one (the default), or totals:
+/// each kind of operation added up in one report (OperationReport::count says how many it stands
+/// for), each timed step's seconds with the rest of its report summed (StepTotals), so that a run
+/// of any length holds a few bytes a step (SolverContext::steps).
+enum class StepDetail { Every, Totals };
+
 /// Collects every operation the context records from its construction on, in order, however
 /// many: what a solver's run did (SolverResult::operations). The context itself keeps only the
 /// latest operations (Context::log()) and the totals, so that a program that multiplies without
-/// end does not grow. Any number may be open at once (nested runs); each gets every operation.
-/// It may outlive its context (it keeps what it collected); the context's functions are not
-/// thread-safe, and neither is collecting.
+/// end does not grow; a scope with StepDetail::Totals keeps one report per kind of operation
+/// (operation and component), in the order each kind first came, and does not grow either. Any
+/// number may be open at once (nested runs); each gets every operation. It may outlive its
+/// context (it keeps what it collected); the context's functions are not thread-safe, and neither
+/// is collecting.
 class LogScope {
  public:
-  explicit LogScope(Context& ctx);
-  /// The operations recorded since the scope opened (or since the last take()).
-  const std::vector<OperationReport>& operations() const { return *ops_; }
+  explicit LogScope(Context& ctx, StepDetail detail = StepDetail::Every);
+  /// The operations recorded since the scope opened (or since the last take()): each, or one
+  /// total per kind (StepDetail::Totals).
+  const std::vector<OperationReport>& operations() const { return state_->ops; }
   /// Hands them over and goes on collecting from empty.
   std::vector<OperationReport> take();
 
  private:
-  std::shared_ptr<std::vector<OperationReport>> ops_;
+  friend class Context;
+  struct State {
+    std::vector<OperationReport> ops;
+    StepDetail detail = StepDetail::Every;
+    void collect(const OperationReport& r);
+  };
+  std::shared_ptr<State> state_;
 };
 
 /// Times one operation from construction to done() and records it in the context's log with
@@ -144,8 +159,9 @@ class Context {
   std::size_t log_capacity() const { return log_capacity_; }
   /// How many of the latest operations log() keeps (0: none); drops the oldest beyond it.
   void set_log_capacity(std::size_t n);
-  /// A scope that collects every operation from now on (what one solver run did).
-  LogScope log_scope() { return LogScope(*this); }
+  /// A scope that collects every operation from now on (what one solver run did), each or as
+  /// totals per kind.
+  LogScope log_scope(StepDetail detail = StepDetail::Every) { return LogScope(*this, detail); }
   static constexpr std::size_t kDefaultLogCapacity = 1000;
 
   /// Frees the grids' and every other pooled communicator. Collective over comm(); before
@@ -165,7 +181,7 @@ class Context {
   std::deque<OperationReport> log_;
   std::size_t log_capacity_ = kDefaultLogCapacity;
   std::vector<OperationReport> totals_;
-  std::vector<std::weak_ptr<std::vector<OperationReport>>> scopes_;  // the open LogScopes
+  std::vector<std::weak_ptr<LogScope::State>> scopes_;  // the open LogScopes
   std::unique_ptr<ProductPlans> plans_ = std::make_unique<ProductPlans>();
 };
 

@@ -26,11 +26,20 @@ struct SolverContext {
   /// The whole validated parameter list of the run, when the caller has one (the plexus program
   /// sets it; solvers record it with their outputs). May be null.
   const ParameterList* parameters = nullptr;
+  /// What the caller needs of the run's timed steps and operations (context.hpp): every one
+  /// (Every, the default), or totals (Totals: the plexus program, which reports summaries only).
+  /// With Totals a solver whose steps have no bound (multiply's Repetitions, g4's Measurements)
+  /// keeps them as totals (SolverResult::keep, step_totals; a LogScope with Totals), so that a run
+  /// of any length holds a few bytes a step; one whose steps are few may keep every one anyway.
+  StepDetail steps = StepDetail::Every;
 };
 
 struct SolverResult {
   std::shared_ptr<DistMatrix> result;     ///< the matrix results are compared on
   std::vector<MultiplyReport> reports;    ///< one per timed step (a multiply, a measurement): the run's timings
+  /// The timed steps kept as totals (SolverContext::steps = Totals, through keep()): each step's
+  /// seconds, the rest of its report summed. steps() gives both kinds as one.
+  StepTotals step_totals;
   /// Every operation of the run on this rank, in order (multiplies, the matrix API, collectives,
   /// solver phases), each with its model's predictions: what a LogScope opened when the run began
   /// collected (Context::log_scope), what the solver recorded itself included.
@@ -42,6 +51,11 @@ struct SolverResult {
   /// Named lists of numbers (eigenvalues, a box's dimensions, ...), the same on every rank.
   /// `plexus run --json` writes them under "series".
   std::map<std::string, std::vector<double>> series;
+
+  /// Keeps one timed step as `detail` says: in reports (Every), or added to step_totals (Totals).
+  void keep(MultiplyReport r, StepDetail detail);
+  /// Every timed step as totals: those in reports, then step_totals'.
+  StepTotals steps() const;
 };
 
 class Solver {

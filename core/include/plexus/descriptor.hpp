@@ -15,7 +15,8 @@
 
 namespace plexus {
 
-/// Bumped whenever an SDK type that crosses the plugin boundary changes. 19: LocalProduct's lookup
+/// Bumped whenever an SDK type that crosses the plugin boundary changes. 20: SolverContext::steps,
+/// SolverResult::step_totals (StepTotals), LogScope's StepDetail; 19: LocalProduct's lookup
 /// in ProductPlans (a member more: strategies construct products), plans_not_kept in
 /// LocalMultiplyStats and MultiplyReport; 18: Distribution's
 /// empty_local_view (a member more), LocalProduct's plan key compared in place; 17: Figures, in place of
@@ -30,7 +31,7 @@ namespace plexus {
 /// MultiplyAlgorithm::square_and_cube; 7: OperationRecorder names its progress::Operation; 6: grids
 /// with layers; 5: local backends own C (Kernel::begin); 4: no operation flags; 3: collectives
 /// components; 2: the multiply driver.
-inline constexpr int kAbiVersion = 19;
+inline constexpr int kAbiVersion = 20;
 
 enum class ComponentKind { Comm, Kernel, Distribution, Solver, Collectives };
 const char* kind_name(ComponentKind k);

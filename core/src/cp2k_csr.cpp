@@ -221,7 +221,9 @@ std::vector<DistMatrix> read_cp2k_csr_files(const std::vector<std::string>& path
              ") is given twice, at lines " + std::to_string(first) + " and " + std::to_string(duplicate_line) +
              "; plexus does not add repeated entries up");
   };
-  return detail::read_matrices(names, std::move(dist), layout, chunk_entries, read, duplicate);
+  std::vector<detail::MatrixShape> shapes;
+  for (const std::string& name : names) shapes.push_back({name, dist, layout});
+  return detail::read_matrices(shapes, chunk_entries, read, duplicate);
 }
 
 }  // namespace plexus

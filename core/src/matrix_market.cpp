@@ -316,9 +316,18 @@ std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>&
   if (names.size() != paths.size())
     throw Error("read_matrix_market_files", "one name per file: " + std::to_string(paths.size()) + " files, " +
                                                 std::to_string(names.size()) + " names");
+  std::vector<MatrixFile> files;
+  for (std::size_t f = 0; f < paths.size(); ++f) files.push_back({paths[f], names[f], dist, layout});
+  return read_matrix_market_files(files, chunk_entries);
+}
+
+std::vector<DistMatrix> read_matrix_market_files(const std::vector<MatrixFile>& files, std::size_t chunk_entries) {
+  std::vector<detail::MatrixShape> shapes;
+  for (const MatrixFile& f : files) shapes.push_back({f.name, f.dist, f.layout});
   // File f's reading rank opens it, checks its dimensions and reads it; the others receive their entries.
   auto read = [&](std::size_t f, detail::RootScatter& scatter) {
-    const std::string& path = paths[f];
+    const std::string& path = files[f].path;
+    const BlockLayout& layout = files[f].layout;
     EntryReader reader(path);
     const MatrixMarketHeader& h = reader.header();
     if (h.rows != layout.rows.total() || h.cols != layout.cols.total())
@@ -330,7 +339,7 @@ std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>&
   };
   // The rank holding an entry sees it given twice; the file's reading rank finds the line that gave it first.
   auto duplicate = [&](std::size_t f, std::int64_t line) {
-    const std::string& path = paths[f];
+    const std::string& path = files[f].path;
     std::int64_t first = 0;
     const auto [r, c] = first_and_entry(path, line, first);
     const bool symmetric = read_matrix_market_header(path).symmetry == "symmetric";
@@ -340,7 +349,7 @@ std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>&
              "; the Matrix Market format does not define repeated entries, and plexus does not add them up" +
              (symmetric ? " (a symmetric file gives each entry of the lower triangle once)" : ""));
   };
-  return detail::read_matrices(names, std::move(dist), layout, chunk_entries, read, duplicate);
+  return detail::read_matrices(shapes, chunk_entries, read, duplicate);
 }
 
 void write_matrix_market(const DistMatrix& m, const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include <new>
 #include <numeric>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "plexus/cp2k_csr.hpp"
 #include "plexus/distribution.hpp"
@@ -541,15 +544,25 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
     db = strategy_distribution(strategy, pb);
     dc = strategy_distribution(strategy, pc);
   }
-  auto read = [&](const std::string& file, const char* name, std::shared_ptr<const Distribution> d,
-                  const BlockLayout& l) {
-    return allocating("reading Matrix Market file '" + file + "'",
-                      [&] { return std::make_shared<DistMatrix>(read_matrix_market(file, name, d, l)); });
-  };
-  out.a = read(file_a, "A", da, la);
-  out.b = read(file_b, "B", db, lb);
+  // A, B (and C) at once: on several ranks each is read by a rank of its own (file f by rank f mod P),
+  // where the algorithm put them on one grid (else one after the other).
+  std::vector<MatrixFile> files{{file_a, "A", da, la}, {file_b, "B", db, lb}};
+  if (read_c) files.push_back({file_c, "C", dc, lc});
+  const bool one_grid = std::all_of(files.begin(), files.end(),
+                                    [&](const MatrixFile& f) { return f.dist->grid().comm() == da->grid().comm(); });
+  std::vector<DistMatrix> read = allocating("reading Matrix Market files '" + file_a + "', '" + file_b + "'" +
+                                                (read_c ? " and '" + file_c + "'" : std::string()),
+                                            [&] {
+                                              if (one_grid) return read_matrix_market_files(files);
+                                              std::vector<DistMatrix> each;
+                                              for (const MatrixFile& f : files)
+                                                each.push_back(read_matrix_market(f.path, f.name, f.dist, f.layout));
+                                              return each;
+                                            });
+  out.a = std::make_shared<DistMatrix>(std::move(read[0]));
+  out.b = std::make_shared<DistMatrix>(std::move(read[1]));
   if (read_c) {
-    out.c = read(file_c, "C", dc, lc);
+    out.c = std::make_shared<DistMatrix>(std::move(read[2]));
   } else {
     out.c = std::make_shared<DistMatrix>("C", dc, lc);
     out.c->finalize();

@@ -196,22 +196,26 @@ void read_files(std::vector<ScatteredFile>& files, std::size_t chunk_entries) {
   }
 }
 
-std::vector<DistMatrix> read_matrices(const std::vector<std::string>& names, std::shared_ptr<const Distribution> dist,
-                                      const BlockLayout& layout, std::size_t chunk_entries,
+std::vector<DistMatrix> read_matrices(const std::vector<MatrixShape>& shapes, std::size_t chunk_entries,
                                       const std::function<void(std::size_t, RootScatter&)>& read,
                                       const std::function<void(std::size_t, std::int64_t)>& duplicate) {
-  const MPI_Comm comm = dist->grid().comm();
+  if (shapes.empty()) return {};
+  const MPI_Comm comm = shapes.front().dist->grid().comm();
+  for (const MatrixShape& s : shapes)  // the files take turns over one communicator
+    if (s.dist->grid().comm() != comm)
+      throw Error("read_matrices", "the matrices of files read at once must be distributed on one grid ('" + s.name +
+                                       "' is on another than '" + shapes.front().name + "')");
   std::vector<DistMatrix> m;
-  m.reserve(names.size());  // the files below point to them
+  m.reserve(shapes.size());  // the files below point to them
   std::vector<std::unique_ptr<LocalBlocks>> blocks;
   std::vector<ScatteredFile> files;
-  for (std::size_t f = 0; f < names.size(); ++f) {
-    m.emplace_back(names[f], dist, layout);
+  for (std::size_t f = 0; f < shapes.size(); ++f) {
+    m.emplace_back(shapes[f].name, shapes[f].dist, shapes[f].layout);
     blocks.push_back(std::make_unique<LocalBlocks>(m.back()));
     files.push_back({&m.back(), blocks.back().get(), [&read, f](RootScatter& scatter) { read(f, scatter); }});
   }
   read_files(files, chunk_entries);
-  for (std::size_t f = 0; f < names.size(); ++f) {
+  for (std::size_t f = 0; f < shapes.size(); ++f) {
     const std::int64_t line = blocks[f]->first_duplicate_line(comm);
     if (line == 0) continue;
     const int root = reading_rank(f, mpi::size(comm));
@@ -222,7 +226,7 @@ std::vector<DistMatrix> read_matrices(const std::vector<std::string>& names, std
     }
     share(outcome, comm, root);  // throws on every rank
   }
-  for (std::size_t f = 0; f < names.size(); ++f) blocks[f]->move_into(m[f]);
+  for (std::size_t f = 0; f < shapes.size(); ++f) blocks[f]->move_into(m[f]);
   return m;
 }
 

@@ -85,13 +85,19 @@ inline int reading_rank(std::size_t f, int ranks) { return static_cast<int>(f % 
 /// each file it reads. The readers make no MPI call. Collective over the grid's communicator.
 void read_files(std::vector<ScatteredFile>& files, std::size_t chunk_entries);
 
-/// The matrices of several files read at once (read_files), one per name, on one distribution and
-/// layout: read(f, scatter) reads file f on its reading rank, giving its elements to `scatter`;
+/// A matrix read_matrices() makes: its name, distribution and block sizes.
+struct MatrixShape {
+  std::string name;
+  std::shared_ptr<const Distribution> dist;
+  BlockLayout layout;
+};
+
+/// The matrices of several files read at once (read_files), one per shape (their distributions on
+/// one grid): read(f, scatter) reads file f on its reading rank, giving its elements to `scatter`;
 /// where a file gave an entry twice (the rank holding it saw it), duplicate(f, line) runs on file
 /// f's reading rank with the line that gave it again and throws the file's message, which every
-/// rank then throws. Collective over the distribution's grid.
-std::vector<DistMatrix> read_matrices(const std::vector<std::string>& names, std::shared_ptr<const Distribution> dist,
-                                      const BlockLayout& layout, std::size_t chunk_entries,
+/// rank then throws. Collective over the grid.
+std::vector<DistMatrix> read_matrices(const std::vector<MatrixShape>& shapes, std::size_t chunk_entries,
                                       const std::function<void(std::size_t, RootScatter&)>& read,
                                       const std::function<void(std::size_t, std::int64_t)>& duplicate);
 

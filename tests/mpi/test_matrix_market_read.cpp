@@ -344,6 +344,38 @@ TEST(MatrixMarketRead, SeveralFilesAtOnceEachReadByItsOwnRank) {
   for (const auto& path : written) remove_shared(path);
 }
 
+// Files of different shapes at once (a multiply's A and B), each with its own distribution and
+// block sizes on one grid; matrices on different grids cannot take turns.
+TEST(MatrixMarketRead, FilesOfDifferentShapesAtOnce) {
+  Known ka, kb;
+  const std::string pa = write_shared("shape_a.mtx", coordinate_file(17, 11, 0.4, "real", "general", 51, ka));
+  const std::string pb = write_shared("shape_b.mtx", coordinate_file(11, 13, 0.3, "real", "general", 52, kb));
+  const BlockLayout la{BlockSizes::covering(17, 4), BlockSizes::covering(11, 3)};
+  const BlockLayout lb{BlockSizes::covering(11, 3), BlockSizes::covering(13, 5)};
+  for (const auto& g : test::grids()) {
+    SCOPED_TRACE("grid " + g->describe());
+    auto da = Distribution::random_permuted(g, la.rows.count(), la.cols.count(), 5);
+    auto db = Distribution::block_cyclic(g, lb.rows.count(), lb.cols.count());
+    for (const std::size_t chunk : {std::size_t{3}, input::kReadChunkEntries}) {
+      const std::vector<DistMatrix> m = read_matrix_market_files({{pa, "A", da, la}, {pb, "B", db, lb}}, chunk);
+      ASSERT_EQ(m.size(), 2u);
+      EXPECT_EQ(m[0].to_dense(), ka.dense);
+      EXPECT_EQ(m[1].to_dense(), kb.dense);
+      EXPECT_EQ(present_blocks(m[1]), expected_blocks(kb, lb));
+    }
+  }
+  const auto grids = test::grids();
+  if (grids.size() > 1) {
+    auto da = Distribution::block_cyclic(grids[0], la.rows.count(), la.cols.count());
+    auto db = Distribution::block_cyclic(grids[1], lb.rows.count(), lb.cols.count());
+    if (da->grid().comm() != db->grid().comm()) {
+      EXPECT_THROW(read_matrix_market_files({{pa, "A", da, la}, {pb, "B", db, lb}}), Error);
+    }
+  }
+  remove_shared(pa);
+  remove_shared(pb);
+}
+
 // An error in any of several files read at once, in any turn: every rank throws the same
 // InputError naming the file and line (the first file's where two fail), none is left waiting.
 TEST(MatrixMarketRead, AnErrorInAnyOfSeveralFilesEndsEveryRank) {

@@ -47,6 +47,16 @@ std::vector<DistMatrix> read_matrix_market_files(const std::vector<std::string>&
                                                  const std::vector<std::string>& names,
                                                  std::shared_ptr<const Distribution> dist, const BlockLayout& layout,
                                                  std::size_t chunk_entries = input::kReadChunkEntries);
+/// A matrix of read_matrix_market_files: its file, its name, its distribution and block sizes.
+struct MatrixFile {
+  std::string path, name;
+  std::shared_ptr<const Distribution> dist;
+  BlockLayout layout;
+};
+/// The same, each file with a distribution and block sizes of its own (all on one grid: A, B and
+/// C of a multiply). plexus::Error where the distributions' grids differ. Collective.
+std::vector<DistMatrix> read_matrix_market_files(const std::vector<MatrixFile>& files,
+                                                 std::size_t chunk_entries = input::kReadChunkEntries);
 
 /// Writes all elements of present blocks as "coordinate real general". Rank 0 writes as
 /// output.hpp says: a regular file through a temporary renamed into place, a device or pipe

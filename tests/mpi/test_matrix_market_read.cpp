@@ -1,8 +1,9 @@
 // read_matrix_market and read_cp2k_csr on every rank count: rank 0 reads the file and sends each
-// rank its entries, chunk by chunk. The matrices are compared with the entries the test wrote (or with its own
-// reading of the real h2o-32 files), every error in a file ends every rank with file and line,
-// and the multiply problem of Matrix Market files cuts rows, inner dimension and columns apart
-// (Problem/RowBlockSizes, BlockSizes, ColBlockSizes).
+// rank its entries, chunk by chunk (several Matrix Market files at once:
+// test_matrix_market_files.cpp). The matrices are compared with the entries the test wrote (or
+// with its own reading of the real h2o-32 files), every error in a file ends every rank with file
+// and line, and the multiply problem of Matrix Market files cuts rows, inner dimension and
+// columns apart (Problem/RowBlockSizes, BlockSizes, ColBlockSizes).
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/input_files.hpp"
+#include "matrix_market_files.hpp"
 #include "multiply_fixtures.hpp"
 #include "plexus/context.hpp"
 #include "plexus/cp2k_csr.hpp"
@@ -32,130 +34,7 @@
 #include "plexus/problem.hpp"
 
 using namespace plexus;
-
-namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-// A path every rank names alike (rank 0's process id); rank 0 writes `text` there.
-std::string write_shared(const std::string& name, const std::string& text) {
-  int pid = static_cast<int>(::getpid());
-  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  const std::string path = "/tmp/plexus_test_" + std::to_string(pid) + "_" + name;
-  if (world_rank() == 0) std::ofstream(path) << text;
-  MPI_Barrier(MPI_COMM_WORLD);
-  return path;
-}
-
-void remove_shared(const std::string& path) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) std::remove(path.c_str());
-}
-
-// A sparse matrix as the test knows it: its elements (0-based) and values, column-major dense.
-struct Known {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<double> dense;
-  std::set<std::pair<std::int64_t, std::int64_t>> given;  // every element a file gives (mirrors too)
-};
-
-// A file of `rows` x `cols` with about `fill` of its elements, as `field` ("real", "integer",
-// "pattern") and `symmetry` ("general", "symmetric": the lower triangle), entries in a shuffled
-// order, with comments and blank lines between them; `known` gets what it holds.
-std::string coordinate_file(std::int64_t rows, std::int64_t cols, double fill, const std::string& field,
-                            const std::string& symmetry, unsigned seed, Known& known) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  known = Known{rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols), 0.0), {}};
-  std::vector<std::string> lines;
-  char text[96];
-  for (std::int64_t j = 0; j < cols; ++j)
-    for (std::int64_t i = symmetry == "symmetric" ? j : 0; i < rows; ++i) {
-      if (u(rng) > fill) continue;
-      double v = 1.0;
-      if (field == "real") {
-        v = (u(rng) - 0.5) * 1e3;
-        std::snprintf(text, sizeof(text), "%lld %lld %.17g", static_cast<long long>(i + 1),
-                      static_cast<long long>(j + 1), v);
-      } else if (field == "integer") {
-        v = static_cast<double>(static_cast<int>(u(rng) * 2000) - 1000);
-        std::snprintf(text, sizeof(text), "%lld  %lld\t%d", static_cast<long long>(i + 1),
-                      static_cast<long long>(j + 1), static_cast<int>(v));
-      } else {
-        std::snprintf(text, sizeof(text), "%lld %lld", static_cast<long long>(i + 1), static_cast<long long>(j + 1));
-      }
-      lines.emplace_back(text);
-      known.dense[static_cast<std::size_t>(i + j * rows)] = v;
-      known.given.insert({i, j});
-      if (symmetry == "symmetric") {
-        known.dense[static_cast<std::size_t>(j + i * rows)] = v;
-        known.given.insert({j, i});
-      }
-    }
-  std::shuffle(lines.begin(), lines.end(), rng);
-  std::string out = "%%MatrixMarket matrix coordinate " + field + " " + symmetry + "\n% made by the test\n" +
-                    std::to_string(rows) + " " + std::to_string(cols) + " " + std::to_string(lines.size()) + "\n";
-  for (std::size_t q = 0; q < lines.size(); ++q) {
-    out += lines[q] + "\n";
-    if (q % 7 == 3) out += "% a comment\n\n";
-  }
-  return out;
-}
-
-// The blocks a matrix of `known` has: those with any element the file gives.
-std::set<std::pair<int, int>> expected_blocks(const Known& known, const BlockLayout& layout) {
-  std::set<std::pair<int, int>> out;
-  for (const auto& [i, j] : known.given) out.insert({layout.rows.block_of(i), layout.cols.block_of(j)});
-  return out;
-}
-
-std::set<std::pair<int, int>> present_blocks(const DistMatrix& m) {
-  const auto g = m.gather_blocks();
-  std::set<std::pair<int, int>> out;
-  for (std::size_t q = 0; q < g.index.size(); q += 2)
-    out.insert({static_cast<int>(g.index[q]), static_cast<int>(g.index[q + 1])});
-  return out;
-}
-
-// The distributions a matrix is read into: random and block-cyclic on MPI_Dims_create's grid and
-// its transpose.
-std::vector<std::shared_ptr<const Distribution>> distributions(const BlockLayout& layout) {
-  std::vector<std::shared_ptr<const Distribution>> out;
-  for (const auto& g : test::grids()) {
-    out.push_back(Distribution::random_permuted(g, layout.rows.count(), layout.cols.count(), 5));
-    out.push_back(Distribution::block_cyclic(g, layout.rows.count(), layout.cols.count()));
-  }
-  return out;
-}
-
-// The message of the InputError every rank throws reading `path` (with chunks of `chunk`).
-std::string read_error(const std::string& path, const BlockLayout& layout, std::size_t chunk) {
-  auto dist = Distribution::random_permuted(Grid::create(MPI_COMM_WORLD), layout.rows.count(), layout.cols.count(), 3);
-  try {
-    read_matrix_market(path, "M", dist, layout, chunk);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-// Whether every rank holds the same text.
-bool same_on_every_rank(const std::string& text) {
-  int len = static_cast<int>(text.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::string root = text;
-  root.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(root.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-  int same = root == text ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return same == 1;
-}
-
-}  // namespace
+using namespace plexus::test_files;
 
 // Every field and symmetry of coordinate files, on blockings that differ for rows and columns,
 // with chunks of 1 entry, a few entries and the default: the matrix and its block pattern are the
@@ -312,109 +191,6 @@ TEST(MatrixMarketRead, ErrorsEndEveryRankWithFileAndLine) {
     header_msg = e.what();
   }
   EXPECT_EQ(header_msg, msg);
-}
-
-// Several files read at once (H and S): file f by rank f mod P alone, each into its own matrix,
-// equal to what the file holds, whatever the chunk; files of different lengths end in different
-// turns. Every other rank is given a path that does not exist, so a file opened by the wrong rank
-// fails the read.
-TEST(MatrixMarketRead, SeveralFilesAtOnceEachReadByItsOwnRank) {
-  int ranks = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  const BlockLayout layout{BlockSizes::covering(17, 4), BlockSizes::covering(17, 5)};
-  std::vector<Known> known(3);
-  const std::vector<std::string> written{
-      write_shared("many0.mtx", coordinate_file(17, 17, 0.6, "real", "general", 41, known[0])),
-      write_shared("many1.mtx", coordinate_file(17, 17, 0.2, "real", "symmetric", 42, known[1])),
-      write_shared("many2.mtx", coordinate_file(17, 17, 0.05, "integer", "general", 43, known[2]))};
-  std::vector<std::string> mine;
-  for (std::size_t f = 0; f < written.size(); ++f)
-    mine.push_back(static_cast<int>(f) % ranks == world_rank() ? written[f] : "/nonexistent-plexus-dir/none.mtx");
-  for (const auto& dist : distributions(layout))
-    for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, input::kReadChunkEntries}) {
-      SCOPED_TRACE("chunk " + std::to_string(chunk) + ", grid " + dist->grid().describe());
-      const std::vector<DistMatrix> m = read_matrix_market_files(mine, {"A", "B", "C"}, dist, layout, chunk);
-      ASSERT_EQ(m.size(), 3u);
-      for (std::size_t f = 0; f < m.size(); ++f) {
-        EXPECT_EQ(m[f].name(), std::string(1, static_cast<char>('A' + f)));
-        EXPECT_EQ(m[f].to_dense(), known[f].dense) << "file " << f;
-        EXPECT_EQ(present_blocks(m[f]), expected_blocks(known[f], layout)) << "file " << f;
-      }
-    }
-  for (const auto& path : written) remove_shared(path);
-}
-
-// Files of different shapes at once (a multiply's A and B), each with its own distribution and
-// block sizes on one grid; matrices on different grids cannot take turns.
-TEST(MatrixMarketRead, FilesOfDifferentShapesAtOnce) {
-  Known ka, kb;
-  const std::string pa = write_shared("shape_a.mtx", coordinate_file(17, 11, 0.4, "real", "general", 51, ka));
-  const std::string pb = write_shared("shape_b.mtx", coordinate_file(11, 13, 0.3, "real", "general", 52, kb));
-  const BlockLayout la{BlockSizes::covering(17, 4), BlockSizes::covering(11, 3)};
-  const BlockLayout lb{BlockSizes::covering(11, 3), BlockSizes::covering(13, 5)};
-  for (const auto& g : test::grids()) {
-    SCOPED_TRACE("grid " + g->describe());
-    auto da = Distribution::random_permuted(g, la.rows.count(), la.cols.count(), 5);
-    auto db = Distribution::block_cyclic(g, lb.rows.count(), lb.cols.count());
-    for (const std::size_t chunk : {std::size_t{3}, input::kReadChunkEntries}) {
-      const std::vector<DistMatrix> m = read_matrix_market_files({{pa, "A", da, la}, {pb, "B", db, lb}}, chunk);
-      ASSERT_EQ(m.size(), 2u);
-      EXPECT_EQ(m[0].to_dense(), ka.dense);
-      EXPECT_EQ(m[1].to_dense(), kb.dense);
-      EXPECT_EQ(present_blocks(m[1]), expected_blocks(kb, lb));
-    }
-  }
-  const auto grids = test::grids();
-  if (grids.size() > 1) {
-    auto da = Distribution::block_cyclic(grids[0], la.rows.count(), la.cols.count());
-    auto db = Distribution::block_cyclic(grids[1], lb.rows.count(), lb.cols.count());
-    if (da->grid().comm() != db->grid().comm()) {
-      EXPECT_THROW(read_matrix_market_files({{pa, "A", da, la}, {pb, "B", db, lb}}), Error);
-    }
-  }
-  remove_shared(pa);
-  remove_shared(pb);
-}
-
-// An error in any of several files read at once, in any turn: every rank throws the same
-// InputError naming the file and line (the first file's where two fail), none is left waiting.
-TEST(MatrixMarketRead, AnErrorInAnyOfSeveralFilesEndsEveryRank) {
-  const BlockLayout layout{BlockSizes::covering(8, 3), BlockSizes::covering(8, 3)};
-  std::string good = "%%MatrixMarket matrix coordinate real general\n8 8 20\n";
-  for (int q = 0; q < 20; ++q) good += std::to_string(q % 8 + 1) + " " + std::to_string(q / 8 + 1) + " 1.5\n";
-  const std::string late_bad = good.substr(0, good.rfind("4 3 1.5")) + "4 3 x\n";  // line 22 of 22
-  const std::string early_bad = "%%MatrixMarket matrix coordinate real general\n8 8 20\n1 1 y\n";
-  std::string twice = good + "1 1 2.5\n";  // (1, 1) on lines 3 and 23
-  twice.replace(twice.find("8 8 20"), 6, "8 8 21");
-  const std::string good_path = write_shared("good.mtx", good), late_path = write_shared("late.mtx", late_bad),
-                    early_path = write_shared("early.mtx", early_bad), twice_path = write_shared("twice.mtx", twice);
-  auto dist = Distribution::random_permuted(Grid::create(MPI_COMM_WORLD), 3, 3, 3);
-  auto message = [&](const std::vector<std::string>& paths, std::size_t chunk) {
-    std::string msg = "no error";
-    try {
-      read_matrix_market_files(paths, std::vector<std::string>(paths.size(), "M"), dist, layout, chunk);
-    } catch (const InputError& e) {
-      msg = e.what();
-    }
-    EXPECT_TRUE(same_on_every_rank(msg)) << msg;
-    return msg;
-  };
-  for (const std::size_t chunk : {std::size_t{1}, std::size_t{4}, input::kReadChunkEntries}) {
-    SCOPED_TRACE("chunk " + std::to_string(chunk));
-    std::string msg = message({good_path, late_path}, chunk);
-    EXPECT_NE(msg.find(late_path + ", line 22: 'x' is not a number"), std::string::npos) << msg;
-    msg = message({late_path, good_path}, chunk);
-    EXPECT_NE(msg.find(late_path + ", line 22: 'x' is not a number"), std::string::npos) << msg;
-    // Both fail: the error of the first file in the turn where one fails first.
-    msg = message({good_path, early_path, late_path}, chunk);
-    EXPECT_NE(msg.find(early_path + ", line 3: 'y' is not a number"), std::string::npos) << msg;
-    msg = message({good_path, twice_path}, chunk);
-    EXPECT_NE(msg.find(twice_path + ", line 23: entry (1, 1) is given twice, at lines 3 and 23"), std::string::npos)
-        << msg;
-    msg = message({good_path, "/nonexistent-plexus-dir/x.mtx"}, chunk);
-    EXPECT_NE(msg.find("/nonexistent-plexus-dir/x.mtx"), std::string::npos) << msg;
-  }
-  for (const auto& path : {good_path, late_path, early_path, twice_path}) remove_shared(path);
 }
 
 // CP2K CSR files go the same way: one triangle (mirrored) or both, any chunk, and errors on every

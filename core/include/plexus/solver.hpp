@@ -42,7 +42,9 @@ struct SolverResult {
   StepTotals step_totals;
   /// Every operation of the run on this rank, in order (multiplies, the matrix API, collectives,
   /// solver phases), each with its model's predictions: what a LogScope opened when the run began
-  /// collected (Context::log_scope), what the solver recorded itself included.
+  /// collected (Context::log_scope), what the solver recorded itself included. With
+  /// SolverContext::steps = Totals, where the solver's scope keeps totals: one per kind of
+  /// operation (OperationReport::count says how many it stands for).
   std::vector<OperationReport> operations;
   std::map<std::string, double> figures;  ///< solver-specific scalars (trace, energy, ...)
   /// Per-iteration figures of iterative solvers (residual, occupancy, seconds, ...), in order;

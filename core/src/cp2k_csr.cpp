@@ -117,16 +117,7 @@ Cp2kCsrHeader read_cp2k_csr_header(const std::string& path) {
 }
 
 Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm) {
-  Cp2kCsrHeader h;
-  detail::Outcome outcome;
-  if (mpi::rank(comm) == 0) outcome = detail::attempt([&] { h = read_cp2k_csr_header(path); });
-  detail::share(outcome, comm);
-  std::int64_t fields[3] = {h.dimension, h.entries, h.mirrored ? 1 : 0};
-  mpi::check(MPI_Bcast(fields, 3, MPI_INT64_T, 0, comm), "MPI_Bcast");
-  h.dimension = fields[0];
-  h.entries = fields[1];
-  h.mirrored = fields[2] != 0;
-  return h;
+  return read_cp2k_csr_headers({path}, comm).front();  // scanned by rank 0
 }
 
 std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm) {
@@ -134,8 +125,8 @@ std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>&
   std::vector<Cp2kCsrHeader> headers(paths.size());
   std::vector<detail::Outcome> outcomes(paths.size());
   {
-    // This rank's files, each scanned by a thread of its own (no MPI call in them); joined below
-    // whatever happens.
+    // This rank's files: the last scanned here, each other one by a thread of its own (no MPI call
+    // in them), joined below whatever happens.
     struct Scans {
       std::vector<std::thread> threads;
       Scans() = default;
@@ -145,9 +136,16 @@ std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>&
         for (std::thread& t : threads) t.join();
       }
     } scans;
-    for (std::size_t f = 0; f < paths.size(); ++f) {
-      if (detail::reading_rank(f, ranks) != rank) continue;
+    std::vector<std::size_t> mine;
+    for (std::size_t f = 0; f < paths.size(); ++f)
+      if (detail::reading_rank(f, ranks) == rank) mine.push_back(f);
+    for (std::size_t q = 0; q < mine.size(); ++q) {
+      const std::size_t f = mine[q];
       auto scan_file = [&, f] { outcomes[f] = detail::attempt([&] { headers[f] = read_cp2k_csr_header(paths[f]); }); };
+      if (q + 1 == mine.size()) {
+        scan_file();
+        continue;
+      }
       try {
         scans.threads.emplace_back(scan_file);
       } catch (const std::exception&) {  // no thread: scanned here

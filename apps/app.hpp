@@ -96,6 +96,9 @@ struct Summary {
   double seconds = 0;         ///< mean of `times`
   double seconds_max = 0;     ///< max of `times`
   double flops = 0;           ///< per multiply, sum over ranks
+  /// Per multiply, the busiest rank's flops (max over ranks): with `flops`, how evenly the
+  /// distribution spreads the products (work_balance()).
+  double flops_max = 0;
   double gflops = 0;          ///< flops / seconds_median * 1e-9
   double bytes_max = 0;       ///< bytes sent per multiply, max over ranks
   double bytes_avg = 0;       ///< bytes sent per multiply, average over ranks
@@ -126,6 +129,10 @@ struct Summary {
   double peak_device_max = 0;  ///< peak device memory of the local backend, max over multiplies and ranks
   /// Strategy-specific figures (MultiplyReport::extra named on rank 0): per multiply, max over ranks.
   std::map<std::string, double> extra;
+
+  /// The busiest rank's flops over the average rank's: 1 where the products are spread evenly
+  /// (and where there are none). The speed-up over one rank is at most ranks / this.
+  double work_balance() const { return flops > 0 ? flops_max * ranks / flops : 1.0; }
 };
 /// Collective over comm; every rank must pass the same number of reports.
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);

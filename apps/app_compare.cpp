@@ -115,7 +115,7 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
   std::ostringstream os;
   os << csv_preamble(metadata);
   os << "strategy,kernel,ranks,grid,multiplies,warm_up_multiplies,seconds_per_multiply,seconds_min,seconds_median,"
-        "seconds_mean,gflops,volume_per_rank_max,"
+        "seconds_mean,gflops,flops_per_multiply,flops_per_rank_max,work_balance,volume_per_rank_max,"
         "volume_per_rank_avg,model_volume_per_rank_max,network_bytes_per_rank_avg,bytes_sent_per_rank_max,"
         "bytes_sent_per_rank_avg,messages_per_rank_max,messages_per_rank_avg,wait_seconds_max,"
         "kernel_seconds_max,ticks_max,beyond_kernel_wait_seconds_median,"
@@ -134,13 +134,14 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
   for (const auto& r : rows) {
     const Summary& s = r.summary;
     os << fmt::format(
-        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.1f},{},{:.1f},{:.0f},{:.1f},"
-        "{:.0f},{:.3f},{:.9g},{:.9g},{:.0f},{:.9g},{:.0f},{:.0f},{}",
+        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.0f},{:.6f},{:.0f},{:.1f},{},{:.1f},"
+        "{:.0f},{:.1f},{:.0f},{:.3f},{:.9g},{:.9g},{:.0f},{:.9g},{:.0f},{:.0f},{}",
         quote(r.strategy), quote(r.kernel), s.ranks, quote(r.grid), s.multiplies, r.warm_up.multiplies, s.seconds,
-        s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.volume_max, s.volume_avg,
-        s.model_max < 0 ? std::string() : fmt::format("{:.0f}", s.model_max), s.network_avg, s.bytes_max, s.bytes_avg,
-        s.messages_max, s.messages_avg, s.wait_max, s.kernel_seconds, s.ticks_max, s.beyond_kernel_wait_median,
-        s.peak_buffer_max, s.peak_memory_max, r.compared ? fmt::format("{:.6e}", r.rel_diff) : std::string());
+        s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.flops, s.flops_max, s.work_balance(), s.volume_max,
+        s.volume_avg, s.model_max < 0 ? std::string() : fmt::format("{:.0f}", s.model_max), s.network_avg, s.bytes_max,
+        s.bytes_avg, s.messages_max, s.messages_avg, s.wait_max, s.kernel_seconds, s.ticks_max,
+        s.beyond_kernel_wait_median, s.peak_buffer_max, s.peak_memory_max,
+        r.compared ? fmt::format("{:.6e}", r.rel_diff) : std::string());
     for (const auto& f : figure_names) {
       auto it = r.figures.find(f);
       os << "," << (it == r.figures.end() ? std::string() : fmt::format("{:.17g}", it->second));
@@ -194,6 +195,9 @@ std::string json_text(const std::vector<Row>& rows, double tolerance, const std:
     j["repetition_seconds"] = json_numbers(s.times);
     j["warm_up_seconds"] = json_numbers(r.warm_up.times);
     j["gflops"] = json_number(s.gflops);
+    j["flops_per_multiply"] = json_number(s.flops);
+    j["flops_per_rank_max"] = json_number(s.flops_max);
+    j["work_balance"] = json_number(s.work_balance());
     j["volume_per_rank_max"] = json_number(s.volume_max);
     j["volume_per_rank_avg"] = json_number(s.volume_avg);
     j["model_volume_per_rank_max"] = s.model_max < 0 ? nlohmann::json(nullptr) : json_number(s.model_max);

@@ -87,7 +87,7 @@ Summary summarize(const StepTotals& steps, MPI_Comm comm) {
   const double model = predicted != r.extra.end() ? predicted->second : -1.0;
   const double n = steps.empty() ? 1.0 : static_cast<double>(steps.count());
   const double bytes = static_cast<double>(r.bytes_sent()), messages = static_cast<double>(r.messages_sent());
-  double maxes[11] = {0.0,
+  double maxes[11] = {r.flops / n,
                       bytes / n,
                       messages / n,
                       r.wait_seconds() / n,
@@ -127,6 +127,7 @@ Summary summarize(const StepTotals& steps, MPI_Comm comm) {
   s.peak_device_max = gmax[9];
   s.ticks_max = gmax[10];
   s.flops = gsum[0];
+  s.flops_max = gmax[0];
   s.bytes_avg = gsum[1] / s.ranks;
   s.messages_avg = gsum[2] / s.ranks;
   s.gflops = s.seconds_median > 0 ? s.flops / s.seconds_median * 1e-9 : 0.0;
@@ -327,6 +328,8 @@ std::string run_json(const RunRecord& r) {
         {"multiply_seconds_total", std::accumulate(s.times.begin(), s.times.end(), 0.0)},
         {"flops_per_multiply", s.flops},
         {"gflops", s.gflops},
+        {"flops_per_rank_max", s.flops_max},
+        {"work_balance", s.work_balance()},
         {"volume_per_rank_max", s.volume_max},
         {"volume_per_rank_avg", s.volume_avg},
         {"model_volume_per_rank_max", s.model_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.model_max)},

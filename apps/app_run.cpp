@@ -78,6 +78,9 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
          fmt::format("{:.4g}", s.seconds_min), fmt::format("{:.4g}", s.seconds_median),
          fmt::format("{:.4g}", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", fmt::format("{:.3f}", s.gflops));
+  if (s.ranks > 1 && s.flops > 0)
+    l.info("  work balance          {} (the busiest rank's flops over the average rank's; 1 is an even split)",
+           fmt::format("{:.3f}", s.work_balance()));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));
   l.info("  from other ranks      {} received per rank, average (index included)", format_bytes(s.network_avg));
   l.info("  messages per rank     {} max, {} average", fmt::format("{:.0f}", s.messages_max),

@@ -1,194 +1,29 @@
-// The "Problem" sublist: generated or Matrix Market matrices on a grid and distribution.
+// The "Problem" sublist and the multiply's problem (build_problem): A, B and C generated or read from
+// Matrix Market files. H and S of the density-matrix solvers: hamiltonian.cpp.
 #include "plexus/problem.hpp"
 
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cctype>
-#include <climits>
-#include <cstdio>
 #include <cstdlib>
-#include <limits>
-#include <new>
 #include <numeric>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "plexus/cp2k_csr.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/generator.hpp"
 #include "plexus/input.hpp"
 #include "plexus/layout.hpp"
-#include "plexus/log.hpp"
 #include "plexus/matrix_market.hpp"
-#include "plexus/model.hpp"
 #include "plexus/mpi.hpp"
+#include "problem_support.hpp"
 
 namespace plexus {
 
-namespace {
-
-constexpr int kIntMax = std::numeric_limits<int>::max();
-
-// Block sizes covering n scalar rows: one size -> BlockSizes::covering; several -> cycled, the
-// last block cut so that the sizes add up to n.
-BlockSizes covering_sizes(std::int64_t n, const std::vector<int>& pattern, const std::string& where) {
-  if (n <= 0) throw InputError(where, "matrix dimension " + std::to_string(n) + " must be positive");
-  if (pattern.size() == 1) return BlockSizes::covering(n, pattern[0]);
-  std::vector<int> sizes;
-  std::int64_t total = 0;
-  for (std::size_t i = 0; total < n; ++i) {
-    const int s = pattern[i % pattern.size()];
-    const std::int64_t take = std::min<std::int64_t>(s, n - total);
-    sizes.push_back(static_cast<int>(take));
-    total += take;
-  }
-  return BlockSizes(std::move(sizes));
-}
-
-std::shared_ptr<const Distribution> strategy_distribution(const MultiplyAlgorithm& strategy,
-                                                          std::shared_ptr<const Distribution> proposal) {
-  auto d = strategy.distribution_for(std::move(proposal));
-  PLEXUS_CHECK(d != nullptr, "multiply algorithm '" + strategy.name() + "' returned no distribution");
-  return d;
-}
-
-// A block holds at most INT_MAX elements (its size is an int everywhere): block sizes up to
-// 46340, whose square still fits.
-constexpr int kMaxBlockSize = 46340;
-
-void check_block_sizes(const std::vector<int>& pattern, const std::string& name = "BlockSizes") {
-  for (int s : pattern)
-    if (s > kMaxBlockSize)
-      throw InputError("Problem/" + name, "Problem/" + name + ": a block of " + std::to_string(s) + " x " +
-                                                 std::to_string(s) + " has " + std::to_string(std::int64_t{s} * s) +
-                                                 " elements, more than a block can hold (" + std::to_string(kIntMax) +
-                                                 "); block sizes are at most " + std::to_string(kMaxBlockSize));
-}
-
-// The number of blocks covering n rows (as covering_sizes cuts them), without making them.
-std::int64_t covering_count(std::int64_t n, const std::vector<int>& pattern) {
-  const std::int64_t cycle = std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0});
-  std::int64_t count = n / cycle * static_cast<std::int64_t>(pattern.size());
-  for (std::int64_t rest = n % cycle, i = 0; rest > 0; ++i, ++count) rest -= pattern[static_cast<std::size_t>(i)];
-  return count;
-}
-
-double mean_size(const std::vector<int>& pattern) {
-  return static_cast<double>(std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0})) /
-         static_cast<double>(pattern.size());
-}
-
-// Bytes of index arrays per block row or column of one matrix on one rank: the layout's size and
-// offset, the distribution's map, the panel's row index and block lists (an estimate from below).
-constexpr double kIndexBytesPerBlock = 40;
-
-// What the problem needs at least on every rank, checked before anything is allocated: refused
-// when more than the memory the least provided rank can get (the node's available memory shared
-// by the ranks on it, and the rank's own limits). The same answer and message on every rank. Collective over comm.
-void require_memory(double need_per_rank, const std::string& what, MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  const int on_node = mpi::size(node);
-  MPI_Comm_free(&node);
-  const input::Available avail = input::available_memory(on_node);
-  struct {
-    double bytes;
-    int rank;
-  } mine{static_cast<double>(avail.bytes), mpi::rank(comm)}, least{};
-  mpi::check(MPI_Allreduce(&mine, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm), "MPI_Allreduce");
-  if (need_per_rank <= least.bytes) return;
-  // Everyone fails alike; the message tells what the least provided rank found.
-  std::string source = avail.source;
-  int len = static_cast<int>(source.size());
-  mpi::check(MPI_Bcast(&len, 1, MPI_INT, least.rank, comm), "MPI_Bcast");
-  source.resize(static_cast<std::size_t>(len));
-  mpi::check(MPI_Bcast(source.data(), len, MPI_CHAR, least.rank, comm), "MPI_Bcast");
-  throw InputError("Problem", what + " needs at least " + input::format_size(need_per_rank) + " per rank, but rank " +
-                                  std::to_string(least.rank) + " can get " + input::format_size(least.bytes) + " (" +
-                                  source + ")");
-}
-
-// Runs an allocating step; a std::bad_alloc that still happens says what ran out and when.
-template <class F>
-auto allocating(const std::string& step, F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    throw Error("Problem", "out of memory while " + step +
-                               " (std::bad_alloc; the estimate before it was within the "
-                               "available memory, so other ranks or processes may have taken it)");
-  }
-}
-
-// RowBlockSizes or ColBlockSizes: its pattern, or BlockSizes' when empty.
-std::vector<int> dimension_pattern(const ParameterList& problem, const std::string& name,
-                                   const std::vector<int>& fallback) {
-  const std::string text = problem.get<std::string>(name);
-  if (input::trim(text).empty()) return fallback;
-  auto p = parse_int_list(text, "Problem/" + name);
-  check_block_sizes(p, name);
-  return p;
-}
-
-// The grid Problem/GridRows x GridCols (or Distribution = rows-1d) asks for. Collective.
-std::shared_ptr<const Grid> problem_grid(const ParameterList& problem, Context& ctx) {
-  const MPI_Comm comm = ctx.comm();
-  const std::string dist_kind = problem.get<std::string>("Distribution");
-  int grid_rows = problem.get<int>("GridRows");
-  int grid_cols = problem.get<int>("GridCols");
-  if (dist_kind == "rows-1d") {
-    if (grid_rows == 0 && grid_cols == 0) {
-      MPI_Comm_size(comm, &grid_rows);  // 1D block rows: a P x 1 grid
-      grid_cols = 1;
-    } else if (grid_cols != 1) {
-      throw InputError("Problem/Distribution", "Problem/Distribution = 'rows-1d' needs Problem/GridCols = 1 (got " +
-                                                   std::to_string(grid_cols) + ")");
-    }
-  }
-  if ((grid_rows == 0) != (grid_cols == 0))
-    throw InputError("Problem/GridRows",
-                     "Problem/GridRows and Problem/GridCols must both be 0 (automatic) or both set");
-  const int ranks = mpi::size(comm);
-  if (grid_rows > 0 && std::int64_t{grid_rows} * grid_cols != ranks)
-    throw InputError("Problem/GridRows", "the grid Problem/GridRows x Problem/GridCols = " + std::to_string(grid_rows) +
-                                             "x" + std::to_string(grid_cols) + " has " +
-                                             std::to_string(std::int64_t{grid_rows} * grid_cols) +
-                                             " ranks, but the job has " + std::to_string(ranks));
-  return ctx.grid(grid_rows, grid_cols);
-}
-
-// Problem/Generator = model: H and S generated on the grid (docs/model-generator.md).
-HamiltonianMatrices build_model(const ParameterList& problem, Context& ctx) {
-  const MoleculeModel spec = model_spec(problem);
-  const MoleculeModelBounds bounds = model_bounds(spec);
-  const int ranks = mpi::size(ctx.comm());
-  const double n = static_cast<double>(spec.molecules), b = spec.block;
-  const double value_bytes = 2 * n * bounds.max_blocks_per_row * b * b * sizeof(double);
-  require_memory(2 * n * kIndexBytesPerBlock + value_bytes / ranks,
-                 "the model problem (Problem/Molecules = " + std::to_string(spec.molecules) + ", blocks of " +
-                     std::to_string(spec.block) + ", at most " + std::to_string(bounds.max_blocks_per_row) +
-                     " blocks a block row: up to " + input::format_size(value_bytes) + " of values for H and S)",
-                 ctx.comm());
-  auto grid = problem_grid(problem, ctx);
-  const int blocks = static_cast<int>(spec.molecules);
-  auto dist = strategy_distribution(
-      ctx.multiply_algorithm(),
-      Distribution::by_name(problem.get<std::string>("Distribution"), grid, blocks, blocks,
-                            static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
-  const auto box = model_box(spec.molecules);
-  log().info("model: {} molecules ({}x{}x{} box), blocks of {}: Electrons = {}; the generalized eigenvalues of (H, "
-             "S) lie in [-{:.4g}, {:.4g}] with none in ({:.4g}, {:.4g}); S's in [{:.4g}, {:.4g}]; at most {} blocks "
-             "a block row",
-             spec.molecules, box[0], box[1], box[2], spec.block, spec.molecules * spec.block, bounds.spectrum_max,
-             bounds.spectrum_max, bounds.homo_max, bounds.lumo_min, bounds.s_min, bounds.s_max,
-             bounds.max_blocks_per_row);
-  return allocating("generating the model's H and S", [&] { return generate_model(spec, dist); });
-}
-
-}  // namespace
+using namespace detail;
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& where) {
   std::vector<int> out;
@@ -309,144 +144,171 @@ ParameterListPtr problem_valid_parameters() {
   return v;
 }
 
-ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool with_c, bool trans_a, bool trans_b) {
-  const MPI_Comm comm = ctx.comm();
+namespace {
+
+// A's, B's and C's distributions, from Problem/Distribution and DistributionSeed on the grid, as
+// the strategy takes them. trans_a, trans_b: op(A) = A^T, op(B) = B^T. `one`: square operands with
+// equal layouts, neither transposed, which get one distribution for all three (one proposal; the
+// strategy may change it). Else C's rows are distributed like A's rows and its columns like B's
+// columns; a transposed operand (stored K x M, N x K) keeps a distribution of its own, which the
+// multiply redistributes.
+struct OperandDistributions {
+  std::shared_ptr<const Distribution> a, b, c;
+};
+OperandDistributions operand_distributions(Context& ctx, const std::shared_ptr<const Grid>& grid,
+                                           const ParameterList& problem, const BlockLayout& la, const BlockLayout& lb,
+                                           const BlockLayout& lc, bool trans_a, bool trans_b, bool one) {
   const MultiplyAlgorithm& strategy = ctx.multiply_algorithm();
-  // Work on a validated, default-filled copy: callers may pass a partial list.
-  ParameterList problem(given);
-  validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
-  const std::string generator = problem.get<std::string>("Generator");
-  const std::string sizes_text = problem.get<std::string>("BlockSizes");
-  const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
-  check_block_sizes(pattern);
-  // Rows of A and C, inner dimension, columns of B and C.
-  const auto row_pattern = dimension_pattern(problem, "RowBlockSizes", pattern);
-  const auto col_pattern = dimension_pattern(problem, "ColBlockSizes", pattern);
-  const bool one_pattern = row_pattern == pattern && col_pattern == pattern;
-  const std::string dist_kind = problem.get<std::string>("Distribution");
-  const auto dist_seed = static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"));
-  const int ranks = mpi::size(comm);
-  auto grid = problem_grid(problem, ctx);
-
-  ProblemMatrices out;
-  if (generator == "random") {
-    const int blocks = problem.get<int>("Blocks");
-    const double occupancy = problem.get<double>("Occupancy");
-    if (!(occupancy > 0.0 && occupancy <= 1.0))
-      throw InputError("Problem/Occupancy", "Problem/Occupancy must be in (0, 1], got " + std::to_string(occupancy));
-    // OccupancyA/B/C: 0 stands for Occupancy.
-    auto occupancy_of = [&](const char* m) {
-      const double o = problem.get<double>(std::string("Occupancy") + m);
-      return o > 0.0 ? o : occupancy;
-    };
-    const double occ_a = occupancy_of("A"), occ_b = occupancy_of("B"), occ_c = occupancy_of("C");
-    const int seed = problem.get<int>("Seed");
-    const bool symmetric = problem.get<bool>("Symmetric");
-    const int bandwidth = problem.get<int>("Bandwidth");
-    const int dim_m = problem.get<int>("Rows"), dim_k = problem.get<int>("Inner"), dim_n = problem.get<int>("Cols");
-    const bool square = dim_m == 0 && dim_k == 0 && dim_n == 0;
-    // The block count of a dimension: Blocks, or the blocks of its pattern covering Rows/Cols/Inner.
-    auto count_of = [&](const char* dim, int n, const std::vector<int>& pat, const char* by) -> std::int64_t {
-      if (n == 0) return blocks;
-      const std::int64_t count = covering_count(n, pat);
-      if (count > kIntMax)
-        throw InputError(std::string("Problem/") + dim, std::string("Problem/") + dim + " = " + std::to_string(n) +
-                                                            " makes " + std::to_string(count) + " blocks of Problem/" +
-                                                            by + "; at most " + std::to_string(kIntMax) +
-                                                            " blocks a dimension are supported");
-      return count;
-    };
-    const std::int64_t mb = count_of("Rows", dim_m, row_pattern, "RowBlockSizes");
-    const std::int64_t kb = count_of("Inner", dim_k, pattern, "BlockSizes");
-    const std::int64_t nb = count_of("Cols", dim_n, col_pattern, "ColBlockSizes");
-    if (symmetric && !one_pattern)
-      throw InputError("Problem/Symmetric", "Problem/Symmetric = true generates square symmetric A and B, whose rows and "
-                                            "columns are cut alike: give Problem/RowBlockSizes and ColBlockSizes only "
-                                            "with Problem/Symmetric = false");
-    if (symmetric && !(dim_m == dim_k && dim_k == dim_n))
-      throw InputError("Problem/Symmetric",
-                       "Problem/Symmetric = true generates square symmetric A and B: give "
-                       "Problem/Rows, Inner and Cols equal (or all 0), or Problem/Symmetric = "
-                       "false");
-    {
-      // Blocks present in each matrix: its diagonal, and its occupancy of the others (inside the band).
-      auto present = [&](double r, double c, double occ) {
-        const double diagonal = std::min(r, c);
-        const double inside = bandwidth < 0 ? r * c : std::min(r * c, diagonal * (2.0 * bandwidth + 1));
-        return diagonal + occ * std::max(0.0, inside - diagonal);
-      };
-      const double rm = static_cast<double>(mb), rk = static_cast<double>(kb), rn = static_cast<double>(nb);
-      const double sm = mean_size(row_pattern), sk = mean_size(pattern), sn = mean_size(col_pattern);
-      const double bytes_a = present(rm, rk, occ_a) * sm * sk * sizeof(double);
-      const double bytes_b = present(rk, rn, occ_b) * sk * sn * sizeof(double);
-      const double bytes_c = with_c ? present(rm, rn, occ_c) * sm * sn * sizeof(double) : 0.0;
-      const double need = (bytes_a + bytes_b + bytes_c) / ranks + 2 * (rm + rk + rn) * kIndexBytesPerBlock;
-      const std::string shown = fmt::format("{:g}", occupancy);
-      require_memory(need,
-                     "the random problem (" +
-                         (square ? "Problem/Blocks = " + std::to_string(blocks)
-                                 : "M x K x N = " + std::to_string(mb) + " x " + std::to_string(kb) + " x " +
-                                       std::to_string(nb) + " blocks") +
-                         ", BlockSizes '" + sizes_text + "', Occupancy " + shown + ": about " +
-                         input::format_size(std::max({bytes_a, bytes_b, bytes_c})) + " for each of its " +
-                         (with_c ? "3" : "2") + " matrices, over " + std::to_string(ranks) + " ranks)",
-                     comm);
-    }
-    auto sizes_of = [&](const char* dim, int n, const std::vector<int>& pat) {
-      return n == 0 ? BlockSizes::cyclic(blocks, pat) : covering_sizes(n, pat, std::string("Problem/") + dim);
-    };
-    const auto [rows, inner, cols] = allocating("making the block sizes", [&] {
-      return std::tuple{sizes_of("Rows", dim_m, row_pattern), sizes_of("Inner", dim_k, pattern),
-                        sizes_of("Cols", dim_n, col_pattern)};
-    });
-    // Stored shapes: A is rows x inner (inner x rows when op(A) = A^T), B inner x cols (cols x inner).
-    const BlockLayout la = trans_a ? BlockLayout{inner, rows} : BlockLayout{rows, inner};
-    const BlockLayout lb = trans_b ? BlockLayout{cols, inner} : BlockLayout{inner, cols};
-    const BlockLayout lc{rows, cols};
-    std::shared_ptr<const Distribution> da, db, dc;
-    if (square && !trans_a && !trans_b) {
-      // One proposal for all three (the block counts are equal); the strategy may change it.
-      da = db = dc = strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, blocks, blocks, dist_seed));
-    } else {
-      // C's rows are distributed like A's rows, its columns like B's columns; a transposed operand
-      // keeps a distribution of its own (the multiply redistributes it).
-      auto pc = Distribution::by_name(dist_kind, grid, lc.rows.count(), lc.cols.count(), dist_seed);
-      auto pa = Distribution::by_name(dist_kind, grid, la.rows.count(), la.cols.count(), dist_seed);
-      auto pb = Distribution::by_name(dist_kind, grid, lb.rows.count(), lb.cols.count(), dist_seed);
-      if (!trans_a) pa = std::make_shared<const Distribution>(grid, pc->row_dist(), pa->col_dist(), pa->kind());
-      if (!trans_b) pb = std::make_shared<const Distribution>(grid, pb->row_dist(), pc->col_dist(), pb->kind());
-      da = strategy_distribution(strategy, pa);
-      db = strategy_distribution(strategy, pb);
-      dc = strategy_distribution(strategy, pc);
-    }
-    GeneratorSpec spec;
-    spec.symmetric = symmetric;
-    spec.force_diagonal = true;
-    spec.bandwidth = bandwidth;
-    auto generate = [&](const char* name, std::uint64_t offset, double occ, std::shared_ptr<const Distribution> d,
-                        const BlockLayout& layout) {
-      spec.seed = static_cast<std::uint64_t>(seed) + offset;
-      spec.occupancy = occ;
-      return allocating(std::string("generating the random matrix ") + name,
-                        [&] { return std::make_shared<DistMatrix>(generate_random(name, d, layout, spec)); });
-    };
-    out.a = generate("A", 0, occ_a, da, la);
-    out.b = generate("B", 1, occ_b, db, lb);
-    if (with_c) {
-      out.c = generate("C", 2, occ_c, dc, lc);
-    } else {
-      out.c = std::make_shared<DistMatrix>("C", dc, lc);
-      out.c->finalize();
-    }
-    return out;
+  const std::string kind = problem.get<std::string>("Distribution");
+  const auto seed = static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"));
+  auto proposal = [&](const BlockLayout& l) {
+    return Distribution::by_name(kind, grid, l.rows.count(), l.cols.count(), seed);
+  };
+  if (one) {
+    auto d = strategy_distribution(strategy, proposal(lc));
+    return {d, d, d};
   }
+  auto pc = proposal(lc), pa = proposal(la), pb = proposal(lb);
+  if (!trans_a) pa = std::make_shared<const Distribution>(grid, pc->row_dist(), pa->col_dist(), pa->kind());
+  if (!trans_b) pb = std::make_shared<const Distribution>(grid, pb->row_dist(), pc->col_dist(), pb->kind());
+  return {strategy_distribution(strategy, pa), strategy_distribution(strategy, pb),
+          strategy_distribution(strategy, pc)};
+}
 
-  if (generator == "cp2k-csr" || generator == "model")
-    throw InputError("Problem/Generator", "Problem/Generator = '" + generator + "' gives the Kohn-Sham matrices H and S of the "
-                                          "density-matrix solvers (sign, purification), not A and B; use "
-                                          "'matrix-market' or 'random' for a multiply problem");
-  if (generator != "matrix-market")
-    throw InputError("Problem/Generator", "unknown Problem/Generator '" + generator + "'");
+// What a multiply's problem is asked for besides the Problem sublist: the block size patterns of its
+// dimensions (validated), whether C is made, and which operands the multiply transposes.
+struct MultiplyShape {
+  std::string sizes_text;                              // Problem/BlockSizes as given
+  std::vector<int> pattern, row_pattern, col_pattern;  // the inner dimension; rows of A and C; columns of B and C
+  bool with_c = false, trans_a = false, trans_b = false;
+};
+
+// Problem/Generator = random: A, B (and C) generated on the grid.
+ProblemMatrices random_problem(const ParameterList& problem, Context& ctx, const std::shared_ptr<const Grid>& grid,
+                               const MultiplyShape& shape) {
+  const MPI_Comm comm = ctx.comm();
+  const int ranks = mpi::size(comm);
+  const std::string& sizes_text = shape.sizes_text;
+  const std::vector<int>& pattern = shape.pattern;
+  const std::vector<int>& row_pattern = shape.row_pattern;
+  const std::vector<int>& col_pattern = shape.col_pattern;
+  const bool with_c = shape.with_c, trans_a = shape.trans_a, trans_b = shape.trans_b;
+  const bool one_pattern = row_pattern == pattern && col_pattern == pattern;
+  ProblemMatrices out;
+  const int blocks = problem.get<int>("Blocks");
+  const double occupancy = problem.get<double>("Occupancy");
+  if (!(occupancy > 0.0 && occupancy <= 1.0))
+    throw InputError("Problem/Occupancy", "Problem/Occupancy must be in (0, 1], got " + std::to_string(occupancy));
+  // OccupancyA/B/C: 0 stands for Occupancy.
+  auto occupancy_of = [&](const char* m) {
+    const double o = problem.get<double>(std::string("Occupancy") + m);
+    return o > 0.0 ? o : occupancy;
+  };
+  const double occ_a = occupancy_of("A"), occ_b = occupancy_of("B"), occ_c = occupancy_of("C");
+  const int seed = problem.get<int>("Seed");
+  const bool symmetric = problem.get<bool>("Symmetric");
+  const int bandwidth = problem.get<int>("Bandwidth");
+  const int dim_m = problem.get<int>("Rows"), dim_k = problem.get<int>("Inner"), dim_n = problem.get<int>("Cols");
+  const bool square = dim_m == 0 && dim_k == 0 && dim_n == 0;
+  // The block count of a dimension: Blocks, or the blocks of its pattern covering Rows/Cols/Inner.
+  auto count_of = [&](const char* dim, int n, const std::vector<int>& pat, const char* by) -> std::int64_t {
+    if (n == 0) return blocks;
+    const std::int64_t count = covering_count(n, pat);
+    if (count > kIntMax)
+      throw InputError(std::string("Problem/") + dim, std::string("Problem/") + dim + " = " + std::to_string(n) +
+                                                          " makes " + std::to_string(count) + " blocks of Problem/" +
+                                                          by + "; at most " + std::to_string(kIntMax) +
+                                                          " blocks a dimension are supported");
+    return count;
+  };
+  const std::int64_t mb = count_of("Rows", dim_m, row_pattern, "RowBlockSizes");
+  const std::int64_t kb = count_of("Inner", dim_k, pattern, "BlockSizes");
+  const std::int64_t nb = count_of("Cols", dim_n, col_pattern, "ColBlockSizes");
+  if (symmetric && !one_pattern)
+    throw InputError("Problem/Symmetric",
+                     "Problem/Symmetric = true generates square symmetric A and B, whose rows and "
+                     "columns are cut alike: give Problem/RowBlockSizes and ColBlockSizes only "
+                     "with Problem/Symmetric = false");
+  if (symmetric && !(dim_m == dim_k && dim_k == dim_n))
+    throw InputError("Problem/Symmetric",
+                     "Problem/Symmetric = true generates square symmetric A and B: give "
+                     "Problem/Rows, Inner and Cols equal (or all 0), or Problem/Symmetric = "
+                     "false");
+  {
+    // Blocks present in each matrix: its diagonal, and its occupancy of the others (inside the band).
+    auto present = [&](double r, double c, double occ) {
+      const double diagonal = std::min(r, c);
+      const double inside = bandwidth < 0 ? r * c : std::min(r * c, diagonal * (2.0 * bandwidth + 1));
+      return diagonal + occ * std::max(0.0, inside - diagonal);
+    };
+    const double rm = static_cast<double>(mb), rk = static_cast<double>(kb), rn = static_cast<double>(nb);
+    const double sm = mean_size(row_pattern), sk = mean_size(pattern), sn = mean_size(col_pattern);
+    const double bytes_a = present(rm, rk, occ_a) * sm * sk * sizeof(double);
+    const double bytes_b = present(rk, rn, occ_b) * sk * sn * sizeof(double);
+    const double bytes_c = with_c ? present(rm, rn, occ_c) * sm * sn * sizeof(double) : 0.0;
+    const double need = (bytes_a + bytes_b + bytes_c) / ranks + 2 * (rm + rk + rn) * kIndexBytesPerBlock;
+    const std::string shown = fmt::format("{:g}", occupancy);
+    require_memory(need,
+                   "the random problem (" +
+                       (square ? "Problem/Blocks = " + std::to_string(blocks)
+                               : "M x K x N = " + std::to_string(mb) + " x " + std::to_string(kb) + " x " +
+                                     std::to_string(nb) + " blocks") +
+                       ", BlockSizes '" + sizes_text + "', Occupancy " + shown + ": about " +
+                       input::format_size(std::max({bytes_a, bytes_b, bytes_c})) + " for each of its " +
+                       (with_c ? "3" : "2") + " matrices, over " + std::to_string(ranks) + " ranks)",
+                   comm);
+  }
+  auto sizes_of = [&](const char* dim, int n, const std::vector<int>& pat) {
+    return n == 0 ? BlockSizes::cyclic(blocks, pat) : covering_sizes(n, pat, std::string("Problem/") + dim);
+  };
+  const auto [rows, inner, cols] = allocating("making the block sizes", [&] {
+    return std::tuple{sizes_of("Rows", dim_m, row_pattern), sizes_of("Inner", dim_k, pattern),
+                      sizes_of("Cols", dim_n, col_pattern)};
+  });
+  // Stored shapes: A is rows x inner (inner x rows when op(A) = A^T), B inner x cols (cols x inner).
+  const BlockLayout la = trans_a ? BlockLayout{inner, rows} : BlockLayout{rows, inner};
+  const BlockLayout lb = trans_b ? BlockLayout{cols, inner} : BlockLayout{inner, cols};
+  const BlockLayout lc{rows, cols};
+  // Not a structured binding: clang before 16 cannot capture one in a lambda.
+  const OperandDistributions dists =
+      operand_distributions(ctx, grid, problem, la, lb, lc, trans_a, trans_b, square && !trans_a && !trans_b);
+  const std::shared_ptr<const Distribution>& da = dists.a;
+  const std::shared_ptr<const Distribution>& db = dists.b;
+  const std::shared_ptr<const Distribution>& dc = dists.c;
+  GeneratorSpec spec;
+  spec.symmetric = symmetric;
+  spec.force_diagonal = true;
+  spec.bandwidth = bandwidth;
+  auto generate = [&](const char* name, std::uint64_t offset, double occ, std::shared_ptr<const Distribution> d,
+                      const BlockLayout& layout) {
+    spec.seed = static_cast<std::uint64_t>(seed) + offset;
+    spec.occupancy = occ;
+    return allocating(std::string("generating the random matrix ") + name,
+                      [&] { return std::make_shared<DistMatrix>(generate_random(name, d, layout, spec)); });
+  };
+  out.a = generate("A", 0, occ_a, da, la);
+  out.b = generate("B", 1, occ_b, db, lb);
+  if (with_c) {
+    out.c = generate("C", 2, occ_c, dc, lc);
+  } else {
+    out.c = std::make_shared<DistMatrix>("C", dc, lc);
+    out.c->finalize();
+  }
+  return out;
+  return out;
+}
+
+// Problem/Generator = matrix-market: A, B (and C) read from FileA, FileB (and FileC).
+ProblemMatrices matrix_market_problem(const ParameterList& problem, Context& ctx,
+                                      const std::shared_ptr<const Grid>& grid, const MultiplyShape& shape) {
+  const MPI_Comm comm = ctx.comm();
+  const int ranks = mpi::size(comm);
+  const std::string& sizes_text = shape.sizes_text;
+  const std::vector<int>& pattern = shape.pattern;
+  const std::vector<int>& row_pattern = shape.row_pattern;
+  const std::vector<int>& col_pattern = shape.col_pattern;
+  const bool with_c = shape.with_c, trans_a = shape.trans_a, trans_b = shape.trans_b;
+  ProblemMatrices out;
   const std::string file_a = problem.get<std::string>("FileA");
   const std::string file_b = problem.get<std::string>("FileB");
   const std::string file_c = problem.get<std::string>("FileC");
@@ -457,7 +319,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   // The files give A and B as stored; op(A) = A^T (multiply/TransA = T) is then K x M.
   const std::int64_t dim_m = trans_a ? ha.cols : ha.rows, dim_k = trans_a ? ha.rows : ha.cols;
   const std::int64_t dim_kb = trans_b ? hb.cols : hb.rows, dim_n = trans_b ? hb.rows : hb.cols;
-  auto shape = [](const std::string& op, const std::string& file, const MatrixMarketHeader& h, bool trans) {
+  auto shown = [](const std::string& op, const std::string& file, const MatrixMarketHeader& h, bool trans) {
     return op + " ('" + file + "', " + std::to_string(trans ? h.cols : h.rows) + "x" +
            std::to_string(trans ? h.rows : h.cols) +
            (trans ? ", the transpose of the file's " + std::to_string(h.rows) + "x" + std::to_string(h.cols)
@@ -466,7 +328,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   };
   const std::string op_a = trans_a ? "op(A) = A^T" : "A", op_b = trans_b ? "op(B) = B^T" : "B";
   if (dim_k != dim_kb)
-    throw InputError("Problem/FileB", shape(op_a, file_a, ha, trans_a) + " and " + shape(op_b, file_b, hb, trans_b) +
+    throw InputError("Problem/FileB", shown(op_a, file_a, ha, trans_a) + " and " + shown(op_b, file_b, hb, trans_b) +
                                           " cannot be multiplied: " + std::to_string(dim_k) + " columns, " +
                                           std::to_string(dim_kb) + " rows");
   const bool read_c = with_c && !file_c.empty();
@@ -527,23 +389,12 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   const BlockLayout la = trans_a ? BlockLayout{k, m} : BlockLayout{m, k};
   const BlockLayout lb = trans_b ? BlockLayout{n, k} : BlockLayout{k, n};
   const BlockLayout lc{m, n};
-  std::shared_ptr<const Distribution> da, db, dc;
-  if (m == k && k == n && !trans_a && !trans_b) {
-    // Square with equal layouts: one distribution for all three, as for generated problems.
-    da = db = dc =
-        strategy_distribution(strategy, Distribution::by_name(dist_kind, grid, m.count(), m.count(), dist_seed));
-  } else {
-    // C's rows are distributed like A's rows, its columns like B's columns; a transposed operand
-    // keeps a distribution of its own (the multiply redistributes it).
-    auto pc = Distribution::by_name(dist_kind, grid, lc.rows.count(), lc.cols.count(), dist_seed);
-    auto pa = Distribution::by_name(dist_kind, grid, la.rows.count(), la.cols.count(), dist_seed);
-    auto pb = Distribution::by_name(dist_kind, grid, lb.rows.count(), lb.cols.count(), dist_seed);
-    if (!trans_a) pa = std::make_shared<const Distribution>(grid, pc->row_dist(), pa->col_dist(), pa->kind());
-    if (!trans_b) pb = std::make_shared<const Distribution>(grid, pb->row_dist(), pc->col_dist(), pb->kind());
-    da = strategy_distribution(strategy, pa);
-    db = strategy_distribution(strategy, pb);
-    dc = strategy_distribution(strategy, pc);
-  }
+  // Not a structured binding: clang before 16 cannot capture one in a lambda.
+  const OperandDistributions dists =
+      operand_distributions(ctx, grid, problem, la, lb, lc, trans_a, trans_b, m == k && k == n && !trans_a && !trans_b);
+  const std::shared_ptr<const Distribution>& da = dists.a;
+  const std::shared_ptr<const Distribution>& db = dists.b;
+  const std::shared_ptr<const Distribution>& dc = dists.c;
   // A, B (and C) at once: on several ranks each is read by a rank of its own (file f by rank f mod P),
   // where the algorithm put them on one grid (else one after the other).
   std::vector<MatrixFile> files{{file_a, "A", da, la}, {file_b, "B", db, lb}};
@@ -570,136 +421,32 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   return out;
 }
 
-HamiltonianMatrices build_hamiltonian(const ParameterList& given, Context& ctx) {
-  const MPI_Comm comm = ctx.comm();
+}  // namespace
+
+ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool with_c, bool trans_a, bool trans_b) {
+  // Work on a validated, default-filled copy: callers may pass a partial list.
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
   const std::string generator = problem.get<std::string>("Generator");
-  {
-    const auto pattern = parse_int_list(problem.get<std::string>("BlockSizes"), "Problem/BlockSizes");
-    for (const char* name : {"RowBlockSizes", "ColBlockSizes"})
-      if (dimension_pattern(problem, name, pattern) != pattern)
-        throw InputError(std::string("Problem/") + name,
-                         std::string("Problem/") + name + " cuts rows and columns differently, but H, S and the "
-                         "density matrix are square with one blocking: give Problem/BlockSizes only ('23' per "
-                         "molecule or '13,5,5' per atom for water)");
-  }
-  if (generator == "model") return build_model(problem, ctx);
-  if (generator != "matrix-market" && generator != "cp2k-csr")
-    throw InputError("Problem/Generator", "the density-matrix solvers need H (and S): Problem/Generator = '" +
-                                              generator + "' does not give them; use 'matrix-market' or 'cp2k-csr' "
-                                              "with Problem/FileH (and Problem/FileS), or 'model'");
-  const bool cp2k = generator == "cp2k-csr";
-  const std::string file_h = problem.get<std::string>("FileH");
-  const std::string file_s = problem.get<std::string>("FileS");
-  if (file_h.empty())
-    throw InputError("Problem/FileH", "Problem/Generator = '" + generator +
-                                          "' for a density-matrix solver needs Problem/FileH (the Kohn-Sham matrix; "
-                                          "Problem/FileS, the overlap, is optional)");
-  const std::string sizes_text = problem.get<std::string>("BlockSizes");
-  const auto pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
-  check_block_sizes(pattern);
-
-  // The dimensions, and the bytes of values each file gives at least.
-  struct Source {
-    std::int64_t rows = 0, cols = 0;
-    double value_bytes = 0;
-    Cp2kCsrHeader csr;
-  };
-  // CP2K CSR files are scanned whole for their headers: H's and S's side by side (rank 0 and 1).
-  std::vector<Cp2kCsrHeader> csr_headers;
-  if (cp2k)
-    csr_headers = read_cp2k_csr_headers(
-        file_s.empty() ? std::vector<std::string>{file_h} : std::vector<std::string>{file_h, file_s}, comm);
-  auto header = [&](const std::string& file, std::size_t f) {
-    Source src;
-    if (cp2k) {
-      src.csr = csr_headers[f];
-      src.rows = src.cols = src.csr.dimension;
-      src.value_bytes = static_cast<double>(src.csr.entries) * (src.csr.mirrored ? 2 : 1) * sizeof(double);
-    } else {
-      const auto h = read_matrix_market_header(file, comm);
-      src.rows = h.rows;
-      src.cols = h.cols;
-      const double stored = h.format == "array" ? static_cast<double>(h.rows) * static_cast<double>(h.cols)
-                                                : static_cast<double>(h.entries) * (h.symmetry == "symmetric" ? 2 : 1);
-      src.value_bytes = stored * sizeof(double);
-    }
-    return src;
-  };
-  const Source hh = header(file_h, 0);
-  if (hh.rows != hh.cols)
-    throw InputError("Problem/FileH", "H ('" + file_h + "') is " + std::to_string(hh.rows) + " x " +
-                                          std::to_string(hh.cols) + "; a Kohn-Sham matrix is square");
-  Source hs;
-  if (!file_s.empty()) {
-    hs = header(file_s, 1);
-    if (hs.rows != hs.cols || hs.rows != hh.rows)
-      throw InputError("Problem/FileS", "S ('" + file_s + "') is " + std::to_string(hs.rows) + " x " +
-                                            std::to_string(hs.cols) + "; the overlap must be square with H's dimension " +
-                                            std::to_string(hh.rows) +
-                                            (cp2k ? " (a CP2K CSR file's dimension is its largest index: a file whose "
-                                                    "last rows kept no entry above KS_CSR_WRITE's threshold looks "
-                                                    "smaller)"
-                                                  : ""));
-  }
-  const std::int64_t n = hh.rows;
-  // The pattern must tile n: blocks are atoms or molecules, and a cut block is a sign of a wrong
-  // pattern (13,5,5 on a file that is not water, say).
-  const std::int64_t cycle = std::accumulate(pattern.begin(), pattern.end(), std::int64_t{0});
-  {
-    std::int64_t covered = n / cycle * cycle, rest = n % cycle;
-    for (std::size_t i = 0; rest > 0 && i < pattern.size(); ++i) {
-      if (pattern[i] > rest) break;
-      rest -= pattern[i];
-      covered += pattern[i];
-    }
-    if (covered != n)
-      throw InputError("Problem/BlockSizes",
-                       "Problem/BlockSizes '" + sizes_text + "' does not add up to the dimension " + std::to_string(n) +
-                           " of '" + file_h + "': cycled, the blocks cover " + std::to_string(covered) +
-                           " and the next one would pass the end (for water: '23' per molecule or '13,5,5' per atom)");
-  }
-  const std::int64_t blocks = covering_count(n, pattern);
-  if (blocks > kIntMax)
-    throw InputError("Problem/BlockSizes", "the " + std::to_string(n) + " rows of '" + file_h + "' make " +
-                                               std::to_string(blocks) + " blocks of Problem/BlockSizes '" + sizes_text +
-                                               "'; at most " + std::to_string(kIntMax) + " blocks are supported");
-  const int ranks = mpi::size(comm);
-  {
-    const double value_bytes = hh.value_bytes + (file_s.empty() ? 0.0 : hs.value_bytes);
-    require_memory(2 * static_cast<double>(blocks) * kIndexBytesPerBlock + value_bytes / ranks,
-                   "the Hamiltonian problem ('" + file_h + "' " + std::to_string(n) + " x " + std::to_string(n) +
-                       (file_s.empty() ? std::string() : ", '" + file_s + "'") + ", blocks of '" + sizes_text +
-                       "': " + input::format_size(value_bytes) + " of values)",
-                   comm);
-  }
+  MultiplyShape shape;
+  shape.sizes_text = problem.get<std::string>("BlockSizes");
+  shape.pattern = parse_int_list(shape.sizes_text, "Problem/BlockSizes");
+  check_block_sizes(shape.pattern);
+  shape.row_pattern = dimension_pattern(problem, "RowBlockSizes", shape.pattern);
+  shape.col_pattern = dimension_pattern(problem, "ColBlockSizes", shape.pattern);
+  shape.with_c = with_c;
+  shape.trans_a = trans_a;
+  shape.trans_b = trans_b;
   auto grid = problem_grid(problem, ctx);
-  const BlockSizes sizes = allocating("cutting H into blocks", [&] { return covering_sizes(n, pattern, "Problem/FileH"); });
-  const BlockLayout layout{sizes, sizes};
-  auto dist = strategy_distribution(
-      ctx.multiply_algorithm(),
-      Distribution::by_name(problem.get<std::string>("Distribution"), grid, sizes.count(), sizes.count(),
-                            static_cast<std::uint64_t>(problem.get<int>("DistributionSeed"))));
-  // H and S at once: on several ranks each is read by a rank of its own (file f by rank f mod P).
-  std::vector<std::string> files{file_h}, names{"H"};
-  std::vector<Cp2kCsrHeader> headers{hh.csr};
-  if (!file_s.empty()) {
-    files.push_back(file_s);
-    names.emplace_back("S");
-    headers.push_back(hs.csr);
-  }
-  std::vector<DistMatrix> read =
-      allocating(std::string(cp2k ? "reading CP2K CSR file '" : "reading Matrix Market file '") + file_h + "'" +
-                     (file_s.empty() ? std::string() : " and '" + file_s + "'"),
-                 [&] {
-                   return cp2k ? read_cp2k_csr_files(files, names, dist, layout, headers)
-                               : read_matrix_market_files(files, names, dist, layout);
-                 });
-  HamiltonianMatrices out;
-  out.h = std::make_shared<DistMatrix>(std::move(read[0]));
-  if (!file_s.empty()) out.s = std::make_shared<DistMatrix>(std::move(read[1]));
-  return out;
+  if (generator == "random") return random_problem(problem, ctx, grid, shape);
+  if (generator == "cp2k-csr" || generator == "model")
+    throw InputError("Problem/Generator", "Problem/Generator = '" + generator +
+                                              "' gives the Kohn-Sham matrices H and S of the "
+                                              "density-matrix solvers (sign, purification), not A and B; use "
+                                              "'matrix-market' or 'random' for a multiply problem");
+  if (generator != "matrix-market")
+    throw InputError("Problem/Generator", "unknown Problem/Generator '" + generator + "'");
+  return matrix_market_problem(problem, ctx, grid, shape);
 }
 
 }  // namespace plexus

@@ -14,11 +14,9 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -28,9 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "g4_accounting.hpp"
 #include "g4_hdf5.hpp"
 #include "g4_model.hpp"
-#include "plexus/distribution.hpp"
+#include "g4_result.hpp"
 #include "plexus/error.hpp"
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"
@@ -47,14 +46,16 @@ namespace {
 using plexus::Error;
 using plexus::InputError;
 using plexus::SolverArray;
+using plexus::g4::keep_steps;
 using plexus::g4::Model;
+using plexus::g4::record_operations;
 using plexus::g4::Slice;
+using plexus::g4::staged;
+using plexus::g4::ThreadMeasurements;
 namespace memory = plexus::memory;
 namespace mpi = plexus::mpi;
 
-constexpr int kMaxN = 4096;                             // N = Lx*Ly*Nw; G4 of N = 4096 is 1 TiB
-constexpr std::int64_t kStage = std::int64_t{1} << 20;  // doubles per reduction call (8 MiB)
-constexpr int kTagResult = 7700;
+constexpr int kMaxN = 4096;  // N = Lx*Ly*Nw; G4 of N = 4096 is 1 TiB
 
 std::string bytes_text(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -66,56 +67,36 @@ std::string bytes_text(double b) {
   return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.2f} {}", b, units[u]);
 }
 
-// Applies a reduction `op` (which takes a std::vector<double>, as the strategy interface does) to
-// data[0, mine) in calls of at most kStage doubles through one staging vector. Every rank makes
-// `ceil(uniform / kStage)` calls (uniform: the same on every rank), so collective calls match even
-// where `mine` differs by an element; the last calls may be short or empty.
-void staged(double* data, std::int64_t mine, std::int64_t uniform,
-            const std::function<void(std::vector<double>&)>& op) {
-  const std::int64_t calls = (uniform + kStage - 1) / kStage;
-  std::vector<double> stage;
-  for (std::int64_t c = 0; c < calls; ++c) {
-    const std::int64_t a = std::min(mine, c * kStage), b = std::min(mine, (c + 1) * kStage);
-    stage.assign(data + a, data + b);
-    op(stage);
-    std::copy(stage.begin(), stage.begin() + (b - a), data + a);
-  }
-}
-
-// The model's figures of `spec.operation` run over data staged as staged() does it, summed.
-std::map<std::string, double> staged_model(const plexus::Collectives& c, plexus::CollectiveSpec spec,
-                                           std::int64_t mine, std::int64_t uniform) {
-  std::map<std::string, double> sum;
-  const std::int64_t calls = (uniform + kStage - 1) / kStage;
-  for (std::int64_t k = 0; k < calls; ++k) {
-    spec.values = std::min(mine, (k + 1) * kStage) - std::min(mine, k * kStage);
-    for (const auto& [name, v] : c.model(spec)) sum[name] += v;
-  }
-  return sum;
-}
-
-// What one thread keeps of its measurements: each one's seconds and waiting time, and its traffic:
-// each measurement's (StepDetail::Every), or only their sum (Totals: 16 bytes a measurement).
-struct ThreadMeasurements {
-  std::vector<double> seconds, wait;
-  std::vector<std::array<mpi::RoleCounts, mpi::kRoles>> traffic;  // Every: per measurement
-  std::array<mpi::RoleCounts, mpi::kRoles> total{};               // all measurements
-  ThreadMeasurements(int measurements, bool every)
-      : seconds(static_cast<std::size_t>(measurements), 0.0),
-        wait(static_cast<std::size_t>(measurements), 0.0),
-        traffic(every ? static_cast<std::size_t>(measurements) : 0) {}
-  // Measurement i's seconds (the slowest thread's) and waits (all threads'), over the threads.
-  static double seconds_of(const std::vector<ThreadMeasurements>& per, int i) {
-    double s = 0;
-    for (const auto& t : per) s = std::max(s, t.seconds[static_cast<std::size_t>(i)]);
-    return s;
-  }
-  static double wait_of(const std::vector<ThreadMeasurements>& per, int i) {
-    double w = 0;
-    for (const auto& t : per) w += t.wait[static_cast<std::size_t>(i)];
-    return w;
-  }
+// How the collectives' rings lie over the ranks: this rank's position, how many rings, and the
+// writer of each ring position (the lowest rank holding it: after the final reduction every ring
+// holds the same complete G4). Made by one thread before any thread circulates (a strategy may
+// split comm on first use). Collective over comm; rings of different sizes, or a position no rank
+// holds, throw on every rank.
+struct Rings {
+  plexus::Collectives::RingPosition ring;
+  int count = 1;
+  std::vector<int> writer_of;
 };
+Rings rings_of(plexus::Collectives& coll, MPI_Comm comm) {
+  const int P = mpi::size(comm);
+  Rings out;
+  const plexus::Collectives::RingPosition ring = coll.ring_position(comm);
+  int sizes[2] = {ring.size, -ring.size};
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (sizes[0] != -sizes[1] || ring.size < 1 || ring.position < 0 || ring.position >= ring.size)
+    throw Error("g4", "collectives '" + coll.name() + "' gives rings of different sizes (" + std::to_string(-sizes[1]) +
+                          " to " + std::to_string(sizes[0]) + "); the distributed accumulator needs equal rings");
+  out.ring = ring;
+  out.count = P / ring.size;
+  std::vector<int> positions(static_cast<std::size_t>(P));
+  mpi::check(MPI_Allgather(&ring.position, 1, MPI_INT, positions.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  out.writer_of.assign(static_cast<std::size_t>(ring.size), -1);
+  for (int r = P - 1; r >= 0; --r) out.writer_of[static_cast<std::size_t>(positions[static_cast<std::size_t>(r)])] = r;
+  for (int p = 0; p < ring.size; ++p)
+    if (out.writer_of[static_cast<std::size_t>(p)] < 0)
+      throw Error("g4", "collectives '" + coll.name() + "': no rank holds ring position " + std::to_string(p));
+  return out;
+}
 
 class G4Solver final : public plexus::Solver {
  public:
@@ -171,13 +152,8 @@ class G4Solver final : public plexus::Solver {
   plexus::SolverResult run(plexus::SolverContext& ctx) override;
 
  private:
-  void record_operations(plexus::Context& ctx, const std::vector<ThreadMeasurements>& per, bool every,
-                         const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
-                         plexus::Collectives::RingPosition ring, int rings) const;
-
- private:
-  std::shared_ptr<plexus::DistMatrix> build_result(plexus::Context& ctx, const double* held, Slice held_range,
-                                                   const std::vector<int>& writer_of, int S) const;
+  void check_against_recomputation(const plexus::SolverContext& ctx, int threads, const std::vector<int>& minus,
+                                   const double* mine_data, Slice mine, plexus::SolverResult& result) const;
 
   plexus::ParameterList sublist_;
   Model model_;
@@ -204,24 +180,10 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
 
   // ---- threads and rings ------------------------------------------------------------------
   const int threads = coll.circulate_threads();
-  // Made here, by one thread, before any thread circulates (a strategy may split comm on first use).
-  const plexus::Collectives::RingPosition ring = coll.ring_position(comm);
-  int sizes[2] = {ring.size, -ring.size};
-  mpi::check(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  if (sizes[0] != -sizes[1] || ring.size < 1 || ring.position < 0 || ring.position >= ring.size)
-    throw Error("g4", "collectives '" + coll.name() + "' gives rings of different sizes (" +
-                          std::to_string(-sizes[1]) + " to " + std::to_string(sizes[0]) +
-                          "); the distributed accumulator needs equal rings");
-  const int S = ring.size, rings = P / S;
-  // The writer of each ring position: the lowest rank holding it (after the final reduction every
-  // ring holds the same complete G4).
-  std::vector<int> positions(static_cast<std::size_t>(P));
-  mpi::check(MPI_Allgather(&ring.position, 1, MPI_INT, positions.data(), 1, MPI_INT, comm), "MPI_Allgather");
-  std::vector<int> writer_of(static_cast<std::size_t>(S), -1);
-  for (int r = P - 1; r >= 0; --r) writer_of[static_cast<std::size_t>(positions[static_cast<std::size_t>(r)])] = r;
-  for (int p = 0; p < S; ++p)
-    if (writer_of[static_cast<std::size_t>(p)] < 0)
-      throw Error("g4", "collectives '" + coll.name() + "': no rank holds ring position " + std::to_string(p));
+  const Rings layout = rings_of(coll, comm);
+  const plexus::Collectives::RingPosition ring = layout.ring;
+  const int S = ring.size, rings = layout.count;
+  const std::vector<int>& writer_of = layout.writer_of;
 
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
@@ -378,30 +340,7 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   result.figures["g4_l1_norm"] = sums[0];
   result.figures["g4_l2_norm"] = std::sqrt(sums[1]);
 
-  // ---- self-check: the part this rank answers for, recomputed from every measurement ----------
-  if (check_) {
-    std::vector<double> ref(static_cast<std::size_t>(2 * mine.size()), 0.0),
-        g(static_cast<std::size_t>(buffer_doubles));
-    if (mine.size() > 0)
-      for (int r = 0; r < P; ++r)
-        for (int t = 0; t < threads; ++t)
-          for (int i = 0; i < M; ++i) {
-            plexus::g4::generate(m, static_cast<std::uint64_t>(seed_), r, t, i, g.data());
-            plexus::g4::accumulate(m, minus.data(), g.data(), mine.begin, mine.end, ref.data());
-          }
-    plexus::g4::ErrorSums e;
-    e.add(ref.data(), mine_data, mine.size());
-    double es[4] = {e.diff_l1, e.diff_l2sq, e.ref_l1, e.ref_l2sq};
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, es, 4, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
-    e = {es[0], es[1], es[2], es[3]};
-    result.figures["check_l1_error"] = e.l1();
-    result.figures["check_l2_error"] = e.l2();
-    if (!(e.l1() <= tolerance_ && e.l2() <= tolerance_))
-      throw Error("g4/Check", "g4: G4 differs from its recomputation: L1 relative error " + std::to_string(e.l1()) +
-                                  ", L2 " + std::to_string(e.l2()) + " (tolerance " + std::to_string(tolerance_) + ")");
-    if (rank == 0 && !ctx.quiet)
-      plexus::log().info("g4: check against a recomputation: L1 relative error {:.3e}, L2 {:.3e}", e.l1(), e.l2());
-  }
+  if (check_) check_against_recomputation(ctx, threads, minus, mine_data, mine, result);
 
   // ---- output -----------------------------------------------------------------------------
   double write_seconds = 0;
@@ -459,31 +398,9 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
   step.flops = flops;
   step.peak_buffer_bytes = peak_buffers;
   step.peak_memory_bytes = peak_accumulate;
-  if (every) {
-    for (int i = 0; i < M; ++i) {
-      plexus::MultiplyReport r = step;
-      r.seconds = ThreadMeasurements::seconds_of(per, i);
-      for (const ThreadMeasurements& tm : per)
-        for (int k = 0; k < mpi::kRoles; ++k)
-          r.traffic[static_cast<std::size_t>(k)] +=
-              tm.traffic[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
-      result.reports.push_back(std::move(r));
-    }
-  } else {  // the measurements' seconds, and one report of their sums (as StepTotals::add would make it)
-    plexus::StepTotals& steps = result.step_totals;
-    steps.sum = step;
-    steps.sum.flops = flops * M;
-    for (int i = 0; i < M; ++i) {
-      const double seconds = ThreadMeasurements::seconds_of(per, i);
-      steps.seconds.push_back(seconds);
-      steps.beyond.push_back(seconds - ThreadMeasurements::wait_of(per, i));
-      steps.sum.seconds += seconds;
-    }
-    for (const ThreadMeasurements& tm : per)
-      for (int k = 0; k < mpi::kRoles; ++k)
-        steps.sum.traffic[static_cast<std::size_t>(k)] += tm.total[static_cast<std::size_t>(k)];
-  }
-  record_operations(*ctx.context, per, every, reduce_traffic, reduce_seconds, slice, ring, rings);
+  keep_steps(result, step, per, every);
+  record_operations(*ctx.context, {&m, M, distributed_, slice, ring, rings}, per, every, reduce_traffic,
+                    reduce_seconds);
   result.operations = scope.take();
   if (rank == 0 && !ctx.quiet)
     plexus::log().info(
@@ -492,135 +409,41 @@ plexus::SolverResult G4Solver::run(plexus::SolverContext& ctx) {
         f["seconds_per_measurement"], bytes_text(maxes[0]), bytes_text(maxes[2]), f["g4_l1_norm"], f["g4_l2_norm"]);
 
   if (result_matrix_)
-    result.result = build_result(*ctx.context, held, distributed_ ? slice : Slice{0, total}, writer_of, S);
+    result.result = plexus::g4::result_matrix(*ctx.context, m, distributed_, held,
+                                              distributed_ ? slice : Slice{0, total}, writer_of, S);
   return result;
 }
 
-// The run's operations in the context's log, each with the collectives' model: per measurement
-// its circulate (distributed; all threads together) or its local accumulation (replicated), then
-// the final reduction.
-void G4Solver::record_operations(plexus::Context& ctx, const std::vector<ThreadMeasurements>& per, bool every,
-                                 const mpi::Traffic& reduce_traffic, double reduce_seconds, Slice slice,
-                                 plexus::Collectives::RingPosition ring, int rings) const {
-  const plexus::Collectives& coll = ctx.collectives();
-  const int P = ctx.size(), rank = ctx.rank();
-  const auto threads = static_cast<int>(per.size());
-  const std::int64_t total = model_.elements();
-  // One operation a measurement (Every), or one that stands for all of them (Totals: what the
-  // context's totals add up to from those).
-  const int ops = every ? measurements_ : 1;
-  const double per_op = every ? 1.0 : static_cast<double>(measurements_);
-  for (int i = 0; i < ops; ++i) {
-    plexus::OperationReport op;
-    op.operation = distributed_ ? "circulate" : "accumulate";
-    op.component = distributed_ ? coll.name() : "g4";
-    op.count = every ? 1 : measurements_;
-    for (int j = every ? i : 0; j < (every ? i + 1 : measurements_); ++j)
-      op.seconds += ThreadMeasurements::seconds_of(per, j);
-    for (const ThreadMeasurements& tm : per)
-      for (int k = 0; k < mpi::kRoles; ++k)
-        op.traffic[static_cast<std::size_t>(k)] +=
-            every ? tm.traffic[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)]
-                  : tm.total[static_cast<std::size_t>(k)];
-    if (distributed_)
-      for (const auto& [name, v] : coll.model({"circulate", model_.buffer_doubles(), ring.size, ring.position, 0}))
-        op.predicted[name] = per_op * threads * v;
-    op.extra["threads"] = per_op * threads;
-    ctx.record(std::move(op));
-  }
-  plexus::OperationReport red;
-  red.operation = distributed_ ? "reduce_across_rings" : "allreduce";
-  red.component = coll.name();
-  red.seconds = reduce_seconds;
-  red.traffic = reduce_traffic.all_counts();
-  if (distributed_ && rings > 1)
-    red.predicted = staged_model(coll, {"reduce_across_rings", 0, rings, rank / ring.size, 0}, 2 * slice.size(),
-                                 2 * plexus::g4::max_slice(total, ring.size));
-  else if (!distributed_ && P > 1)
-    red.predicted = staged_model(coll, {"allreduce", 0, P, rank, 0}, 2 * total, 2 * total);
-  ctx.record(std::move(red));
-}
-
-// G4 as a distributed matrix for `plexus compare`: N block rows (one per K1) of 2*N^2 doubles
-// (K2, K3, re/im) and one column, distributed by contiguous block rows over a P x 1 grid. The same
-// layout and distribution in both modes and for every ring size, so results compare directly.
-std::shared_ptr<plexus::DistMatrix> G4Solver::build_result(plexus::Context& ctx, const double* held,
-                                                           Slice held_range, const std::vector<int>& writer_of,
-                                                           int S) const {
-  const MPI_Comm comm = ctx.comm();
-  const int P = mpi::size(comm), rank = mpi::rank(comm);
-  const int N = model_.n();
-  const std::int64_t total = model_.elements(), row = std::int64_t{N} * N;  // complex elements per K1
-  auto grid = ctx.grid(P, 1);  // its communicators from the context's pool
-  auto dist = plexus::Distribution::rows_1d(grid, N, 1);
-  plexus::BlockLayout layout{plexus::BlockSizes::uniform(N, static_cast<int>(2 * row)),
-                             plexus::BlockSizes::uniform(1, 1)};
-  // The K1 rows of every rank: contiguous ranges.
-  std::vector<Slice> rows_of(static_cast<std::size_t>(P), Slice{0, 0});
-  std::vector<bool> seen(static_cast<std::size_t>(P), false);
-  for (int b = 0; b < N; ++b) {
-    const auto owner = static_cast<std::size_t>(dist->row_dist()[static_cast<std::size_t>(b)]);
-    if (!seen[owner]) rows_of[owner] = {b, b};
-    seen[owner] = true;
-    PLEXUS_CHECK(rows_of[owner].end == b, "g4: the rows-1d distribution is not contiguous");
-    rows_of[owner].end = b + 1;
-  }
-  const Slice my_rows = rows_of[static_cast<std::size_t>(rank)];
-  const Slice wanted{my_rows.begin * row, my_rows.end * row};  // complex elements
-  plexus::MatrixData data(static_cast<std::size_t>(2 * wanted.size()));
-  auto overlap = [](Slice a, Slice b) { return Slice{std::max(a.begin, b.begin), std::min(a.end, b.end)}; };
-
-  if (!distributed_) {
-    std::copy(held + 2 * wanted.begin, held + 2 * wanted.end, data.begin());
-  } else {
-    // Slices go from the writer of each ring position to the owners of the rows they cover.
-    constexpr std::int64_t kPiece = std::int64_t{1} << 27;  // doubles per message
-    std::vector<MPI_Request> requests;
-    auto post = [&](bool send, double* base, std::int64_t doubles, int peer) {
-      for (std::int64_t at = 0; at < doubles; at += kPiece) {
-        const int count = static_cast<int>(std::min(kPiece, doubles - at));
-        requests.emplace_back();
-        if (send)
-          mpi::check(MPI_Isend(base + at, count, MPI_DOUBLE, peer, kTagResult, comm, &requests.back()), "MPI_Isend");
-        else
-          mpi::check(MPI_Irecv(base + at, count, MPI_DOUBLE, peer, kTagResult, comm, &requests.back()), "MPI_Irecv");
-      }
-    };
-    for (int p = 0; p < S; ++p) {
-      const Slice o = overlap(wanted, plexus::g4::slice_of(total, S, p));
-      const int src = writer_of[static_cast<std::size_t>(p)];
-      if (o.size() <= 0) continue;
-      if (src == rank)
-        std::copy(held + 2 * (o.begin - held_range.begin), held + 2 * (o.end - held_range.begin),
-                  data.begin() + 2 * (o.begin - wanted.begin));
-      else
-        post(false, data.data() + 2 * (o.begin - wanted.begin), 2 * o.size(), src);
-    }
-    int my_position = -1;
-    for (int p = 0; p < S; ++p)
-      if (writer_of[static_cast<std::size_t>(p)] == rank) my_position = p;
-    if (my_position >= 0)
-      for (int d = 0; d < P; ++d) {
-        const Slice dr = rows_of[static_cast<std::size_t>(d)];
-        const Slice o = overlap(Slice{dr.begin * row, dr.end * row}, held_range);
-        if (d == rank || o.size() <= 0) continue;
-        post(true, const_cast<double*>(held) + 2 * (o.begin - held_range.begin), 2 * o.size(), d);
-      }
-    mpi::check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  }
-
-  const auto nrows = static_cast<std::size_t>(my_rows.size());
-  plexus::IndexArray row_ids(nrows), row_ptr(nrows + 1), cols(nrows, 0), offsets(nrows);
-  for (std::size_t r = 0; r < nrows; ++r) {
-    row_ids[r] = my_rows.begin + static_cast<std::int64_t>(r);
-    row_ptr[r] = static_cast<std::int64_t>(r);
-    offsets[r] = 2 * row * static_cast<std::int64_t>(r);
-  }
-  row_ptr[nrows] = static_cast<std::int64_t>(nrows);
-  auto matrix = std::make_shared<plexus::DistMatrix>("G4", dist, layout);
-  matrix->set_local(plexus::Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets),
-                                         std::move(data)));
-  return matrix;
+// The self-check (g4/Check): the part of G4 this rank answers for (`mine`, at mine_data),
+// recomputed from every rank's, thread's and measurement's G; the relative errors go into the
+// result's figures, and an error above g4/Tolerance throws on every rank. Collective.
+void G4Solver::check_against_recomputation(const plexus::SolverContext& ctx, int threads, const std::vector<int>& minus,
+                                           const double* mine_data, Slice mine, plexus::SolverResult& result) const {
+  const MPI_Comm comm = ctx.context->comm();
+  const int rank = mpi::rank(comm), P = mpi::size(comm);
+  const Model& m = model_;
+  const int M = measurements_;
+  const std::int64_t buffer_doubles = m.buffer_doubles();
+  std::vector<double> ref(static_cast<std::size_t>(2 * mine.size()), 0.0), g(static_cast<std::size_t>(buffer_doubles));
+  if (mine.size() > 0)
+    for (int r = 0; r < P; ++r)
+      for (int t = 0; t < threads; ++t)
+        for (int i = 0; i < M; ++i) {
+          plexus::g4::generate(m, static_cast<std::uint64_t>(seed_), r, t, i, g.data());
+          plexus::g4::accumulate(m, minus.data(), g.data(), mine.begin, mine.end, ref.data());
+        }
+  plexus::g4::ErrorSums e;
+  e.add(ref.data(), mine_data, mine.size());
+  double es[4] = {e.diff_l1, e.diff_l2sq, e.ref_l1, e.ref_l2sq};
+  mpi::check(MPI_Allreduce(MPI_IN_PLACE, es, 4, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
+  e = {es[0], es[1], es[2], es[3]};
+  result.figures["check_l1_error"] = e.l1();
+  result.figures["check_l2_error"] = e.l2();
+  if (!(e.l1() <= tolerance_ && e.l2() <= tolerance_))
+    throw Error("g4/Check", "g4: G4 differs from its recomputation: L1 relative error " + std::to_string(e.l1()) +
+                                ", L2 " + std::to_string(e.l2()) + " (tolerance " + std::to_string(tolerance_) + ")");
+  if (rank == 0 && !ctx.quiet)
+    plexus::log().info("g4: check against a recomputation: L1 relative error {:.3e}, L2 {:.3e}", e.l1(), e.l2());
 }
 
 plexus::ParameterListPtr valid_parameters() {

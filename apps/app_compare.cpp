@@ -32,7 +32,8 @@ const char* const kCompareHelp =
     "Runs the same problem through every (strategy, kernel) combination in one job, compares each result\n"
     "with the first one (relative Frobenius difference) and prints one table: time per multiply\n"
     "(median; --wide: min and mean too), GFLOP/s (at the median), data received per rank against the\n"
-    "strategy's model, peak buffer memory; --wide adds bytes and messages sent per rank, wait time.\n"
+    "strategy's model, peak buffer memory; --wide adds the work balance (the busiest rank's flops over\n"
+    "the average rank's), bytes and messages sent per rank, wait time.\n"
     "\n"
     "A strategy or kernel spec is name[:Key=Value[:Key=Value...]]; the assignments go to\n"
     "Communication/<name> (or Kernel/<name>), e.g. rma25d:Layers=4.\n"
@@ -86,10 +87,10 @@ std::string table_text(const std::vector<Row>& rows, bool wide) {
   // the published volume models; model: the strategy's own prediction of it from its schedule.
   // min, median, mean: seconds per multiply (each multiply: its slowest rank) over the counted ones.
   const std::vector<std::string> head =
-      wide ? std::vector<std::string>{"strategy",        "kernel",        "min (s)",         "median (s)",
-                                      "mean (s)",        "GFLOP/s",       "volume/rank max", "model max",
-                                      "volume/rank avg", "sent/rank max", "msgs/rank max",   "wait max (s)",
-                                      "peak buffer",     "rel. diff"}
+      wide ? std::vector<std::string>{"strategy",     "kernel",          "min (s)",       "median (s)",
+                                      "mean (s)",     "GFLOP/s",         "balance",       "volume/rank max",
+                                      "model max",    "volume/rank avg", "sent/rank max", "msgs/rank max",
+                                      "wait max (s)", "peak buffer",     "rel. diff"}
            : std::vector<std::string>{"strategy",    "kernel", "median (s)",  "GFLOP/s",
                                       "volume/rank", "model",  "peak buffer", "rel. diff"};
   std::vector<std::vector<std::string>> cells;
@@ -100,9 +101,10 @@ std::string table_text(const std::vector<Row>& rows, bool wide) {
     if (wide)
       cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_min),
                        fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.4g}", s.seconds),
-                       fmt::format("{:.3f}", s.gflops), format_bytes(s.volume_max), model, format_bytes(s.volume_avg),
-                       format_bytes(s.bytes_max), fmt::format("{:.0f}", s.messages_max),
-                       fmt::format("{:.3g}", s.wait_max), format_bytes(s.peak_buffer_max), diff});
+                       fmt::format("{:.3f}", s.gflops), fmt::format("{:.3f}", s.work_balance()),
+                       format_bytes(s.volume_max), model, format_bytes(s.volume_avg), format_bytes(s.bytes_max),
+                       fmt::format("{:.0f}", s.messages_max), fmt::format("{:.3g}", s.wait_max),
+                       format_bytes(s.peak_buffer_max), diff});
     else
       cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.3f}", s.gflops),
                        format_bytes(s.volume_max), model, format_bytes(s.peak_buffer_max), diff});

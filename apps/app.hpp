@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -131,8 +132,14 @@ struct Summary {
   std::map<std::string, double> extra;
 
   /// The busiest rank's flops over the average rank's: 1 where the products are spread evenly
-  /// (and where there are none). The speed-up over one rank is at most ranks / this.
-  double work_balance() const { return flops > 0 ? flops_max * ranks / flops : 1.0; }
+  /// (and where there are none). The speed-up over one rank is at most ranks / this. NaN where the
+  /// strategy cannot count its ranks' products (extra "skipped_products_not_counted": an external
+  /// library such as DBCSR, whose flop count is the ranks' average).
+  double work_balance() const {
+    const auto uncounted = extra.find("skipped_products_not_counted");
+    if (uncounted != extra.end() && uncounted->second > 0) return std::numeric_limits<double>::quiet_NaN();
+    return flops > 0 ? flops_max * ranks / flops : 1.0;
+  }
 };
 /// Collective over comm; every rank must pass the same number of reports.
 Summary summarize(const std::vector<MultiplyReport>& reports, MPI_Comm comm);

@@ -79,6 +79,11 @@ struct Row {
   std::map<std::string, OperationSummary> operations;  ///< of the counted runs
 };
 
+// The work balance, or "-" where the strategy cannot count its ranks' products.
+std::string balance_text(const Summary& s) {
+  return std::isfinite(s.work_balance()) ? fmt::format("{:.3f}", s.work_balance()) : std::string("-");
+}
+
 // The default table fits 100 columns (with strategy names up to about 20 characters): time, rate,
 // volume against the model, buffer memory, agreement. `wide`: every column; the CSV and JSON have
 // every figure either way.
@@ -101,10 +106,9 @@ std::string table_text(const std::vector<Row>& rows, bool wide) {
     if (wide)
       cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_min),
                        fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.4g}", s.seconds),
-                       fmt::format("{:.3f}", s.gflops), fmt::format("{:.3f}", s.work_balance()),
-                       format_bytes(s.volume_max), model, format_bytes(s.volume_avg), format_bytes(s.bytes_max),
-                       fmt::format("{:.0f}", s.messages_max), fmt::format("{:.3g}", s.wait_max),
-                       format_bytes(s.peak_buffer_max), diff});
+                       fmt::format("{:.3f}", s.gflops), balance_text(s), format_bytes(s.volume_max), model,
+                       format_bytes(s.volume_avg), format_bytes(s.bytes_max), fmt::format("{:.0f}", s.messages_max),
+                       fmt::format("{:.3g}", s.wait_max), format_bytes(s.peak_buffer_max), diff});
     else
       cells.push_back({r.strategy, r.kernel, fmt::format("{:.4g}", s.seconds_median), fmt::format("{:.3f}", s.gflops),
                        format_bytes(s.volume_max), model, format_bytes(s.peak_buffer_max), diff});
@@ -136,10 +140,11 @@ std::string csv_text(const std::vector<Row>& rows, const nlohmann::json& metadat
   for (const auto& r : rows) {
     const Summary& s = r.summary;
     os << fmt::format(
-        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.0f},{:.6f},{:.0f},{:.1f},{},{:.1f},"
+        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.0f},{},{:.0f},{:.1f},{},{:.1f},"
         "{:.0f},{:.1f},{:.0f},{:.3f},{:.9g},{:.9g},{:.0f},{:.9g},{:.0f},{:.0f},{}",
         quote(r.strategy), quote(r.kernel), s.ranks, quote(r.grid), s.multiplies, r.warm_up.multiplies, s.seconds,
-        s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.flops, s.flops_max, s.work_balance(), s.volume_max,
+        s.seconds_min, s.seconds_median, s.seconds, s.gflops, s.flops, s.flops_max,
+        std::isfinite(s.work_balance()) ? fmt::format("{:.6f}", s.work_balance()) : std::string(), s.volume_max,
         s.volume_avg, s.model_max < 0 ? std::string() : fmt::format("{:.0f}", s.model_max), s.network_avg, s.bytes_max,
         s.bytes_avg, s.messages_max, s.messages_avg, s.wait_max, s.kernel_seconds, s.ticks_max,
         s.beyond_kernel_wait_median, s.peak_buffer_max, s.peak_memory_max,

@@ -2,6 +2,7 @@
 #include <mpi.h>
 #include <spdlog/fmt/fmt.h>
 
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
@@ -78,7 +79,7 @@ void print_summary_lines(ResultLines& l, const Summary& s, const TimingPlan& pla
          fmt::format("{:.4g}", s.seconds_min), fmt::format("{:.4g}", s.seconds_median),
          fmt::format("{:.4g}", s.seconds));
   l.info("  GFLOP/s               {} (at the median time)", fmt::format("{:.3f}", s.gflops));
-  if (s.ranks > 1 && s.flops > 0)
+  if (s.ranks > 1 && s.flops > 0 && std::isfinite(s.work_balance()))
     l.info("  work balance          {} (the busiest rank's flops over the average rank's; 1 is an even split)",
            fmt::format("{:.3f}", s.work_balance()));
   l.info("  bytes sent per rank   {} max, {} average", format_bytes(s.bytes_max), format_bytes(s.bytes_avg));

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,12 @@ TEST(Summary, WorkBalanceIsTheBusiestRanksShareOverTheAverage) {
   EXPECT_DOUBLE_EQ(plexus::app::summarize(reports, MPI_COMM_WORLD).work_balance(), 1.0);
   for (auto& r : reports) r.flops = 0;
   EXPECT_DOUBLE_EQ(plexus::app::summarize(reports, MPI_COMM_WORLD).work_balance(), 1.0);
+  // A strategy that cannot count its ranks' products (an external library): no balance.
+  for (auto& r : reports) {
+    r.flops = 5e6;
+    r.extra["skipped_products_not_counted"] = 1;
+  }
+  EXPECT_TRUE(std::isnan(plexus::app::summarize(reports, MPI_COMM_WORLD).work_balance()));
 }
 
 }  // namespace

@@ -175,24 +175,25 @@ OperandDistributions operand_distributions(Context& ctx, const std::shared_ptr<c
           strategy_distribution(strategy, pc)};
 }
 
-// What a multiply's problem is asked for besides the Problem sublist: the block size patterns of its
-// dimensions (validated), whether C is made, and which operands the multiply transposes.
-struct MultiplyShape {
+// A multiply's problem as build_problem was asked for it: the validated Problem sublist, the grid,
+// the block size patterns of its dimensions (validated), whether C is made, and which operands the
+// multiply transposes. Its two ways to make the matrices read them by these names.
+struct MultiplyProblem {
+  const ParameterList& problem;
+  Context& ctx;
+  std::shared_ptr<const Grid> grid;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int ranks = 1;
   std::string sizes_text;                              // Problem/BlockSizes as given
   std::vector<int> pattern, row_pattern, col_pattern;  // the inner dimension; rows of A and C; columns of B and C
   bool with_c = false, trans_a = false, trans_b = false;
+
+  ProblemMatrices random() const;         // Problem/Generator = random
+  ProblemMatrices matrix_market() const;  // Problem/Generator = matrix-market
 };
 
-// Problem/Generator = random: A, B (and C) generated on the grid.
-ProblemMatrices random_problem(const ParameterList& problem, Context& ctx, const std::shared_ptr<const Grid>& grid,
-                               const MultiplyShape& shape) {
-  const MPI_Comm comm = ctx.comm();
-  const int ranks = mpi::size(comm);
-  const std::string& sizes_text = shape.sizes_text;
-  const std::vector<int>& pattern = shape.pattern;
-  const std::vector<int>& row_pattern = shape.row_pattern;
-  const std::vector<int>& col_pattern = shape.col_pattern;
-  const bool with_c = shape.with_c, trans_a = shape.trans_a, trans_b = shape.trans_b;
+// A, B (and C) generated on the grid.
+ProblemMatrices MultiplyProblem::random() const {
   const bool one_pattern = row_pattern == pattern && col_pattern == pattern;
   ProblemMatrices out;
   const int blocks = problem.get<int>("Blocks");
@@ -298,16 +299,8 @@ ProblemMatrices random_problem(const ParameterList& problem, Context& ctx, const
   return out;
 }
 
-// Problem/Generator = matrix-market: A, B (and C) read from FileA, FileB (and FileC).
-ProblemMatrices matrix_market_problem(const ParameterList& problem, Context& ctx,
-                                      const std::shared_ptr<const Grid>& grid, const MultiplyShape& shape) {
-  const MPI_Comm comm = ctx.comm();
-  const int ranks = mpi::size(comm);
-  const std::string& sizes_text = shape.sizes_text;
-  const std::vector<int>& pattern = shape.pattern;
-  const std::vector<int>& row_pattern = shape.row_pattern;
-  const std::vector<int>& col_pattern = shape.col_pattern;
-  const bool with_c = shape.with_c, trans_a = shape.trans_a, trans_b = shape.trans_b;
+// A, B (and C) read from FileA, FileB (and FileC).
+ProblemMatrices MultiplyProblem::matrix_market() const {
   ProblemMatrices out;
   const std::string file_a = problem.get<std::string>("FileA");
   const std::string file_b = problem.get<std::string>("FileB");
@@ -428,17 +421,25 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
   ParameterList problem(given);
   validate_and_fill(problem, *problem_valid_parameters(), "plexus/Problem");
   const std::string generator = problem.get<std::string>("Generator");
-  MultiplyShape shape;
-  shape.sizes_text = problem.get<std::string>("BlockSizes");
-  shape.pattern = parse_int_list(shape.sizes_text, "Problem/BlockSizes");
-  check_block_sizes(shape.pattern);
-  shape.row_pattern = dimension_pattern(problem, "RowBlockSizes", shape.pattern);
-  shape.col_pattern = dimension_pattern(problem, "ColBlockSizes", shape.pattern);
-  shape.with_c = with_c;
-  shape.trans_a = trans_a;
-  shape.trans_b = trans_b;
+  std::string sizes_text = problem.get<std::string>("BlockSizes");
+  std::vector<int> pattern = parse_int_list(sizes_text, "Problem/BlockSizes");
+  check_block_sizes(pattern);
+  std::vector<int> row_pattern = dimension_pattern(problem, "RowBlockSizes", pattern);
+  std::vector<int> col_pattern = dimension_pattern(problem, "ColBlockSizes", pattern);
   auto grid = problem_grid(problem, ctx);
-  if (generator == "random") return random_problem(problem, ctx, grid, shape);
+  const MultiplyProblem m{problem,
+                          ctx,
+                          std::move(grid),
+                          ctx.comm(),
+                          mpi::size(ctx.comm()),
+                          std::move(sizes_text),
+                          std::move(pattern),
+                          std::move(row_pattern),
+                          std::move(col_pattern),
+                          with_c,
+                          trans_a,
+                          trans_b};
+  if (generator == "random") return m.random();
   if (generator == "cp2k-csr" || generator == "model")
     throw InputError("Problem/Generator", "Problem/Generator = '" + generator +
                                               "' gives the Kohn-Sham matrices H and S of the "
@@ -446,7 +447,7 @@ ProblemMatrices build_problem(const ParameterList& given, Context& ctx, bool wit
                                               "'matrix-market' or 'random' for a multiply problem");
   if (generator != "matrix-market")
     throw InputError("Problem/Generator", "unknown Problem/Generator '" + generator + "'");
-  return matrix_market_problem(problem, ctx, grid, shape);
+  return m.matrix_market();
 }
 
 }  // namespace plexus

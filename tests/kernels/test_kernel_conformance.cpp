@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -171,6 +172,70 @@ TEST_P(BackendConformance, MarkedFirstProductsWriteOnlyWhereTheKernelSaysSo) {
   s->process(&zero_k, 1, 0);
   s->unstage();
   EXPECT_EQ(to_vector(s->finish()), k->first_product_writes() ? std::vector<double>(4, 0.0) : c);
+}
+
+/// `blocks` new C blocks of `shapes` (m, n), one after the other in C, each taking 1 to 6 products
+/// (k from `ks`; k = 200 for the second product into a block of 40 rows): the first at the block's
+/// place in the stack, the others near it or, one in five, anywhere after it. Marked as core marks them.
+RawProblem new_blocks_near_and_far(const std::vector<std::pair<int, int>>& shapes, const std::vector<int>& ks,
+                                   int blocks, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  RawProblem p;
+  struct Product {
+    double at;  // where it goes in the stack's order
+    StackEntry e;
+  };
+  std::vector<Product> products;
+  std::uniform_int_distribution<std::size_t> shape_of(0, shapes.size() - 1), k_of(0, ks.size() - 1);
+  std::uniform_int_distribution<int> count_of(1, 6), far(0, 4);
+  std::uniform_real_distribution<double> near(0.0, 12.0), anywhere(0.0, 1.0);
+  for (int blk = 0; blk < blocks; ++blk) {
+    const auto [m, n] = shapes[shape_of(rng)];
+    const auto c = static_cast<std::int64_t>(p.c.size());
+    p.c.resize(p.c.size() + std::size_t(m) * n);
+    for (int q = 0, count = count_of(rng); q < count; ++q) {
+      const int k = m == 40 && q == 1 ? 200 : ks[k_of(rng)];
+      StackEntry e{.m = m, .n = n, .k = k, .first = 0, .a = 0, .b = 0, .c = c};
+      e.a = static_cast<std::int64_t>(p.a.size());
+      p.a.resize(p.a.size() + std::size_t(m) * k);
+      e.b = static_cast<std::int64_t>(p.b.size());
+      p.b.resize(p.b.size() + std::size_t(k) * n);
+      const double at = q == 0 ? blk : far(rng) == 0 ? blk + anywhere(rng) * (blocks - blk) : blk + near(rng);
+      products.push_back({at, e});
+    }
+  }
+  std::stable_sort(products.begin(), products.end(), [](const Product& x, const Product& y) { return x.at < y.at; });
+  for (const Product& x : products) p.stack.push_back(x.e);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  for (double& x : p.a) x = val(rng);
+  for (double& x : p.b) x = val(rng);
+  for (double& x : p.c) x = val(rng);
+  mark_first_products(p.stack);
+  return p;
+}
+
+TEST_P(BackendConformance, ManyNewBlocksWithProductsNearAndFar) {
+  // A one-pass multiply's new C blocks, more of them than any cache holds, at offsets of any
+  // alignment: most of a block's products follow its first one closely (as within a C row's
+  // tile), some come much later in the stack, some in a later process() call (a backend that
+  // keeps new blocks aside for a while, in a cache-resident copy or a device batch, must still
+  // see them as new only once). Blocks of 40 x 33 with k = 200 take a host library's path for the
+  // largest products; thousands of tiny blocks (9 x 1, 1 x 12) are more than a backend could keep
+  // track of one by one.
+  auto k = kernel();
+  const std::pair<const char*, RawProblem> cases[] = {
+      {"mixed blocks (2.6 MB of C)",
+       new_blocks_near_and_far({{12, 5}, {23, 23}, {40, 33}, {9, 30}, {6, 6}}, {4, 13, 23, 70}, 1200, 71)},
+      {"tiny blocks (4,000)", new_blocks_near_and_far({{9, 1}, {1, 12}}, {1, 3, 9}, 4000, 72)},
+  };
+  for (const auto& [what, p] : cases) {
+    RawProblem zero = p;  // every block is new: written by its first product where marks write
+    std::fill(zero.c.begin(), zero.c.end(), 0.0);
+    const std::vector<double> expect = dense_stack(k->first_product_writes() ? zero : p);
+    EXPECT_LE(rel_error(run_session(*k, p), expect), kTol) << what << ", one process() call";
+    EXPECT_LE(rel_error(run_session(*k, p, 7), expect), kTol) << what << ", in slices of 7";
+    EXPECT_LE(rel_error(run_session(*k, p, 1000), expect), kTol) << what << ", in slices of 1000";
+  }
 }
 
 /// Two ticks of one session: tick 1's stack, then C grows and tick 2's stack writes into the new

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <charconv>
 #include <cstddef>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <new>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 
@@ -181,6 +184,50 @@ bool huge_pages() noexcept {
 }
 
 std::int64_t huge_page_blocks() noexcept { return g_huge_page_blocks.load(std::memory_order_relaxed); }
+
+double huge_page_share(std::string_view smaps, std::uintptr_t address) {
+  // A mapping starts with "lo-hi perms ..." (hexadecimal addresses); its fields follow as
+  // "Name:   value kB" lines until the next mapping.
+  const auto hex = [](std::string_view t, std::uintptr_t& v) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 16);
+    return r.ec == std::errc() && r.ptr == t.data() + t.size() && !t.empty();
+  };
+  bool in = false, found = false;
+  double resident = 0, huge = 0;
+  while (!smaps.empty()) {
+    const std::size_t eol = smaps.find('\n');
+    const std::string_view line = smaps.substr(0, eol);
+    smaps = eol == std::string_view::npos ? std::string_view() : smaps.substr(eol + 1);
+    const std::size_t colon = line.find(':'), dash = line.find('-'), space = line.find(' ');
+    std::uintptr_t lo = 0, hi = 0;
+    if (dash != std::string_view::npos && space != std::string_view::npos && dash < space &&
+        hex(line.substr(0, dash), lo) && hex(line.substr(dash + 1, space - dash - 1), hi)) {
+      if (found) break;  // the mapping asked about has ended
+      in = found = lo <= address && address < hi;
+      continue;
+    }
+    if (!in || colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    std::string_view rest = line.substr(colon + 1);
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    double kb = 0;
+    if (std::from_chars(rest.data(), rest.data() + rest.size(), kb).ec != std::errc()) continue;
+    if (name == "Rss" || name == "Shared_Hugetlb" || name == "Private_Hugetlb") resident += kb;
+    if (name == "AnonHugePages" || name == "ShmemPmdMapped" || name == "FilePmdMapped" || name == "Shared_Hugetlb" ||
+        name == "Private_Hugetlb")
+      huge += kb;
+  }
+  if (!found || !(resident > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return std::min(1.0, huge / resident);
+}
+
+double huge_page_share(const void* address) {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return std::numeric_limits<double>::quiet_NaN();
+  std::ostringstream text;
+  text << in.rdbuf();
+  return huge_page_share(text.str(), reinterpret_cast<std::uintptr_t>(address));
+}
 
 void set_huge_pages(bool on) noexcept { g_huge_pages.store(on ? 1 : 0, std::memory_order_relaxed); }
 

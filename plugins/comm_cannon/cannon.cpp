@@ -42,7 +42,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -194,6 +196,11 @@ class Cannon final : public plexus::CommStrategy {
       run_fused(plan, A, B, a_f, b_f, product, ticks);
     else
       run_ticks(plan, A, B, a_q, b_q, product, ticks);
+    // The smallest share on huge pages of the windows used (where the system says).
+    double huge = std::numeric_limits<double>::infinity();
+    for (const SharedRing* w : {a_win, b_win})
+      if (w != nullptr && std::isfinite(w->huge_page_share())) huge = std::min(huge, w->huge_page_share());
+    if (std::isfinite(huge)) report.extra["window_huge_pages"] = huge;
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
     report_schedule(report, preshift, ticks, predicted_a, predicted_b);

@@ -114,6 +114,7 @@ class SharedRing {
     comm_.forget();
     base_ = nullptr;
     capacity_ = 0;
+    share_measured_ = false;
   }
 
   MPI_Win win() const { return win_; }
@@ -124,6 +125,17 @@ class SharedRing {
   std::int64_t mine_offset() const { return mine_offset_; }
   std::int64_t peer_offset() const { return peer_offset_; }
   std::int64_t capacity() const { return capacity_; }
+  // The share of the window's resident memory that lies on huge pages (memory::huge_page_share:
+  // shared memory gets them only where the system allows, docs/user-guide.md, "Shared windows on
+  // huge pages"), measured once per window, at the first call after the window was used (its
+  // pages are touched then); NaN where the system does not say.
+  double huge_page_share() const {
+    if (!share_measured_) {
+      huge_share_ = memory::huge_page_share(base_);
+      share_measured_ = true;
+    }
+    return huge_share_;
+  }
 
  private:
   // The attribute key of shares_node()'s answers, and an answer kept.
@@ -161,6 +173,8 @@ class SharedRing {
   double* base_ = nullptr;
   std::int64_t capacity_ = 0, mine_offset_ = 0, peer_offset_ = 0;
   int me_ = 0;
+  mutable bool share_measured_ = false;
+  mutable double huge_share_ = 0;
 };
 
 }  // namespace plexus::cannon

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
@@ -241,4 +242,47 @@ TEST(Memory, LargeBlocksAskForHugePagesWhileSwitchedOn) {
   }
   memory::trim();
   memory::set_huge_pages(was);
+}
+
+TEST(Memory, HugePageShareOfTheMappingThatHoldsAnAddress) {
+  // Three mappings as /proc/self/smaps shows them (fields abridged): 4 KB pages, a shared mapping
+  // on a huge-page tmpfs, a hugetlbfs one.
+  const std::string smaps =
+      "55d0a0000000-55d0a0100000 rw-p 00000000 00:00 0 [heap]\n"
+      "Size:               1024 kB\n"
+      "Rss:                 512 kB\n"
+      "AnonHugePages:         0 kB\n"
+      "ShmemPmdMapped:        0 kB\n"
+      "VmFlags: rd wr mr mw me ac\n"
+      "7f0000000000-7f0000f70000 rw-s 00000000 00:27 3 /mnt/hshm/osc_sm.vm.1 (deleted)\n"
+      "Size:              15808 kB\n"
+      "Rss:               15808 kB\n"
+      "AnonHugePages:         0 kB\n"
+      "ShmemPmdMapped:    14336 kB\n"
+      "FilePmdMapped:         0 kB\n"
+      "7f1000000000-7f1000400000 rw-s 00000000 00:30 9 /dev/hugepages/x\n"
+      "Size:               4096 kB\n"
+      "Rss:                   0 kB\n"
+      "Shared_Hugetlb:     4096 kB\n"
+      "Private_Hugetlb:       0 kB\n"
+      "7f2000000000-7f2000001000 r--p 00000000 00:00 0\n"
+      "Size:                  4 kB\n"
+      "Rss:                   0 kB\n";
+  EXPECT_EQ(memory::huge_page_share(smaps, 0x55d0a0000000u), 0.0);
+  EXPECT_DOUBLE_EQ(memory::huge_page_share(smaps, 0x7f0000000000u + 4096), 14336.0 / 15808.0);
+  EXPECT_EQ(memory::huge_page_share(smaps, 0x7f1000000000u), 1.0);
+  // The end is not part of a mapping; an address outside every mapping, or in one with nothing
+  // resident, has no share.
+  EXPECT_TRUE(std::isnan(memory::huge_page_share(smaps, 0x55d0a0100000u)));
+  EXPECT_TRUE(std::isnan(memory::huge_page_share(smaps, 0x1000u)));
+  EXPECT_TRUE(std::isnan(memory::huge_page_share(smaps, 0x7f2000000000u)));
+  EXPECT_TRUE(std::isnan(memory::huge_page_share("", 0x1000u)));
+  // This process's own stack is resident: a share the system tells, where it tells one.
+  const double here = memory::huge_page_share(&smaps);
+  if (std::ifstream("/proc/self/smaps").good()) {
+    EXPECT_GE(here, 0.0);
+    EXPECT_LE(here, 1.0);
+  } else {
+    EXPECT_TRUE(std::isnan(here));
+  }
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -67,6 +68,14 @@ bool huge_pages() noexcept;
 void set_huge_pages(bool on) noexcept;
 /// How many blocks have been marked for huge pages so far (the kernel accepted the mark).
 std::int64_t huge_page_blocks() noexcept;
+
+/// The share of the resident memory of the mapping that holds `address` that lies on huge pages
+/// (transparent ones, anonymous or shared, and file-backed ones; Linux's /proc/self/smaps), between
+/// 0 and 1; NaN where no mapping holds it, none of it is resident, or the system does not say
+/// (not Linux). Reads the whole smaps file: for a diagnosis now and then, not for a loop.
+double huge_page_share(const void* address);
+/// The same, from the text of an smaps file (for tests).
+double huge_page_share(std::string_view smaps, std::uintptr_t address);
 
 /// Bytes currently held in a category (or all categories of a memory space).
 std::int64_t current(Category c) noexcept;

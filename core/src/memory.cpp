@@ -14,7 +14,7 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <sstream>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
@@ -185,48 +185,75 @@ bool huge_pages() noexcept {
 
 std::int64_t huge_page_blocks() noexcept { return g_huge_page_blocks.load(std::memory_order_relaxed); }
 
-double huge_page_share(std::string_view smaps, std::uintptr_t address) {
-  // A mapping starts with "lo-hi perms ..." (hexadecimal addresses); its fields follow as
-  // "Name:   value kB" lines until the next mapping.
-  const auto hex = [](std::string_view t, std::uintptr_t& v) {
-    const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 16);
-    return r.ec == std::errc() && r.ptr == t.data() + t.size() && !t.empty();
-  };
-  bool in = false, found = false;
-  double resident = 0, huge = 0;
-  while (!smaps.empty()) {
-    const std::size_t eol = smaps.find('\n');
-    const std::string_view line = smaps.substr(0, eol);
-    smaps = eol == std::string_view::npos ? std::string_view() : smaps.substr(eol + 1);
-    const std::size_t colon = line.find(':'), dash = line.find('-'), space = line.find(' ');
+namespace {
+
+// The smaps lines of the mapping that holds an address, fed one at a time: a mapping starts with
+// "lo-hi perms ..." (hexadecimal addresses), and its fields follow as "Name:   value kB" lines
+// until the next mapping.
+class SmapsShare {
+ public:
+  explicit SmapsShare(std::uintptr_t address) : address_(address) {}
+  // false once the mapping asked about has ended (no more lines are needed).
+  bool feed(std::string_view line) {
+    const std::size_t dash = line.find('-'), space = line.find(' ');
     std::uintptr_t lo = 0, hi = 0;
     if (dash != std::string_view::npos && space != std::string_view::npos && dash < space &&
-        hex(line.substr(0, dash), lo) && hex(line.substr(dash + 1, space - dash - 1), hi)) {
-      if (found) break;  // the mapping asked about has ended
-      in = found = lo <= address && address < hi;
-      continue;
+        number(line.substr(0, dash), lo, 16) && number(line.substr(dash + 1, space - dash - 1), hi, 16)) {
+      if (found_) return false;
+      in_ = found_ = lo <= address_ && address_ < hi;
+      return true;
     }
-    if (!in || colon == std::string_view::npos) continue;
+    const std::size_t colon = line.find(':');
+    if (!in_ || colon == std::string_view::npos) return true;
     const std::string_view name = line.substr(0, colon);
     std::string_view rest = line.substr(colon + 1);
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    double kb = 0;
-    if (std::from_chars(rest.data(), rest.data() + rest.size(), kb).ec != std::errc()) continue;
-    if (name == "Rss" || name == "Shared_Hugetlb" || name == "Private_Hugetlb") resident += kb;
+    rest = rest.substr(0, rest.find(' '));  // the number before " kB"
+    std::int64_t kb = 0;
+    if (!number(rest, kb, 10)) return true;
+    // Hugetlb pages are not in Rss; they are all huge.
+    if (name == "Rss" || name == "Shared_Hugetlb" || name == "Private_Hugetlb") resident_ += kb;
     if (name == "AnonHugePages" || name == "ShmemPmdMapped" || name == "FilePmdMapped" || name == "Shared_Hugetlb" ||
         name == "Private_Hugetlb")
-      huge += kb;
+      huge_ += kb;
+    return true;
   }
-  if (!found || !(resident > 0)) return std::numeric_limits<double>::quiet_NaN();
-  return std::min(1.0, huge / resident);
+  double share() const {
+    if (!found_ || resident_ <= 0) return std::numeric_limits<double>::quiet_NaN();
+    return std::min(1.0, static_cast<double>(huge_) / static_cast<double>(resident_));
+  }
+
+ private:
+  template <class T>
+  static bool number(std::string_view t, T& v, int base) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v, base);
+    return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  }
+  std::uintptr_t address_;
+  bool in_ = false, found_ = false;
+  std::int64_t resident_ = 0, huge_ = 0;
+};
+
+}  // namespace
+
+double huge_page_share(std::string_view smaps, std::uintptr_t address) {
+  SmapsShare scan(address);
+  while (!smaps.empty()) {
+    const std::size_t eol = smaps.find('\n');
+    if (!scan.feed(smaps.substr(0, eol))) break;
+    smaps = eol == std::string_view::npos ? std::string_view() : smaps.substr(eol + 1);
+  }
+  return scan.share();
 }
 
 double huge_page_share(const void* address) {
+  // Line by line, up to the mapping's end: the kernel builds an entry only when it is read, and
+  // each walks its mapping's page tables.
   std::ifstream in("/proc/self/smaps");
-  if (!in) return std::numeric_limits<double>::quiet_NaN();
-  std::ostringstream text;
-  text << in.rdbuf();
-  return huge_page_share(text.str(), reinterpret_cast<std::uintptr_t>(address));
+  SmapsShare scan(reinterpret_cast<std::uintptr_t>(address));
+  for (std::string line; std::getline(in, line);)
+    if (!scan.feed(line)) break;
+  return scan.share();
 }
 
 void set_huge_pages(bool on) noexcept { g_huge_pages.store(on ? 1 : 0, std::memory_order_relaxed); }

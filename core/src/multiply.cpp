@@ -92,7 +92,7 @@ MultiplyTask::MultiplyTask(const DistMatrix& a, const DistMatrix& b, const DistM
       options_(options),
       thresholds_(std::move(thresholds)),
       plans_(plans) {
-  report_.extra.reserve(16);  // a strategy's figures (cannon's are 14): one allocation
+  report_.extra.reserve(16);  // a strategy's figures (cannon's are 15, a transpose's one more): one allocation
 }
 
 MultiplyTask::~MultiplyTask() = default;

@@ -44,7 +44,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -196,11 +195,12 @@ class Cannon final : public plexus::CommStrategy {
       run_fused(plan, A, B, a_f, b_f, product, ticks);
     else
       run_ticks(plan, A, B, a_q, b_q, product, ticks);
-    // The smallest share on huge pages of the windows used (where the system says).
-    double huge = std::numeric_limits<double>::infinity();
+    // The largest share of the windows used on small pages (where the system says), so that the
+    // summary's maximum over ranks shows the worst rank.
+    double small = -1;
     for (const SharedRing* w : {a_win, b_win})
-      if (w != nullptr && std::isfinite(w->huge_page_share())) huge = std::min(huge, w->huge_page_share());
-    if (std::isfinite(huge)) report.extra["window_huge_pages"] = huge;
+      if (w != nullptr && std::isfinite(w->huge_page_share())) small = std::max(small, 1.0 - w->huge_page_share());
+    if (small >= 0) report.extra["window_small_pages"] = small;
     task.traffic().absorb(preshift);
     task.traffic().absorb(ticks);
     report_schedule(report, preshift, ticks, predicted_a, predicted_b);

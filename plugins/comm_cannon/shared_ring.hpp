@@ -7,10 +7,16 @@
 // written. The window is made once per ring and size, kept across multiplies, and freed with the
 // strategy.
 #include <mpi.h>
+#include <spdlog/fmt/fmt.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
+#include "plexus/log.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/progress.hpp"
@@ -76,6 +82,7 @@ class SharedRing {
     }
     memory::on_allocate(memory::Category::CommBuffer, static_cast<std::size_t>(values) * sizeof(double));
     capacity_ = values;
+    share_measured_ = false;
     comm_.watch(ring);
     me_ = mpi::rank(ring);
     double* seg[2] = {nullptr, nullptr};
@@ -128,7 +135,8 @@ class SharedRing {
   // The share of the window's resident memory that lies on huge pages (memory::huge_page_share:
   // shared memory gets them only where the system allows, docs/user-guide.md, "Shared windows on
   // huge pages"), measured once per window, at the first call after the window was used (its
-  // pages are touched then); NaN where the system does not say.
+  // pages are touched then); NaN where the system does not say. Called by the strategy's one
+  // thread (the cache is not synchronised).
   double huge_page_share() const {
     if (!share_measured_) {
       huge_share_ = memory::huge_page_share(base_);
@@ -150,19 +158,89 @@ class SharedRing {
   }
   // MPI_Win_allocate_shared with errors returned, not fatal; whether both ranks have their window.
   // A failure inside the call on one rank only may leave the other waiting in it; where one rank
-  // has its window and the other not, that one is left unfreed (freeing is collective).
+  // has its window and the other not, that one is left unfreed (freeing is collective). The one
+  // such failure seen, Open MPI's backing file without room, is looked for first (room_for).
   static bool allocate(MPI_Comm ring, std::int64_t values, double** mine, MPI_Win* win) {
+    const std::int64_t bytes = values * static_cast<std::int64_t>(sizeof(double));
+    std::string why;
+    int room = room_for(bytes, why) ? 1 : 0;
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, &room, 1, MPI_INT, MPI_MIN, ring), "MPI_Allreduce");
+    if (room == 0) {
+      static bool said = false;  // once a process, by the ring's first rank where it has no room
+      if (!said && !why.empty() && mpi::rank(ring) == 0) plexus::log().warn("{}", why);
+      said = said || !why.empty();
+      return false;
+    }
     MPI_Errhandler was = MPI_ERRHANDLER_NULL;
     mpi::check(MPI_Comm_get_errhandler(ring, &was), "MPI_Comm_get_errhandler");
     mpi::check(MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(values * static_cast<std::int64_t>(sizeof(double))),
-                                           sizeof(double), MPI_INFO_NULL, ring, mine, win);
+    const int rc =
+        MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), sizeof(double), MPI_INFO_NULL, ring, mine, win);
     mpi::check(MPI_Comm_set_errhandler(ring, was), "MPI_Comm_set_errhandler");
     mpi::check(MPI_Errhandler_free(&was), "MPI_Errhandler_free");
     int made = rc == MPI_SUCCESS ? 1 : 0;
     mpi::check(MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT, MPI_MIN, ring), "MPI_Allreduce");
     return made != 0;
   }
+  // Whether the file system that holds Open MPI's shared windows (its osc/sm component's
+  // backing_directory, /dev/shm unless set) has room for a window of `bytes` per rank. When one
+  // rank cannot create the window's backing file, Open MPI 4.1 returns an error there and leaves
+  // the other rank waiting inside MPI_Win_allocate_shared: a hang, not an error (a 4 MiB tmpfs
+  // and 8 MB images; containers give /dev/shm 64 MB by default). Counted generously, since the
+  // node's other rings may be making theirs at the same time: a segment rounded up to 2 MiB for
+  // each of two windows per rank of the node (OMPI_COMM_WORLD_LOCAL_SIZE), and 4 MiB more. Where
+  // too little is free, the ring goes by messages (`why` says so). Other MPI libraries, or a
+  // directory that cannot be asked: true (MPI decides). PLEXUS_TEST_WINDOW_ROOM_MB pretends the
+  // free space (tests, with any MPI library).
+  static bool room_for(std::int64_t bytes, std::string& why) {
+    std::string dir = "the shared-memory directory";
+    std::int64_t free_bytes = -1;
+    if (const char* test = std::getenv("PLEXUS_TEST_WINDOW_ROOM_MB"); test != nullptr && std::atoll(test) >= 0) {
+      free_bytes = std::atoll(test) * 1000000;
+    } else {
+#if defined(OPEN_MPI)
+      dir = backing_directory();
+      struct statvfs fs {};
+      if (dir.empty() || ::statvfs(dir.c_str(), &fs) != 0) return true;
+      free_bytes = static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize);
+#else
+      return true;
+#endif
+    }
+    constexpr std::int64_t kHuge = std::int64_t{2} << 20;
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const std::int64_t ranks = std::max<std::int64_t>(2, local != nullptr ? std::atoll(local) : 2);
+    const std::int64_t need = 2 * ranks * ((bytes + kHuge - 1) / kHuge * kHuge) + 2 * kHuge;
+    if (free_bytes >= need) return true;
+    why = fmt::format(
+        "cannon: {} has {:.1f} MB free, too little for shared windows ({:.1f} MB counted for {} ranks on the node); "
+        "fused ticks go by messages (docs/user-guide.md, \"Shared windows on huge pages\": osc_sm_backing_directory)",
+        dir, 1e-6 * static_cast<double>(free_bytes), 1e-6 * static_cast<double>(need), ranks);
+    return false;
+  }
+#if defined(OPEN_MPI)
+  // Open MPI's osc_sm_backing_directory as the library has it (command line, environment or
+  // parameter files), through the MPI tool interface; empty where it cannot be read.
+  static const std::string& backing_directory() {
+    static const std::string dir = [] {
+      std::string out;
+      int provided = 0, index = -1;
+      if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return out;
+      if (MPI_T_cvar_get_index("osc_sm_backing_directory", &index) == MPI_SUCCESS) {
+        MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+        int count = 0;
+        if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+          std::vector<char> value(static_cast<std::size_t>(std::max(count, 0)) + 1, '\0');
+          if (MPI_T_cvar_read(handle, value.data()) == MPI_SUCCESS) out = value.data();
+          MPI_T_cvar_handle_free(&handle);
+        }
+      }
+      MPI_T_finalize();
+      return out;
+    }();
+    return dir;
+  }
+#endif
   static void remember(MPI_Comm ring, bool together) {
     static int yes = 1, no = 0;
     mpi::check(MPI_Comm_set_attr(ring, node_key(), together ? &yes : &no), "MPI_Comm_set_attr");

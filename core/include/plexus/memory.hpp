@@ -72,7 +72,8 @@ std::int64_t huge_page_blocks() noexcept;
 /// The share of the resident memory of the mapping that holds `address` that lies on huge pages
 /// (transparent ones, anonymous or shared, and file-backed ones; Linux's /proc/self/smaps), between
 /// 0 and 1; NaN where no mapping holds it, none of it is resident, or the system does not say
-/// (not Linux). Reads the whole smaps file: for a diagnosis now and then, not for a loop.
+/// (not Linux). Reads /proc/self/smaps up to that mapping (each entry walks its mapping's page
+/// tables): for a diagnosis now and then, not for a loop.
 double huge_page_share(const void* address);
 /// The same, from the text of an smaps file (for tests).
 double huge_page_share(std::string_view smaps, std::uintptr_t address);

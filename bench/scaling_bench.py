@@ -662,6 +662,10 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
     L.append("load average (1, 5, 15 min): before %s, after %s" % (
         "-" if la is None else ", ".join("%.2f" % x for x in la),
         "-" if lb is None else ", ".join("%.2f" % x for x in lb)))
+    # The jobs' settings beyond the script's own defaults (OMPI_ENV), which change what they measure.
+    extra_env = {k: v for k, v in (meta.get("job_environment") or {}).items() if OMPI_ENV.get(k) != v}
+    if extra_env:
+        L.append("the jobs ran with: " + " ".join("%s=%s" % kv for kv in sorted(extra_env.items())))
     if meta["busy_machine"]:
         L.append("WARNING: the 1-minute load average before the run was above 0.5: the machine was not idle, "
                  "the figures are not to be trusted")

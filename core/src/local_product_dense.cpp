@@ -198,12 +198,16 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
       }
       for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
     }
-    for (std::int64_t p = nk * t / nthreads; p < nk * (t + 1) / nthreads; ++p) {
-      const std::int64_t br = d.b_row[static_cast<std::size_t>(p)];
-      const std::int64_t kb = a_layout.cols.size(static_cast<int>(b.row_ids[br]));
-      for (std::int64_t q = 0; q < ncols; ++q) {
-        copy_block(b.data + b.offsets[b.row_ptr[br] + q], kb,
-                   bd.data() + npos[static_cast<std::size_t>(q)] * K + kpos[static_cast<std::size_t>(p)], K,
+    // Block column by block column, so that the writes fill one column strip of the dense B at a
+    // time (a row of blocks at a time writes a few lines of every column, K values apart: twice the
+    // time for 2048^2 in blocks of 32, docs/performance.md "Dense ticks' copies in column order").
+    const std::int64_t p0 = nk * t / nthreads, p1 = nk * (t + 1) / nthreads;
+    for (std::int64_t q = 0; q < ncols; ++q) {
+      double* const column = bd.data() + npos[static_cast<std::size_t>(q)] * K;
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t br = d.b_row[static_cast<std::size_t>(p)];
+        const std::int64_t kb = a_layout.cols.size(static_cast<int>(b.row_ids[br]));
+        copy_block(b.data + b.offsets[b.row_ptr[br] + q], kb, column + kpos[static_cast<std::size_t>(p)], K,
                    static_cast<int>(kb), n_of[b_cols[q]]);
       }
     }
@@ -233,20 +237,23 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     // The thread's A rows, whole: m x K.
     std::int64_t m_all = 0;
     for (int ar = ar0; ar < ar1; ++ar) m_all += layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+    // Column strip by column strip of the copy (as B's above).
     Scratch<double> ad(static_cast<std::size_t>(m_all * K));
-    std::int64_t ro = 0;
-    for (int ar = ar0; ar < ar1; ++ar) {
-      const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
-      for (std::int64_t p = 0; p < nk; ++p) {
-        const auto pp = static_cast<std::size_t>(p);
-        copy_block(a.data + a.offsets[a.row_ptr[ar] + d.a_pos[pp]], m, ad.data() + kpos[pp] * m_all + ro, m_all, m,
-                   a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[pp]])));
+    for (std::int64_t p = 0; p < nk; ++p) {
+      const auto pp = static_cast<std::size_t>(p);
+      const int kb = a_layout.cols.size(static_cast<int>(b.row_ids[d.b_row[pp]]));
+      double* const column = ad.data() + kpos[pp] * m_all;
+      std::int64_t ro = 0;
+      for (int ar = ar0; ar < ar1; ++ar) {
+        const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+        copy_block(a.data + a.offsets[a.row_ptr[ar] + d.a_pos[pp]], m, column + ro, m_all, m, kb);
+        ro += m;
       }
-      ro += m;
     }
     const std::int64_t strips = std::max<std::int64_t>(1, N / kStripColumns);
     const std::int64_t strip_cols = (N + strips - 1) / strips;  // about; whole block columns
     Scratch<double> cd;
+    Scratch<std::int64_t> strip_off;  // C's offset of each of the strip's blocks, by row and column
     double kernel_time = 0;
     std::int64_t q0 = 0;
     while (m_all > 0 && q0 < ncols) {
@@ -261,24 +268,33 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
       const double k0 = omp_get_wtime();
       kernel.process(&e, 1, ad.data(), bd.data(), cd.data());
       kernel_time += omp_get_wtime() - k0;
-      // The strip into C's blocks: added, or written into the blocks new this tick.
-      ro = 0;
-      const std::int64_t n0 = npos[static_cast<std::size_t>(q0)];
+      // The strip into C's blocks: added, or written into the blocks new this tick. First where
+      // each of the strip's blocks lies (row by row, through the row's column map), then block
+      // column by block column, so that the reads go down one column strip of the scratch at a
+      // time (as the copies of B and A above).
+      const std::int64_t width = q1 - q0;
+      strip_off.resize(static_cast<std::size_t>((ar1 - ar0) * width));
       for (int ar = ar0; ar < ar1; ++ar) {
-        const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
         auto& list = w.rows[static_cast<std::size_t>(a_c_row[ar] - w.row_begin)];
         for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off;
-        for (std::int64_t q = q0; q < q1; ++q) {
-          const std::int64_t j = b_cols[q];
-          const std::int64_t off = w.c_off[static_cast<std::size_t>(j)];
-          const double* src = cd.data() + (npos[static_cast<std::size_t>(q)] - n0) * m_all + ro;
-          if (off >= tick_start)
-            copy_block(src, m_all, c + off, m, m, n_of[j]);
-          else
-            add_block(src, m_all, c + off, m, m, n_of[j]);
-        }
+        for (std::int64_t q = q0; q < q1; ++q)
+          strip_off[static_cast<std::size_t>((ar - ar0) * width + q - q0)] =
+              w.c_off[static_cast<std::size_t>(b_cols[q])];
         for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
-        ro += m;
+      }
+      const std::int64_t n0 = npos[static_cast<std::size_t>(q0)];
+      for (std::int64_t q = q0; q < q1; ++q) {
+        const int n = n_of[b_cols[q]];
+        const double* src = cd.data() + (npos[static_cast<std::size_t>(q)] - n0) * m_all;
+        for (int ar = ar0; ar < ar1; ++ar) {
+          const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+          const std::int64_t off = strip_off[static_cast<std::size_t>((ar - ar0) * width + q - q0)];
+          if (off >= tick_start)
+            copy_block(src, m_all, c + off, m, m, n);
+          else
+            add_block(src, m_all, c + off, m, m, n);
+          src += m;
+        }
       }
       q0 = q1;
       if (caller) progress_();

@@ -15,6 +15,20 @@ function(plexus_required_library name prefix header library what debian)
 endfunction()
 
 find_package(MPI REQUIRED COMPONENTS C)
+# Where Open MPI keeps its system-wide parameter file (plexus::mpi::open_mpi_parameter reads it):
+# ompi_info beside mpiexec says; empty with another MPI library or without ompi_info.
+set(PLEXUS_OMPI_SYSCONFDIR "")
+if(MPIEXEC_EXECUTABLE)
+  get_filename_component(_plexus_mpi_bin "${MPIEXEC_EXECUTABLE}" DIRECTORY)
+  find_program(PLEXUS_OMPI_INFO ompi_info HINTS "${_plexus_mpi_bin}")
+  if(PLEXUS_OMPI_INFO)
+    execute_process(COMMAND "${PLEXUS_OMPI_INFO}" --path sysconfdir --parsable OUTPUT_VARIABLE _plexus_ompi_sysconf
+                    ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _plexus_ompi_rc)
+    if(_plexus_ompi_rc EQUAL 0 AND _plexus_ompi_sysconf MATCHES "^path:sysconfdir:(.+)$")
+      set(PLEXUS_OMPI_SYSCONFDIR "${CMAKE_MATCH_1}")
+    endif()
+  endif()
+endif()
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
 find_package(spdlog REQUIRED)

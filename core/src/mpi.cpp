@@ -1,6 +1,10 @@
 #include "plexus/mpi.hpp"
 
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -227,6 +231,71 @@ void Traffic::absorb(const Traffic& other) {
 void Traffic::reset() {
   requests_.clear();
   counts_ = {};
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The value an Open MPI parameter file gives `name` ("name = value" lines, '#' starts a comment,
+// the value possibly quoted), its last line that does; none where the file sets none or cannot
+// be read.
+std::optional<std::string> file_value(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  std::optional<std::string> value;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string_view text(line);
+    text = text.substr(0, text.find('#'));
+    const std::size_t eq = text.find('=');
+    if (eq == std::string_view::npos || trimmed(text.substr(0, eq)) != name) continue;
+    std::string_view v = trimmed(text.substr(eq + 1));
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+      v = v.substr(1, v.size() - 2);
+    value = std::string(v);
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string open_mpi_parameter(const std::string& name, const char* env_value, const std::vector<std::string>& files) {
+  if (env_value != nullptr && *env_value != '\0') return env_value;
+  for (const std::string& f : files)
+    if (std::optional<std::string> v = file_value(f, name)) return *v;
+  return {};
+}
+
+std::vector<std::string> open_mpi_parameter_files() {
+  std::vector<std::string> files;
+  for (const char* var : {"OMPI_MCA_mca_base_param_files", "OMPI_MCA_mca_param_files"}) {
+    const char* list = std::getenv(var);
+    if (list == nullptr || *list == '\0') continue;
+    std::string_view rest(list);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view one = trimmed(rest.substr(0, comma));
+      if (!one.empty()) files.emplace_back(one);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    return files;
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    files.emplace_back(home).append("/.openmpi/mca-params.conf");
+  // (Appended, not built by operator+: GCC 12 warns of a bound it misreads in the latter.)
+  if (const std::string_view sysconf = PLEXUS_OMPI_SYSCONFDIR; !sysconf.empty())
+    files.emplace_back(sysconf).append("/openmpi-mca-params.conf");
+  return files;
+}
+
+std::string open_mpi_parameter(const std::string& name) {
+  const std::string var = "OMPI_MCA_" + name;
+  return open_mpi_parameter(name, std::getenv(var.c_str()), open_mpi_parameter_files());
 }
 
 }  // namespace plexus::mpi

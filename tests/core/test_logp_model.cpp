@@ -1,7 +1,6 @@
 // The LogGP models of plexus/logp.hpp against values computed by hand from the formulas of
 // docs/logp.md, and the JSON form of the parameters (round trip, and the errors of read_file).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/logp.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace plexus;
@@ -121,19 +121,8 @@ TEST(LogpModel, MessageSizes) {
 
 // ---- JSON ---------------------------------------------------------------------------------------
 
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = fs::temp_directory_path() / ("plexus-logp-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path f = dir / name;
-    std::ofstream(f) << text;
-    return f.string();
-  }
+struct Scratch : test::ScratchDir {
+  Scratch() : ScratchDir("plexus-logp") {}
 };
 
 // The message of the InputError `f` throws (empty, and a test failure, when it throws none).

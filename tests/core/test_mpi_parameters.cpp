@@ -1,7 +1,6 @@
 // Open MPI's parameters as the user set them (plexus::mpi::open_mpi_parameter): the environment
 // first, then the parameter files in their order, each file's last line; no MPI call.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "plexus/mpi.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using plexus::mpi::open_mpi_parameter;
@@ -18,20 +18,8 @@ using plexus::mpi::open_mpi_parameter_files;
 
 namespace {
 
-// A fresh directory under the system's temporary directory, removed afterwards.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = fs::temp_directory_path() / ("plexus-mpi-parameters-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = dir / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
+struct Scratch : plexus::test::ScratchDir {
+  Scratch() : ScratchDir("plexus-mpi-parameters") {}
 };
 
 // Sets an environment variable for the test's scope, and puts back what was there.

@@ -13,21 +13,15 @@
 
 #include "plexus/error.hpp"
 #include "plexus/output.hpp"
+#include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace plexus;
 
 namespace {
 
-// A fresh directory under the system's temporary directory, removed afterwards.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = fs::temp_directory_path() / ("plexus-output-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
+struct Scratch : test::ScratchDir {
+  Scratch() : ScratchDir("plexus-output") {}
 };
 
 std::string read_all(const fs::path& p) {

@@ -12,7 +12,12 @@
 Every solve is `plexus run ... --json`; this script only drives and collects. Writes one JSON
 (--json, default bench/results/density/density-bench.json) and prints the tables and an ASCII plot.
 
-  python3 bench/density_bench.py [--build build] [--data ../shared/data] [--ranks 1,2,4]
+With --baseline DIR (another build), every solve of parts 1 and 2 also runs with that build, right
+before or after (the order alternates), and each row gets the baseline's seconds and the speed-up
+baseline / this build: "before and after" in one run, one-off costs included (no warm-up).
+
+  python3 bench/density_bench.py [--build build] [--baseline DIR] [--data ../shared/data]
+                                  [--ranks 1,2,4] [--strategies cannon,rma25d,ring]
                                   [--molecules 27,64,125,216,343] [--block 8] [--quick] [--json F]
 """
 import argparse
@@ -47,6 +52,43 @@ def run_plexus(args, ranks, build, env):
 
 def loadavg():
     return os.getloadavg()[0]
+
+
+def version(build):
+    p = subprocess.run([os.path.join(build, "bin", "plexus"), "--version"], capture_output=True, text=True)
+    return p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else "unknown"
+
+
+class Runs:
+    """Runs each solve with the build, and with the baseline right before or after it (the order
+    alternating from one solve to the next, so that neither build always goes first)."""
+
+    def __init__(self, build, baseline, env):
+        self.build, self.baseline, self.env, self.count = build, baseline, env, 0
+
+    def run(self, args, ranks):
+        """This build's JSON and the baseline's (None without a baseline)."""
+        self.count += 1
+        if self.baseline is None:
+            return run_plexus(args, ranks, self.build, self.env), None
+        if self.count % 2:
+            mine = run_plexus(args, ranks, self.build, self.env)
+            return mine, run_plexus(args, ranks, self.baseline, self.env)
+        base = run_plexus(args, ranks, self.baseline, self.env)
+        return run_plexus(args, ranks, self.build, self.env), base
+
+
+def against(row, base):
+    """Adds the baseline's solve seconds, the speed-up and its energy (`base`: its JSON) to `row`;
+    the text for the row's line, which flags an energy that differs from this build's."""
+    if base is None:
+        return ""
+    b, eb = base["figures"]["solve_seconds"], base["figures"]["energy"]
+    row["baseline_seconds"] = b
+    row["speedup"] = b / row["seconds"] if row["seconds"] > 0 else float("nan")
+    row["baseline_energy"] = eb
+    differs = abs(row["energy"] - eb) > 1e-8 * max(1.0, abs(row["energy"]))
+    return "  baseline %8.3f s  speed-up %5.2f%s" % (b, row["speedup"], "  (energy differs: %.9f)" % eb if differs else "")
 
 
 def fit_exponent(xs, ys):
@@ -85,6 +127,8 @@ def solver_overhead(j):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="another build: every solve of parts 1 and 2 also runs with it, back to back")
     ap.add_argument("--data", default=os.path.join("..", "shared", "data"))
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--strategies", default="cannon,rma25d,ring")
@@ -93,6 +137,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 rank, one strategy, 3 small sizes")
     ap.add_argument("--json", default=os.path.join("bench", "results", "density", "density-bench.json"))
     o = ap.parse_args()
+    for b in [o.build] + ([o.baseline] if o.baseline else []):
+        if not os.access(os.path.join(b, "bin", "plexus"), os.X_OK):
+            ap.error("%s/bin/plexus is not there or not executable (build it first)" % b)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_MCA_mpi_yield_when_idle="1",
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_btl_vader_single_copy_mechanism="none")
@@ -101,7 +148,13 @@ def main():
     molecules = [int(m) for m in o.molecules.split(",")]
     if o.quick:
         ranks, strategies, molecules = [1], strategies[:1], molecules[:3]
-    out = {"machine": {"cpus": os.cpu_count(), "loadavg_start": loadavg()}, "h2o": [], "model": []}
+    out = {"machine": {"cpus": os.cpu_count(), "loadavg_start": loadavg()}, "h2o": [], "model": [],
+           "build": {"dir": o.build, "version": version(o.build)}}
+    if o.baseline:
+        out["baseline"] = {"dir": o.baseline, "version": version(o.baseline)}
+        print("this build: %s (%s); baseline: %s (%s)" % (o.build, out["build"]["version"], o.baseline,
+                                                        out["baseline"]["version"]))
+    runs = Runs(o.build, o.baseline, env)
 
     # 1. h2o-32 through every strategy.
     h = os.path.join(o.data, "h2o-32", "H.mtx.gz")
@@ -118,7 +171,7 @@ def main():
         for np_ in ranks:
             for st in strategies:
                 for name, args in solvers:
-                    j = run_plexus(problem + args + ["--set", "Communication/Strategy=" + st], np_, o.build, env)
+                    j, base = runs.run(problem + args + ["--set", "Communication/Strategy=" + st], np_)
                     total, mult, over = solver_overhead(j)
                     row = {"ranks": np_, "strategy": st, "solver": name, "seconds": total,
                            "read_seconds": j["figures"]["read_seconds"], "run_seconds": j["run_seconds"][-1],
@@ -126,8 +179,9 @@ def main():
                            "gflops": j["summary"]["gflops"], "energy": j["figures"]["energy"],
                            "iterations": j["figures"]["iterations"], "loadavg": loadavg()}
                     out["h2o"].append(row)
-                    print("  %d rank(s) %-7s %-16s %8.3f s  %4d multiplies  overhead %5.1f %%  E = %.9f" %
-                          (np_, st, name, total, row["multiplies"], 100 * over, row["energy"]))
+                    vs = against(row, base)
+                    print("  %d rank(s) %-7s %-16s %8.3f s  %4d multiplies  overhead %5.1f %%  E = %.9f%s" %
+                          (np_, st, name, total, row["multiplies"], 100 * over, row["energy"], vs))
     else:
         print("no %s: h2o-32 skipped" % h)
 
@@ -137,7 +191,7 @@ def main():
         args = ["--set", "Solver=sign", "--set", "Problem/Generator=model", "--set", "Problem/Molecules=%d" % n,
                 "--set", "Problem/BlockSizes=%d" % o.block, "--set", "sign/Electrons=%d" % (n * o.block),
                 "--set", "sign/FilterEps=1e-6", "--set", "sign/Tolerance=1e-7"]
-        j = run_plexus(args, 1, o.build, env)
+        j, base = runs.run(args, 1)
         total, mult, over = solver_overhead(j)
         row = {"molecules": n, "n": n * o.block, "seconds": total, "multiply_seconds": mult, "overhead": over,
                "read_seconds": j["figures"]["read_seconds"],
@@ -146,9 +200,11 @@ def main():
                "iterations": j["figures"]["sign_iterations_total"], "energy_per_molecule": j["figures"]["energy"] / n,
                "multiplies": j["summary"]["multiplies"], "gflops": j["summary"]["gflops"]}
         out["model"].append(row)
-        print("  N = %4d  n = %6d  %8.3f s  peak %7.1f MiB  occupancy(P) %.3f  %d evaluations, %d steps" %
+        row["energy"] = j["figures"]["energy"]
+        vs = against(row, base)
+        print("  N = %4d  n = %6d  %8.3f s  peak %7.1f MiB  occupancy(P) %.3f  %d evaluations, %d steps%s" %
               (n, row["n"], total, row["peak_memory_bytes"] / 2 ** 20, row["occupancy_P"], row["sign_evaluations"],
-               row["iterations"]))
+               row["iterations"], vs))
     if len(out["model"]) >= 2:
         xs = [r["molecules"] for r in out["model"]]
         out["model_fit"] = {

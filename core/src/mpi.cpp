@@ -5,8 +5,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "plexus/error.hpp"
+#include "plexus/input.hpp"
 #include "plexus/progress.hpp"
 
 namespace plexus::mpi {
@@ -235,12 +237,7 @@ void Traffic::reset() {
 
 namespace {
 
-std::string_view trimmed(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using input::trim;
 
 // The value an Open MPI parameter file gives `name` ("name = value" lines, '#' starts a comment,
 // the value possibly quoted), its last line that does; none where the file sets none or cannot
@@ -250,14 +247,13 @@ std::optional<std::string> file_value(const std::string& path, const std::string
   std::optional<std::string> value;
   std::string line;
   while (std::getline(in, line)) {
-    std::string_view text(line);
-    text = text.substr(0, text.find('#'));
+    const std::string text = line.substr(0, line.find('#'));
     const std::size_t eq = text.find('=');
-    if (eq == std::string_view::npos || trimmed(text.substr(0, eq)) != name) continue;
-    std::string_view v = trimmed(text.substr(eq + 1));
+    if (eq == std::string::npos || trim(text.substr(0, eq)) != name) continue;
+    std::string v = trim(text.substr(eq + 1));
     if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
       v = v.substr(1, v.size() - 2);
-    value = std::string(v);
+    value = std::move(v);
   }
   return value;
 }
@@ -279,8 +275,8 @@ std::vector<std::string> open_mpi_parameter_files() {
     std::string_view rest(list);
     while (!rest.empty()) {
       const std::size_t comma = rest.find(',');
-      const std::string_view one = trimmed(rest.substr(0, comma));
-      if (!one.empty()) files.emplace_back(one);
+      std::string one = trim(std::string(rest.substr(0, comma)));
+      if (!one.empty()) files.push_back(std::move(one));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
     return files;

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <vector>
 
 #include "plexus/log.hpp"
 #include "plexus/memory.hpp"

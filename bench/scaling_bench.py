@@ -59,6 +59,13 @@ import sys
 import tempfile
 import time
 
+from bench_common import (OMPI_ENV, UsageError, add_output_options, available_strategies, check_output_path,
+                          check_strategies, configure, fail, first_line, int_list, job_environment,
+                          launcher as mpi_launcher, loadavg, log, name_list, plexus_program, plugin_listing,
+                          program_version, write_json)
+
+configure("scaling_bench", "scaling")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
@@ -75,28 +82,7 @@ CLASSES = {
 QUICK_SCALE = 0.125          # h2o 24, se 50, dense 8 blocks
 QUICK_REPETITIONS = 2
 TICK_TARGET_SECONDS = 50e-6  # S-E: time beyond kernel + transfer per tick
-OMPI_ENV = {                 # as scripts/env.sh: root, more ranks than cores, no spinning
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_mpi_yield_when_idle": "1",
-    "OMPI_MCA_rmaps_base_oversubscribe": "1",
-    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
-}
 SCHEMA = 2                   # 2: repetitions per class (timing.repetitions_per_job an object)
-
-
-class UsageError(Exception):
-    pass
-
-
-def fail(msg, code=2):
-    sys.stderr.write("scaling_bench: error: %s\n" % msg)
-    sys.exit(code)
-
-
-def log(msg):
-    sys.stderr.write("[scaling] %s\n" % msg)
-    sys.stderr.flush()
 
 
 def median(xs):
@@ -135,18 +121,6 @@ def speedup(before, after):
     if before is None or after is None or not (before > 0 and after > 0):
         return None
     return before / after
-
-
-def int_list(text, what):
-    try:
-        vals = [int(x) for x in text.split(",") if x.strip() != ""]
-    except ValueError:
-        raise UsageError("%s '%s' is not a comma-separated list of whole numbers" % (what, text))
-    if not vals or any(v < 1 for v in vals):
-        raise UsageError("%s '%s': give one or more numbers >= 1" % (what, text))
-    if len(set(vals)) != len(vals):
-        raise UsageError("%s '%s' names a value twice" % (what, text))
-    return vals
 
 
 def parse_args(argv):
@@ -190,29 +164,19 @@ def parse_args(argv):
                    help="tiny sizes (--scale %g unless given, %d repetitions for every class unless "
                         "--repetitions is given): for tests, no figures"
                         % (QUICK_SCALE, QUICK_REPETITIONS))
-    p.add_argument("--json", default=None, metavar="FILE",
-                   help="where the JSON goes (default: bench/results/scaling/scaling-<host>-<date>.json); "
-                        "an existing file is refused unless --force")
-    p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.add_argument("--kernel-runs", default="none", dest="kernel_runs", metavar="LIST",
                    help="classes (or all, none) that also get one `plexus run --json` job of the first strategy "
                         "per rank count and round, a cross-check of the kernel and wait times of compare's rows "
                         "(default: %(default)s)")
-    p.add_argument("--mpiexec", default="mpiexec", metavar="CMD",
-                   help="the MPI launcher, with any options of its own (default: %(default)s)")
-    p.add_argument("--check", action="store_true",
-                   help="re-read the written JSON and check its shape (exit 1 if it is not as written)")
+    add_output_options(p, "bench/results/scaling/scaling-<host>-<date>.json",
+                       "re-read the written JSON and check its shape (exit 1 if it is not as written)")
     a = p.parse_args(argv)
     try:
         a.ranks = int_list(a.ranks, "--ranks")
-        a.classes = [c.strip() for c in a.classes.split(",") if c.strip()]
-        if not a.classes:
-            raise UsageError("--classes is empty")
+        a.classes = name_list(a.classes, "--classes", "class")
         for c in a.classes:
             if c not in CLASSES:
                 raise UsageError("unknown class '%s' in --classes (known: %s)" % (c, ", ".join(CLASSES)))
-        if len(set(a.classes)) != len(a.classes):
-            raise UsageError("--classes names a class twice")
         kr = [c.strip() for c in a.kernel_runs.split(",") if c.strip()]
         if kr == ["all"]:
             kr = list(a.classes)
@@ -236,11 +200,7 @@ def parse_args(argv):
         if not (a.scale > 0 and math.isfinite(a.scale)):
             raise UsageError("--scale %s: give a positive number" % a.scale)
         if a.strategies is not None:
-            a.strategies = [s.strip() for s in a.strategies.split(",") if s.strip()]
-            if not a.strategies:
-                raise UsageError("--strategies is empty")
-            if len(set(a.strategies)) != len(a.strategies):
-                raise UsageError("--strategies names a strategy twice")
+            a.strategies = name_list(a.strategies, "--strategies", "strategy")
     except UsageError as e:
         fail(str(e))
     return a
@@ -263,45 +223,6 @@ def class_sets(name, scale, repetitions, warm_up):
     if warm_up is not None:
         sets.append("Timing/WarmUp=%d" % warm_up)
     return blocks, sets
-
-
-def plugin_listing(plexus, env):
-    """`plexus plugins --json -`: the components, the search path and the build's metadata."""
-    p = subprocess.run([plexus, "plugins", "--json", "-"], env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
-        fail("`%s plugins --json -` failed (exit %d)" % (plexus, p.returncode), 1)
-    try:
-        return json.loads(p.stdout)
-    except ValueError as e:
-        fail("`%s plugins --json -` did not print JSON: %s" % (plexus, e), 1)
-
-
-def available_strategies(listing):
-    """The comm components: name -> (available, why not), and name -> the plugin file."""
-    out = {}
-    files = {}
-    for comp in listing.get("components", []):
-        if comp.get("kind") == "comm":
-            out[comp.get("name")] = (bool(comp.get("available")), comp.get("unavailable_reason"))
-            files[comp.get("name")] = comp.get("file")
-    return out, files
-
-
-def program_version(plexus, env):
-    """`plexus --version` (version, git commit, build configuration), or None where it fails."""
-    try:
-        p = subprocess.run([plexus, "--version"], env=env, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
-
-
-def loadavg():
-    try:
-        return list(os.getloadavg())
-    except OSError:
-        return None
 
 
 def run_job(cmd, env):
@@ -568,10 +489,6 @@ def fmt_balance(x):
     return "-" if x is None else "%.3f" % x
 
 
-def first_line(text):
-    return text.splitlines()[0] if text else "version unknown"
-
-
 def baseline_report(opts, strategies, base):
     """The A/B table: per class, strategy and rank count, both builds' times and the speed-ups."""
     L = ["", "this build against the baseline: speed-up = baseline s / this build s (> 1: faster now)",
@@ -675,36 +592,6 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
 def default_json_path():
     stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
     return os.path.join(REPO, "bench", "results", "scaling", "scaling-%s-%s.json" % (socket.gethostname(), stamp))
-
-
-def check_output_path(path, force, created_default):
-    d = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        fail("--json %s is a directory" % path)
-    if not os.path.isdir(d):
-        if created_default:
-            os.makedirs(d, exist_ok=True)
-        else:
-            fail("--json %s: directory '%s' does not exist" % (path, d))
-    if not os.access(d, os.W_OK):
-        fail("--json %s: directory '%s' is not writable" % (path, d))
-    if os.path.exists(path) and not force:
-        fail("--json %s exists; give --force to replace it, or another name" % path)
-
-
-def write_json(path, doc, force):
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".scaling-", suffix=".json", dir=d)
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=False)
-        f.write("\n")
-    if force:
-        os.replace(tmp, path)
-    else:
-        try:
-            os.link(tmp, path)  # fails if the file appeared meanwhile: never replaced without --force
-        finally:
-            os.unlink(tmp)
 
 
 def check_json(path, opts, strategies):
@@ -891,30 +778,13 @@ def check_baseline(base, opts, strategies):
 def main(argv):
     opts = parse_args(argv)
     build = os.path.abspath(opts.build)
-    if not os.path.isdir(build):
-        fail("build directory '%s' does not exist (build plexus first, or give --build DIR)" % build)
-    plexus = os.path.join(build, "bin", "plexus")
-    if not (os.path.isfile(plexus) and os.access(plexus, os.X_OK)):
-        fail("no plexus program at '%s' (cmake --build %s --target plexus)" % (plexus, opts.build))
+    plexus = plexus_program(opts.build)
     base_dir = base_plexus = None
     if opts.baseline is not None:
         base_dir = os.path.abspath(opts.baseline)
-        if not os.path.isdir(base_dir):
-            fail("--baseline: build directory '%s' does not exist" % base_dir)
-        base_plexus = os.path.join(base_dir, "bin", "plexus")
-        if not (os.path.isfile(base_plexus) and os.access(base_plexus, os.X_OK)):
-            fail("--baseline: no plexus program at '%s' (cmake --build %s --target plexus)"
-                 % (base_plexus, opts.baseline))
-    launcher = shlex.split(opts.mpiexec)
-    mpiexec = shutil.which(launcher[0]) if launcher else None
-    if mpiexec is None:
-        fail("MPI launcher '%s' not found (install Open MPI, or give --mpiexec PATH)" % opts.mpiexec)
-    launcher[0] = mpiexec
-
-    env = dict(os.environ)
-    for k, v in OMPI_ENV.items():
-        env.setdefault(k, v)
-    env["OMP_NUM_THREADS"] = "1"
+        base_plexus = plexus_program(opts.baseline, "--baseline")
+    launcher = mpi_launcher(opts.mpiexec)
+    env = job_environment()
 
     listing = plugin_listing(plexus, env)
     comms, plugin_files = available_strategies(listing)
@@ -924,12 +794,7 @@ def main(argv):
             strategies.append("dbcsr")
     else:
         strategies = opts.strategies
-        for s in strategies:
-            name = s.split(":")[0]
-            if name not in comms:
-                fail("unknown strategy '%s' (this plexus has: %s)" % (name, ", ".join(sorted(comms))))
-            if not comms[name][0]:
-                fail("strategy '%s' cannot run here: %s" % (name, comms[name][1]))
+        check_strategies(strategies, comms)
     base = None
     if base_plexus is not None:
         # The baseline runs the same command: it must have every strategy, available.

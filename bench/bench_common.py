@@ -1,0 +1,195 @@
+"""What the bench scripts (scaling_bench.py, density_bench.py) share: the jobs' Open MPI settings,
+errors and progress lines, the checks of the command line and of the output file, the plexus
+program's plugin listing and version, and writing the JSON without replacing a file by accident.
+
+A script names itself once (`configure("scaling_bench", "scaling")`): errors then read
+"scaling_bench: error: ..." and progress lines "[scaling] ...", both on stderr.
+"""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# As scripts/env.sh: root, more ranks than cores, waiting ranks yield, no single-copy mechanism
+# (containers forbid the one Open MPI picks).
+OMPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_mpi_yield_when_idle": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+}
+
+_names = {"program": "bench", "tag": "bench"}
+
+
+def configure(program, tag):
+    _names["program"], _names["tag"] = program, tag
+
+
+class UsageError(Exception):
+    pass
+
+
+def fail(msg, code=2):
+    sys.stderr.write("%s: error: %s\n" % (_names["program"], msg))
+    sys.exit(code)
+
+
+def log(msg):
+    sys.stderr.write("[%s] %s\n" % (_names["tag"], msg))
+    sys.stderr.flush()
+
+
+def int_list(text, what):
+    """A comma-separated list of distinct whole numbers >= 1 (UsageError otherwise)."""
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip() != ""]
+    except ValueError:
+        raise UsageError("%s '%s' is not a comma-separated list of whole numbers" % (what, text))
+    if not vals or any(v < 1 for v in vals):
+        raise UsageError("%s '%s': give one or more numbers >= 1" % (what, text))
+    if len(set(vals)) != len(vals):
+        raise UsageError("%s '%s' names a value twice" % (what, text))
+    return vals
+
+
+def name_list(text, what, singular):
+    """A comma-separated list of distinct names (UsageError where it is empty or names one twice)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise UsageError("%s is empty" % what)
+    if len(set(names)) != len(names):
+        raise UsageError("%s names a %s twice" % (what, singular))
+    return names
+
+
+def add_output_options(parser, default_json, check_help):
+    """--json, --force, --mpiexec and --check, the same in every driver."""
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="where the JSON goes (default: %s); an existing file is refused unless --force"
+                             % default_json)
+    parser.add_argument("--force", action="store_true", help="replace an existing --json file")
+    parser.add_argument("--mpiexec", default="mpiexec", metavar="CMD",
+                        help="the MPI launcher, with any options of its own (default: %(default)s)")
+    parser.add_argument("--check", action="store_true", help=check_help)
+
+
+def job_environment(threads=1):
+    """The jobs' environment: this one, OMPI_ENV where not set already, OMP_NUM_THREADS=threads."""
+    env = dict(os.environ)
+    for k, v in OMPI_ENV.items():
+        env.setdefault(k, v)
+    env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def launcher(text):
+    """--mpiexec's words with the program's full path (exit 2 where it is not found)."""
+    words = shlex.split(text)
+    path = shutil.which(words[0]) if words else None
+    if path is None:
+        fail("MPI launcher '%s' not found (install Open MPI, or give --mpiexec PATH)" % text)
+    words[0] = path
+    return words
+
+
+def plexus_program(build, what="--build"):
+    """<build>/bin/plexus, or exit 2 saying what is missing."""
+    d = os.path.abspath(build)
+    if not os.path.isdir(d):
+        fail("%s: build directory '%s' does not exist" % (what, d))
+    p = os.path.join(d, "bin", "plexus")
+    if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+        fail("%s: no plexus program at '%s' (cmake --build %s --target plexus)" % (what, p, build))
+    return p
+
+
+def plugin_listing(plexus, env):
+    """`plexus plugins --json -`: the components, the search path and the build's metadata."""
+    p = subprocess.run([plexus, "plugins", "--json", "-"], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        fail("`%s plugins --json -` failed (exit %d)" % (plexus, p.returncode), 1)
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        fail("`%s plugins --json -` did not print JSON: %s" % (plexus, e), 1)
+
+
+def available_strategies(listing):
+    """The comm components: name -> (available, why not), and name -> the plugin file."""
+    out = {}
+    files = {}
+    for comp in listing.get("components", []):
+        if comp.get("kind") == "comm":
+            out[comp.get("name")] = (bool(comp.get("available")), comp.get("unavailable_reason"))
+            files[comp.get("name")] = comp.get("file")
+    return out, files
+
+
+def check_strategies(strategies, comms):
+    """Exit 2 unless every strategy (a name, or name:options) is one of `comms` and can run here."""
+    for s in strategies:
+        name = s.split(":")[0]
+        if name not in comms:
+            fail("unknown strategy '%s' (this plexus has: %s)" % (name, ", ".join(sorted(comms))))
+        if not comms[name][0]:
+            fail("strategy '%s' cannot run here: %s" % (name, comms[name][1]))
+
+
+def program_version(plexus, env):
+    """`plexus --version` (version, git commit, build configuration), or None where it fails."""
+    try:
+        p = subprocess.run([plexus, "--version"], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def first_line(text):
+    return text.splitlines()[0] if text else "version unknown"
+
+
+def loadavg():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def check_output_path(path, force, created_default):
+    """Before any job: the JSON's directory exists (made, for the default path) and is writable,
+    and the file is not there unless --force."""
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        fail("--json %s is a directory" % path)
+    if not os.path.isdir(d):
+        if created_default:
+            os.makedirs(d, exist_ok=True)
+        else:
+            fail("--json %s: directory '%s' does not exist" % (path, d))
+    if not os.access(d, os.W_OK):
+        fail("--json %s: directory '%s' is not writable" % (path, d))
+    if os.path.exists(path) and not force:
+        fail("--json %s exists; give --force to replace it, or another name" % path)
+
+
+def write_json(path, doc, force):
+    """The whole file at once (a temporary file renamed into place), never over a file that
+    appeared meanwhile unless --force."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".%s-" % _names["tag"], suffix=".json", dir=d)
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+        f.write("\n")
+    if force:
+        os.replace(tmp, path)
+    else:
+        try:
+            os.link(tmp, path)  # fails if the file appeared meanwhile: never replaced without --force
+        finally:
+            os.unlink(tmp)

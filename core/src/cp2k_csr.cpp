@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -14,11 +15,17 @@
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
 #include "plexus/input.hpp"
+#include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
 #include "root_scatter.hpp"
 #include "text_reader.hpp"
 
 namespace plexus {
+
+// The entries of one file, in the order of its lines (32 bytes each).
+struct Cp2kCsrEntries {
+  memory::vector<detail::Entry, memory::Category::Other> entries;
+};
 
 namespace {
 
@@ -99,28 +106,46 @@ void scan(detail::TextReader& in, const std::string& path, F&& entry) {
   }
 }
 
-}  // namespace
-
-Cp2kCsrHeader read_cp2k_csr_header(const std::string& path) {
+// The header of one file; its entries kept while they take at most `keep_bytes`.
+Cp2kCsrHeader scan_header(const std::string& path, std::size_t keep_bytes) {
   detail::TextReader in(path, kWhat);
   Cp2kCsrHeader h;
   bool lower = false, upper = false;
-  scan(in, path, [&](std::int64_t r, std::int64_t c, double, std::int64_t) {
+  const std::size_t keep_max = keep_bytes / sizeof(detail::Entry);
+  auto kept = keep_max > 0 ? std::make_shared<Cp2kCsrEntries>() : nullptr;
+  scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
     h.dimension = std::max({h.dimension, r + 1, c + 1});
     lower = lower || r > c;
     upper = upper || r < c;
     ++h.entries;
+    if (!kept) return;
+    if (kept->entries.size() == keep_max) {  // beyond the room: the file is read again
+      kept.reset();
+      return;
+    }
+    try {
+      kept->entries.push_back({r, c, v, line});
+    } catch (const std::bad_alloc&) {  // no memory for them: the file is read again
+      kept.reset();
+    }
   });
   if (h.entries == 0) fail(path, 1, "no entries (expected lines 'row col value')");
   h.mirrored = !(lower && upper);
+  if (kept) kept->entries.shrink_to_fit();
+  h.kept = std::move(kept);
   return h;
 }
 
-Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm) {
-  return read_cp2k_csr_headers({path}, comm).front();  // scanned by rank 0
+}  // namespace
+
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path) { return scan_header(path, kCp2kKeepBytes); }
+
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm, std::size_t keep_bytes) {
+  return read_cp2k_csr_headers({path}, comm, keep_bytes).front();  // scanned by rank 0
 }
 
-std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm) {
+std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm,
+                                                 std::size_t keep_bytes) {
   const int ranks = mpi::size(comm), rank = mpi::rank(comm);
   std::vector<Cp2kCsrHeader> headers(paths.size());
   std::vector<detail::Outcome> outcomes(paths.size());
@@ -141,7 +166,9 @@ std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>&
       if (detail::reading_rank(f, ranks) == rank) mine.push_back(f);
     for (std::size_t q = 0; q < mine.size(); ++q) {
       const std::size_t f = mine[q];
-      auto scan_file = [&, f] { outcomes[f] = detail::attempt([&] { headers[f] = read_cp2k_csr_header(paths[f]); }); };
+      auto scan_file = [&, f] {
+        outcomes[f] = detail::attempt([&] { headers[f] = scan_header(paths[f], keep_bytes); });
+      };
       if (q + 1 == mine.size()) {
         scan_file();
         continue;
@@ -191,6 +218,13 @@ std::vector<DistMatrix> read_cp2k_csr_files(const std::vector<std::string>& path
   auto read = [&](std::size_t f, detail::RootScatter& scatter) {
     const std::string& path = paths[f];
     const Cp2kCsrHeader& header = headers[f];
+    if (header.kept) {  // the scan's entries, checked then: the file is not read again
+      for (const detail::Entry& e : header.kept->entries) {
+        scatter.put(e);
+        if (header.mirrored && e.row != e.col) scatter.put({e.col, e.row, e.value, e.line});
+      }
+      return;
+    }
     detail::TextReader in(path, kWhat);
     scan(in, path, [&](std::int64_t r, std::int64_t c, double v, std::int64_t line) {
       if (r >= header.dimension || c >= header.dimension)

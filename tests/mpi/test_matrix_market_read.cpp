@@ -211,16 +211,21 @@ TEST(Cp2kCsrRead, MatchesWhatWasWrittenAndErrorsEndEveryRank) {
   // The dimension is the largest index: the last diagonal element is always there in H and S.
   if (known.given.count({18, 18}) == 0) GTEST_SKIP() << "the test matrix lacks (19, 19)";
   const BlockLayout layout{BlockSizes::covering(19, 4), BlockSizes::covering(19, 4)};
-  for (const bool one_side : {true, false}) {
-    const std::string path = write_shared("h.csr", one_side ? upper : both);
-    const Cp2kCsrHeader h = read_cp2k_csr_header(path, MPI_COMM_WORLD);
-    EXPECT_EQ(h.dimension, 19);
-    EXPECT_EQ(h.mirrored, one_side);
-    for (const auto& dist : distributions(layout))
-      for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, input::kReadChunkEntries})
-        EXPECT_EQ(read_cp2k_csr(path, "H", dist, layout, h, chunk).to_dense(), known.dense);
-    remove_shared(path);
-  }
+  // Entries kept by the header's scan (the default), none kept, and a room too small for them
+  // (the file is read again): the same matrix.
+  for (const std::size_t keep : {kCp2kKeepBytes, std::size_t{0}, 3 * sizeof(double) * 4})
+    for (const bool one_side : {true, false}) {
+      SCOPED_TRACE("keep " + std::to_string(keep) + (one_side ? ", one triangle" : ", both"));
+      const std::string path = write_shared("h.csr", one_side ? upper : both);
+      const Cp2kCsrHeader h = read_cp2k_csr_header(path, MPI_COMM_WORLD, keep);
+      EXPECT_EQ(h.dimension, 19);
+      EXPECT_EQ(h.mirrored, one_side);
+      EXPECT_EQ(h.kept != nullptr, keep == kCp2kKeepBytes && world_rank() == 0);
+      for (const auto& dist : distributions(layout))
+        for (const std::size_t chunk : {std::size_t{1}, std::size_t{5}, input::kReadChunkEntries})
+          EXPECT_EQ(read_cp2k_csr(path, "H", dist, layout, h, chunk).to_dense(), known.dense);
+      remove_shared(path);
+    }
   {  // both files at once, each by its own rank
     const std::string p1 = write_shared("h1.csr", upper), p2 = write_shared("h2.csr", both);
     // The headers at once (file f scanned by rank f mod P) are those read one by one.
@@ -285,6 +290,53 @@ TEST(Cp2kCsrRead, MatchesWhatWasWrittenAndErrorsEndEveryRank) {
                        "; plexus does not add repeated entries up"),
               std::string::npos)
         << msg;
+  }
+}
+
+// The entries a header's scan kept are what the read sends: the file is not read a second time.
+// Rewritten between the header and the read (new values, the same pattern), the matrix still has
+// the values the scan saw; with nothing kept, the read takes the file as it is then. Each file of
+// several is kept on the rank that scanned it, which reads it.
+TEST(Cp2kCsrRead, KeptEntriesSpareTheSecondRead) {
+  const std::int64_t n = 11;
+  auto file = [&](double scale, std::vector<double>& dense) {
+    std::string text;
+    dense.assign(static_cast<std::size_t>(n * n), 0.0);
+    char line[96];
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = i; j < n; ++j)
+        if (i == j || (i + 2 * j) % 3 == 0) {
+          const double v = scale * static_cast<double>(1 + i + 5 * j);
+          std::snprintf(line, sizeof(line), "%lld %lld %.17g\n", static_cast<long long>(i + 1),
+                        static_cast<long long>(j + 1), v);
+          text += line;
+          dense[static_cast<std::size_t>(i + j * n)] = dense[static_cast<std::size_t>(j + i * n)] = v;
+        }
+    return text;
+  };
+  std::vector<double> first, second;
+  const std::string text1 = file(1.0, first), text2 = file(-0.5, second);
+  ASSERT_NE(first, second);
+  const BlockLayout layout{BlockSizes::covering(n, 3), BlockSizes::covering(n, 3)};
+  const auto dist = Distribution::block_cyclic(Grid::create(MPI_COMM_WORLD), layout.rows.count(), layout.cols.count());
+  for (const std::size_t keep : {kCp2kKeepBytes, std::size_t{0}}) {
+    SCOPED_TRACE("keep " + std::to_string(keep));
+    const std::string p1 = write_shared("kept1.csr", text1), p2 = write_shared("kept2.csr", text1);
+    const std::vector<Cp2kCsrHeader> headers = read_cp2k_csr_headers({p1, p2}, MPI_COMM_WORLD, keep);
+    const int ranks = [] {
+      int size = 0;
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+      return size;
+    }();
+    for (int f = 0; f < 2; ++f)
+      EXPECT_EQ(headers[static_cast<std::size_t>(f)].kept != nullptr, keep > 0 && world_rank() == f % ranks) << f;
+    write_shared("kept1.csr", text2);
+    write_shared("kept2.csr", text2);
+    const std::vector<DistMatrix> m = read_cp2k_csr_files({p1, p2}, {"H", "S"}, dist, layout, headers);
+    EXPECT_EQ(m[0].to_dense(), keep > 0 ? first : second);
+    EXPECT_EQ(m[1].to_dense(), keep > 0 ? first : second);
+    remove_shared(p1);
+    remove_shared(p2);
   }
 }
 

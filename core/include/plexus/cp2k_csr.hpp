@@ -14,6 +14,14 @@
 
 namespace plexus {
 
+/// The entries a scan kept (cp2k_csr.cpp): read_cp2k_csr_files takes them instead of reading the
+/// file a second time.
+struct Cp2kCsrEntries;
+
+/// At most this many bytes of entries (32 bytes each: 8 Mi entries) are kept by a header's scan.
+/// A larger file is read again by read_cp2k_csr_files, with no more than its chunks in memory.
+inline constexpr std::size_t kCp2kKeepBytes = std::size_t{256} << 20;
+
 /// What a scan of the whole file finds.
 struct Cp2kCsrHeader {
   std::int64_t dimension = 0;  ///< the largest row or column index: H and S always have their diagonal
@@ -21,25 +29,35 @@ struct Cp2kCsrHeader {
   /// The file gives one triangle only (CP2K's UPPER_TRIANGULAR, or only the lower one): it is
   /// mirrored. With entries on both sides of the diagonal every entry is taken as given.
   bool mirrored = false;
+  /// The file's entries as the scan found them, on the rank that scanned it, where they took at
+  /// most the scan's keep_bytes (null otherwise, and on every other rank). Dropping the header
+  /// (every copy of it) frees them.
+  std::shared_ptr<const Cp2kCsrEntries> kept;
 };
 
 /// Reads the whole file once and checks every line: three fields, indices whole numbers >= 1,
 /// values finite. Blank lines are skipped. Throws InputError "CP2K CSR file <path>, line <n>: ..."
-/// for the first bad line (a file without entries too). Local, no communication.
+/// for the first bad line (a file without entries too). Keeps the entries (Cp2kCsrHeader::kept)
+/// while they take at most kCp2kKeepBytes. Local, no communication.
 Cp2kCsrHeader read_cp2k_csr_header(const std::string& path);
 
 /// The same, the scan made by rank 0 of `comm` alone and broadcast: every rank returns the same
-/// header or throws the same error. Collective.
-Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm);
+/// header or throws the same error (the entries, while they take at most `keep_bytes`, are kept
+/// on rank 0 only; 0 keeps none). Collective.
+Cp2kCsrHeader read_cp2k_csr_header(const std::string& path, MPI_Comm comm, std::size_t keep_bytes = kCp2kKeepBytes);
 
 /// The headers of several files at once: file f scanned by rank f mod P of `comm` (P its ranks;
 /// a rank with several files scans each in a thread of its own) and broadcast. Every rank returns
-/// the same headers, or throws the error of the first file that has one. Collective.
-std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm);
+/// the same headers, or throws the error of the first file that has one; file f's entries are kept
+/// on its scanning rank, where read_cp2k_csr_files reads it when the distribution's grid numbers
+/// its ranks as `comm` does. Collective.
+std::vector<Cp2kCsrHeader> read_cp2k_csr_headers(const std::vector<std::string>& paths, MPI_Comm comm,
+                                                 std::size_t keep_bytes = kCp2kKeepBytes);
 
 /// Reads the matrix (square, `header.dimension` = the layout's totals, `header` as
 /// read_cp2k_csr_header gave it for this file) into a DistMatrix: rank 0 of the distribution's
-/// grid reads the file (in a thread of its own) and sends the entries to the ranks owning their
+/// grid reads the file (in a thread of its own; the entries the header kept there instead of the
+/// file, when it kept them) and sends the entries to the ranks owning their
 /// blocks, `chunk_entries` at a time (as read_matrix_market does); a block is present when the
 /// file gives an entry in it (or, mirrored, in its transpose). A malformed line, or an entry given
 /// twice (both lines named), is an InputError on every rank alike. Collective over the

@@ -13,11 +13,13 @@
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/registry.hpp"
+#include "scoped_env.hpp"
 
 namespace {
 
 using plexus::ComponentKind;
 using plexus::Registry;
+using plexus::test::ScopedEnv;
 
 std::string base(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
@@ -182,29 +184,25 @@ TEST(Registry, ProvidersAndListings) {
 }
 
 TEST(Registry, SearchPathReadsThePluginPathFirst) {
-  const char* old = std::getenv("PLEXUS_PLUGIN_PATH");
-  const std::string saved = old ? old : "";
-  ::setenv("PLEXUS_PLUGIN_PATH", "/first::/second:", 1);
+  const ScopedEnv path("PLEXUS_PLUGIN_PATH", "/first::/second:");
   const auto dirs = Registry::global().search_path();
   ASSERT_EQ(dirs.size(), 3u);
   EXPECT_EQ(dirs[0], "/first");
   EXPECT_EQ(dirs[1], "/second");
   EXPECT_TRUE(contains(dirs[2], "plexus/plugins")) << dirs[2];
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dirs[2]).parent_path().parent_path()));
-  ::setenv("PLEXUS_PLUGIN_PATH", saved.c_str(), 1);
 }
 
 // Issue 9 item 5: one foreign library (or a stale plugin) in a plugin folder made load_default()
 // throw, and every command with it, even `plexus plugins`. Now the file is skipped with a
 // warning, the others load, and selecting what it would have offered says why.
 TEST(Registry, DefaultLoadingSkipsFilesThatCannotBeUsed) {
-  const char* old = std::getenv("PLEXUS_PLUGIN_PATH");
-  const std::string saved = old ? old : "";
   const std::string dir = std::filesystem::path(PLEXUS_TEST_NOT_A_PLUGIN).parent_path().string();
-  ::setenv("PLEXUS_PLUGIN_PATH", dir.c_str(), 1);
   auto& reg = Registry::global();
-  EXPECT_NO_THROW(reg.load_default());
-  ::setenv("PLEXUS_PLUGIN_PATH", saved.c_str(), 1);
+  {
+    const ScopedEnv path("PLEXUS_PLUGIN_PATH", dir);
+    EXPECT_NO_THROW(reg.load_default());
+  }
   std::string failed, warnings;
   for (const auto& f : reg.load_failures()) failed += f.file + ": " + f.reason + "\n";
   for (const auto& w : reg.warnings()) warnings += w + "\n";

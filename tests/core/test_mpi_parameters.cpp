@@ -10,40 +10,18 @@
 #include <vector>
 
 #include "plexus/mpi.hpp"
+#include "scoped_env.hpp"
 #include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using plexus::mpi::open_mpi_parameter;
 using plexus::mpi::open_mpi_parameter_files;
+using plexus::test::ScopedEnv;
 
 namespace {
 
 struct Scratch : plexus::test::ScratchDir {
   Scratch() : ScratchDir("plexus-mpi-parameters") {}
-};
-
-// Sets an environment variable for the test's scope, and puts back what was there.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* was = std::getenv(name)) was_ = std::string(was);
-    if (value != nullptr)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (was_)
-      ::setenv(name_.c_str(), was_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> was_;
 };
 
 }  // namespace
@@ -80,22 +58,22 @@ TEST(OpenMpiParameter, ReadsTheVariableAndTheFilesItIsGiven) {
   const Scratch s;
   const std::string f = s.write("listed.conf", "osc_sm_backing_directory = /listed\n");
   const std::string g = s.write("second.conf", "osc_sm_backing_directory = /second\n");
-  const EnvVar files("OMPI_MCA_mca_base_param_files", (f + " , " + g).c_str());
-  const EnvVar older("OMPI_MCA_mca_param_files", nullptr);
+  const ScopedEnv files("OMPI_MCA_mca_base_param_files", (f + " , " + g).c_str());
+  const ScopedEnv older("OMPI_MCA_mca_param_files", nullptr);
   EXPECT_EQ(open_mpi_parameter_files(), (std::vector<std::string>{f, g}));
   {
-    const EnvVar unset("OMPI_MCA_osc_sm_backing_directory", nullptr);
+    const ScopedEnv unset("OMPI_MCA_osc_sm_backing_directory", nullptr);
     EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory"), "/listed");
   }
-  const EnvVar set("OMPI_MCA_osc_sm_backing_directory", "/env");
+  const ScopedEnv set("OMPI_MCA_osc_sm_backing_directory", "/env");
   EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory"), "/env");
 }
 
 TEST(OpenMpiParameter, WithoutAListTheUsersFileComesFirst) {
   const Scratch s;
-  const EnvVar files("OMPI_MCA_mca_base_param_files", nullptr);
-  const EnvVar older("OMPI_MCA_mca_param_files", nullptr);
-  const EnvVar home("HOME", s.dir.c_str());
+  const ScopedEnv files("OMPI_MCA_mca_base_param_files", nullptr);
+  const ScopedEnv older("OMPI_MCA_mca_param_files", nullptr);
+  const ScopedEnv home("HOME", s.dir.c_str());
   const std::vector<std::string> got = open_mpi_parameter_files();
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.front(), (s.dir / ".openmpi" / "mca-params.conf").string());

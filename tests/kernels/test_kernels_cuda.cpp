@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -20,6 +19,7 @@
 #include "plexus/parameters.hpp"
 #include "plexus/registry.hpp"
 #include "raw_stacks.hpp"
+#include "scoped_env.hpp"
 #include "session.hpp"
 #include "smm.hpp"
 
@@ -34,6 +34,7 @@ using plexus::Registry;
 using plexus::test::random_stack;
 using plexus::test::raw_view;
 using plexus::test::rel_error;
+using plexus::test::ScopedEnv;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -103,23 +104,19 @@ TEST(CudaDeviceChoice, BadChoicesSayWhatThereIs) {
 }
 
 TEST(CudaDeviceChoice, NodeLocalRankFromTheLauncher) {
-  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",   "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                        "PALS_LOCAL_RANKID",          "FLUX_TASK_LOCAL_ID"};
-  std::map<std::string, std::string> saved;
-  for (const char* v : vars)
-    if (const char* x = std::getenv(v)) saved[v] = x;
-  for (const char* v : vars) ::unsetenv(v);
+  // Every launcher's variable unset for the test, and put back afterwards.
+  const ScopedEnv ompi("OMPI_COMM_WORLD_LOCAL_RANK", nullptr), mpich("MPI_LOCALRANKID", nullptr),
+      mvapich("MV2_COMM_WORLD_LOCAL_RANK", nullptr), slurm("SLURM_LOCALID", nullptr),
+      pals("PALS_LOCAL_RANKID", nullptr), flux("FLUX_TASK_LOCAL_ID", nullptr);
   EXPECT_EQ(plexus_cuda::node_local_rank(), 0) << "no launcher variable: rank 0 of its node";
-  ::setenv("SLURM_LOCALID", "2", 1);
+  slurm.set("2");
   EXPECT_EQ(plexus_cuda::node_local_rank(), 2);
-  ::setenv("MPI_LOCALRANKID", "3", 1);  // MPICH's, before Slurm's
+  mpich.set("3");  // MPICH's, before Slurm's
   EXPECT_EQ(plexus_cuda::node_local_rank(), 3);
-  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x1", 1);  // not a number: the next one counts
+  ompi.set("x1");  // not a number: the next one counts
   EXPECT_EQ(plexus_cuda::node_local_rank(), 3);
-  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  ompi.set("1");
   EXPECT_EQ(plexus_cuda::node_local_rank(), 1);
-  for (const char* v : vars) ::unsetenv(v);
-  for (const auto& [k, v] : saved) ::setenv(k.c_str(), v.c_str(), 1);
 }
 
 TEST(CudaMemory, BytesInBinaryUnits) {

@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "plexus/error.hpp"
 #include "plexus/input.hpp"
@@ -258,13 +260,55 @@ std::optional<std::string> file_value(const std::string& path, const std::string
   return value;
 }
 
+// The value a --tune file gives `name`: its words (white space apart, lines from a '#' on left
+// out), `-mca <name> <value>` or `--mca`, the last that does; none where the file sets none or
+// cannot be read. Other words (-x VAR=value, ...) are passed over.
+std::optional<std::string> tune_value(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  std::vector<std::string> words;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream text(line.substr(0, line.find('#')));
+    for (std::string w; text >> w;) words.push_back(std::move(w));
+  }
+  std::optional<std::string> value;
+  for (std::size_t i = 0; i + 2 < words.size(); ++i)
+    if ((words[i] == "-mca" || words[i] == "--mca") && words[i + 1] == name) value = words[i + 2];
+  return value;
+}
+
+// The comma-separated list in an environment variable, each entry trimmed, empty ones left out.
+std::vector<std::string> listed_files(const char* list) {
+  std::vector<std::string> files;
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string one = trim(std::string(rest.substr(0, comma)));
+    if (!one.empty()) files.push_back(std::move(one));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return files;
+}
+
 }  // namespace
 
-std::string open_mpi_parameter(const std::string& name, const char* env_value, const std::vector<std::string>& files) {
+std::string open_mpi_parameter(const std::string& name, const char* env_value,
+                               const std::vector<std::string>& tune_files, const std::vector<std::string>& files) {
   if (env_value != nullptr && *env_value != '\0') return env_value;
+  for (const std::string& f : tune_files)
+    if (std::optional<std::string> v = tune_value(f, name)) return *v;
   for (const std::string& f : files)
     if (std::optional<std::string> v = file_value(f, name)) return *v;
   return {};
+}
+
+std::string open_mpi_parameter(const std::string& name, const char* env_value, const std::vector<std::string>& files) {
+  return open_mpi_parameter(name, env_value, {}, files);
+}
+
+std::vector<std::string> open_mpi_tune_files() {
+  const char* list = std::getenv("OMPI_MCA_mca_base_envar_file_prefix");
+  return list != nullptr ? listed_files(list) : std::vector<std::string>{};
 }
 
 std::vector<std::string> open_mpi_parameter_files() {
@@ -272,14 +316,7 @@ std::vector<std::string> open_mpi_parameter_files() {
   for (const char* var : {"OMPI_MCA_mca_base_param_files", "OMPI_MCA_mca_param_files"}) {
     const char* list = std::getenv(var);
     if (list == nullptr || *list == '\0') continue;
-    std::string_view rest(list);
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      std::string one = trim(std::string(rest.substr(0, comma)));
-      if (!one.empty()) files.push_back(std::move(one));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-    return files;
+    return listed_files(list);
   }
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
     files.emplace_back(home).append("/.openmpi/mca-params.conf");
@@ -291,7 +328,7 @@ std::vector<std::string> open_mpi_parameter_files() {
 
 std::string open_mpi_parameter(const std::string& name) {
   const std::string var = "OMPI_MCA_" + name;
-  return open_mpi_parameter(name, std::getenv(var.c_str()), open_mpi_parameter_files());
+  return open_mpi_parameter(name, std::getenv(var.c_str()), open_mpi_tune_files(), open_mpi_parameter_files());
 }
 
 }  // namespace plexus::mpi

@@ -16,6 +16,7 @@
 namespace fs = std::filesystem;
 using plexus::mpi::open_mpi_parameter;
 using plexus::mpi::open_mpi_parameter_files;
+using plexus::mpi::open_mpi_tune_files;
 using plexus::test::ScopedEnv;
 
 namespace {
@@ -52,6 +53,44 @@ TEST(OpenMpiParameter, TheFirstFileThatSetsItWinsAndItsLastLine) {
   EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory", nullptr, {(s.dir / "missing.conf").string(), system}),
             "/system");
   EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory", nullptr, {}), "");
+}
+
+// mpirun's --tune files (command-line words): after the environment, before the parameter files;
+// the first file that sets the name wins, within a file its last setting; -x and the words after
+// a '#' are passed over, and a setting without its value sets nothing.
+TEST(OpenMpiParameter, TuneFilesComeBetweenTheEnvironmentAndTheParameterFiles) {
+  const Scratch s;
+  const std::string name = "osc_sm_backing_directory";
+  const std::string tune1 = s.write("tune1.conf",
+                                    "-mca osc_sm_backing_directory /tune1 -x FOO=1\n"
+                                    "# -mca osc_sm_backing_directory /comment\n"
+                                    "--mca btl self --mca osc_sm_backing_directory /tune1-last  # end\n");
+  const std::string tune2 = s.write("tune2.conf", "--mca osc_sm_backing_directory /tune2\n");
+  const std::string other = s.write("other.conf", "-x OMPI_MCA_osc_sm_backing_directory=/x -mca btl tcp\n");
+  const std::string dangling = s.write("dangling.conf", "-mca btl self -mca osc_sm_backing_directory\n");
+  const std::string param = s.write("param.conf", "osc_sm_backing_directory = /param\n");
+  EXPECT_EQ(open_mpi_parameter(name, nullptr, {tune1, tune2}, {param}), "/tune1-last");
+  EXPECT_EQ(open_mpi_parameter(name, nullptr, {tune2, tune1}, {param}), "/tune2");
+  EXPECT_EQ(open_mpi_parameter(name, "/env", {tune1}, {param}), "/env");
+  EXPECT_EQ(open_mpi_parameter(name, nullptr, {other, dangling}, {param}), "/param");
+  EXPECT_EQ(open_mpi_parameter("btl", nullptr, {tune1, other}, {}), "self");
+  EXPECT_EQ(open_mpi_parameter("btl", nullptr, {other, tune1}, {}), "tcp");
+  EXPECT_EQ(open_mpi_parameter(name, nullptr, {(s.dir / "missing.conf").string(), tune2}, {param}), "/tune2");
+  EXPECT_EQ(open_mpi_parameter(name, nullptr, {other}, {}), "");
+}
+
+TEST(OpenMpiParameter, ReadsTheTuneFilesMpirunLists) {
+  const Scratch s;
+  const std::string t = s.write("listed.tune", "-mca osc_sm_backing_directory /tuned\n");
+  const std::string u = s.write("unused.tune", "-mca btl self\n");
+  const ScopedEnv tune("OMPI_MCA_mca_base_envar_file_prefix", (u + " ," + t).c_str());
+  EXPECT_EQ(open_mpi_tune_files(), (std::vector<std::string>{u, t}));
+  const ScopedEnv files("OMPI_MCA_mca_base_param_files", s.write("param.conf", "osc_sm_backing_directory = /p\n"));
+  const ScopedEnv unset("OMPI_MCA_osc_sm_backing_directory", nullptr);
+  EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory"), "/tuned");
+  const ScopedEnv none("OMPI_MCA_mca_base_envar_file_prefix", nullptr);
+  EXPECT_TRUE(open_mpi_tune_files().empty());
+  EXPECT_EQ(open_mpi_parameter("osc_sm_backing_directory"), "/p");
 }
 
 TEST(OpenMpiParameter, ReadsTheVariableAndTheFilesItIsGiven) {

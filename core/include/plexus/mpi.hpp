@@ -142,20 +142,29 @@ inline MPI_Datatype datatype<char>() { return MPI_CHAR; }
 /// Seconds since an arbitrary origin (MPI_Wtime).
 inline double now() { return MPI_Wtime(); }
 
-/// An Open MPI MCA parameter's value where the user set it: OMPI_MCA_<name> in the environment
-/// (mpirun's --mca sets it there too), else the first of Open MPI's parameter files that sets it
-/// (those OMPI_MCA_mca_base_param_files lists, comma-separated, else $HOME/.openmpi/mca-params.conf
-/// and the openmpi-mca-params.conf of the sysconfdir this build's Open MPI reported). Empty where
-/// none sets it (or to empty): the caller knows the default. Read here, not through the MPI tool
-/// interface: MPI_T_init_thread makes Open MPI 4.1 open every component to register its
-/// variables, about 0.2 s a process (docs/performance.md, "A window's directory without the MPI
-/// tool interface"). No MPI call; any MPI library (the names are Open MPI's).
+/// An Open MPI MCA parameter's value where the user set it, in Open MPI 4.1's order of precedence:
+/// OMPI_MCA_<name> in the environment (mpirun's --mca sets it there too); else the first of
+/// mpirun's --tune files that sets it (OMPI_MCA_mca_base_envar_file_prefix lists them,
+/// comma-separated; command-line words, `-mca <name> <value>` or `--mca`); else the first of Open
+/// MPI's parameter files that sets it (those OMPI_MCA_mca_base_param_files lists, comma-separated,
+/// else $HOME/.openmpi/mca-params.conf and the openmpi-mca-params.conf of the sysconfdir this
+/// build's Open MPI reported). Empty where none sets it (or to empty): the caller knows the
+/// default. Read here, not through the MPI tool interface: MPI_T_init_thread makes Open MPI 4.1
+/// open every component to register its variables, about 0.2 s a process (docs/performance.md,
+/// "A window's directory without the MPI tool interface"). No MPI call; any MPI library (the
+/// names are Open MPI's). (mpirun's --am files are not read: Open MPI 4.1.4 did not apply one
+/// either when tried.)
 std::string open_mpi_parameter(const std::string& name);
-/// The same from a given environment value (null: not set) and parameter files, in their order
-/// of precedence (the first that sets `name` wins; within a file, its last line that does). A
-/// file that cannot be read sets nothing.
+/// The same from a given environment value (null: not set), --tune files and parameter files, in
+/// their order of precedence (the first that sets `name` wins; within a file, the last setting).
+/// A file that cannot be read sets nothing.
+std::string open_mpi_parameter(const std::string& name, const char* env_value,
+                               const std::vector<std::string>& tune_files, const std::vector<std::string>& files);
+/// The same without --tune files.
 std::string open_mpi_parameter(const std::string& name, const char* env_value, const std::vector<std::string>& files);
 /// The parameter files open_mpi_parameter(name) reads, in their order of precedence.
 std::vector<std::string> open_mpi_parameter_files();
+/// The --tune files open_mpi_parameter(name) reads, in their order of precedence.
+std::vector<std::string> open_mpi_tune_files();
 
 }  // namespace plexus::mpi

@@ -22,6 +22,17 @@
 
 namespace plexus {
 
+namespace {
+
+// Whether two views are one panel (the same index and values in memory) with the same block sizes.
+bool same_panel(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout) {
+  return a.data == b.data && a.offsets == b.offsets && a.cols == b.cols && a.row_ptr == b.row_ptr &&
+         a.row_ids == b.row_ids && a.nrows == b.nrows && a.nblocks == b.nblocks && a_layout.rows == b_layout.rows &&
+         a_layout.cols == b_layout.cols;
+}
+
+}  // namespace
+
 LocalMultiplyStats& LocalMultiplyStats::operator+=(const LocalMultiplyStats& o) {
   flops += o.flops;
   products += o.products;
@@ -267,7 +278,12 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     b_norms.resize(static_cast<std::size_t>(b.nblocks));
     if (!session_->norms(a_layout, b_layout, a_norms.data(), b_norms.data())) {
       block_norms(a, a_layout, a_norms.data(), static_cast<int>(work_.size()));
-      block_norms(b, b_layout, b_norms.data(), static_cast<int>(work_.size()));
+      // The same panel as both operands (X * X on one rank: half of a sign step's multiplies):
+      // its norms once.
+      if (same_panel(a, a_layout, b, b_layout))
+        std::copy(a_norms.begin(), a_norms.end(), b_norms.begin());
+      else
+        block_norms(b, b_layout, b_norms.data(), static_cast<int>(work_.size()));
     }
   }
   // A dense tick computes every product: with filtering, only where the filter would drop none

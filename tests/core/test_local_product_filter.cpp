@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,52 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
             continue;
           }
           add_block_product(ref, s, a, ab, b, bb, i, kk, j);
+        }
+    EXPECT_GT(expect_skipped, 0);
+    EXPECT_EQ(skipped, expect_skipped);
+    EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
+  }
+}
+
+// One panel as both operands (X * X) takes its norms once; a panel over the same index object with
+// other values is another operand, with norms of its own. Both against the independent sums.
+TEST(LocalProduct, FilteringAPanelByItselfAndByAnotherOnItsIndex) {
+  const BlockSizes s = BlockSizes::cyclic(6, {5, 13});
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 9, [](int, int) { return true; });
+  for (std::int64_t q = 0; q < a.nblocks(); q += 4)
+    for (int e = 0; e < 25; ++e) a.data()[static_cast<std::size_t>(a.offset(q) + e)] *= 1e-9;
+  // The same index, other values: the blocks scaled down are others.
+  MatrixData other(a.data().begin(), a.data().end());
+  for (std::int64_t q = 0; q < a.nblocks(); ++q)
+    for (int e = 0; e < 25; ++e)
+      other[static_cast<std::size_t>(a.offset(q) + e)] *= q % 4 == 0 ? 1e9 : q % 3 == 0 ? 1e-9 : 1;
+  std::shared_ptr<const PanelIndex> index = a.view().held_index();
+  ASSERT_TRUE(index);
+  const Panel b = Panel::adopt(index, std::move(other));
+  ASSERT_EQ(b.view().cols, a.view().cols);
+  const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
+  const std::vector<double> eps(6, 1e-6);
+  for (const Panel* right : {static_cast<const Panel*>(&a), &b}) {
+    SCOPED_TRACE(right == &a ? "A * A" : "A * B");
+    const std::vector<double>& rn = right == &a ? an : bn;
+    ReferenceKernel k;
+    LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5}).view(), l, k, 1, eps);
+    lp.multiply(a.view(), l, right->view(), l);
+    const std::int64_t skipped = lp.stats().skipped;
+    Panel c = lp.finish();
+    std::int64_t expect_skipped = 0;
+    const std::int64_t n = s.total();
+    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+    for (int i = 0; i < 6; ++i)
+      for (int kk = 0; kk < 6; ++kk)
+        for (int j = 0; j < 6; ++j) {
+          const std::int64_t ab = a.find(i, kk), bb = right->find(kk, j);
+          if (an[static_cast<std::size_t>(ab)] * rn[static_cast<std::size_t>(bb)] < 1e-6) {
+            ++expect_skipped;
+            continue;
+          }
+          add_block_product(ref, s, a, ab, *right, bb, i, kk, j);
         }
     EXPECT_GT(expect_skipped, 0);
     EXPECT_EQ(skipped, expect_skipped);

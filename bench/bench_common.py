@@ -5,10 +5,12 @@ program's plugin listing and version, and writing the JSON without replacing a f
 A script names itself once (`configure("scaling_bench", "scaling")`): errors then read
 "scaling_bench: error: ..." and progress lines "[scaling] ...", both on stderr.
 """
+import datetime
 import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -159,6 +161,13 @@ def loadavg():
         return list(os.getloadavg())
     except OSError:
         return None
+
+
+def default_json_path(kind):
+    """bench/results/<kind>/<kind>-<host>-<UTC date and time>.json in the repository."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(repo, "bench", "results", kind, "%s-%s-%s.json" % (kind, socket.gethostname(), stamp))
 
 
 def check_output_path(path, force, created_default):

@@ -43,9 +43,10 @@ import sys
 import tempfile
 import time
 
-from bench_common import (UsageError, add_output_options, available_strategies, check_output_path, check_strategies,
-                          configure, fail, first_line, int_list, job_environment, launcher as mpi_launcher, loadavg,
-                          log, name_list, plexus_program, plugin_listing, program_version, write_json)
+from bench_common import (add_output_options, available_strategies, check_output_path, check_strategies, configure,
+                          default_json_path, fail, first_line, int_list, job_environment, launcher as mpi_launcher,
+                          loadavg, log, name_list, plexus_program, plugin_listing, program_version, UsageError,
+                          write_json)
 
 configure("density_bench", "density")
 
@@ -116,11 +117,6 @@ def h2o_files(opts):
         fail("--data %s: no h2o-32/H.mtx.gz and h2o-32/S.mtx.gz there" % opts.data)
     log("no h2o-32 under %s: part 1 is skipped (give --data DIR)" % data)
     return None
-
-
-def default_json_path():
-    stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
-    return os.path.join(REPO, "bench", "results", "density", "density-%s-%s.json" % (socket.gethostname(), stamp))
 
 
 class Runs:
@@ -399,7 +395,7 @@ def main(argv):
                 fail("strategy '%s' cannot run with the baseline %s (give --strategies without it)" % (s, base_plexus))
     files = h2o_files(opts)
     created_default = opts.json is None
-    out_path = opts.json or default_json_path()
+    out_path = opts.json or default_json_path("density")
     check_output_path(out_path, opts.force, created_default)
 
     load_before = loadavg()

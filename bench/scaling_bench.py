@@ -59,10 +59,10 @@ import sys
 import tempfile
 import time
 
-from bench_common import (OMPI_ENV, UsageError, add_output_options, available_strategies, check_output_path,
-                          check_strategies, configure, fail, first_line, int_list, job_environment,
+from bench_common import (OMPI_ENV, add_output_options, available_strategies, check_output_path, check_strategies,
+                          configure, default_json_path, fail, first_line, int_list, job_environment,
                           launcher as mpi_launcher, loadavg, log, name_list, plexus_program, plugin_listing,
-                          program_version, write_json)
+                          program_version, UsageError, write_json)
 
 configure("scaling_bench", "scaling")
 
@@ -589,11 +589,6 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
     return "\n".join(L)
 
 
-def default_json_path():
-    stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
-    return os.path.join(REPO, "bench", "results", "scaling", "scaling-%s-%s.json" % (socket.gethostname(), stamp))
-
-
 def check_json(path, opts, strategies):
     """Re-read the file and check its shape: every key, every class x strategy x ranks entry, the
     jobs' agreement, the targets' statuses, the metadata."""
@@ -833,7 +828,7 @@ def main(argv):
                                       ": the same program as --build, an A/A run" if same else ""))
 
     created_default = opts.json is None
-    out_path = opts.json or default_json_path()
+    out_path = opts.json or default_json_path("scaling")
     check_output_path(out_path, opts.force, created_default)
 
     load_before = loadavg()

@@ -32,6 +32,27 @@ void add_block_product(std::vector<double>& ref, const BlockSizes& s, const Pane
             a.data()[static_cast<std::size_t>(a.offset(ab) + r + l2 * m)] *
             b.data()[static_cast<std::size_t>(b.offset(bb) + l2 + c2 * kn)];
 }
+
+// Independent: the block-by-block sums of the products of two full block panels (every block
+// present) that pass |a||b| >= eps (an, bn: the blocks' norms), and how many do not.
+std::vector<double> filtered_reference(const BlockSizes& s, const Panel& a, const std::vector<double>& an,
+                                       const Panel& b, const std::vector<double>& bn, double eps,
+                                       std::int64_t& skipped) {
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  skipped = 0;
+  for (int i = 0; i < s.count(); ++i)
+    for (int kk = 0; kk < s.count(); ++kk)
+      for (int j = 0; j < s.count(); ++j) {
+        const std::int64_t ab = a.find(i, kk), bb = b.find(kk, j);
+        if (an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] < eps) {
+          ++skipped;
+          continue;
+        }
+        add_block_product(ref, s, a, ab, b, bb, i, kk, j);
+      }
+  return ref;
+}
 }  // namespace
 
 TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
@@ -51,20 +72,8 @@ TEST(LocalProduct, FilteringSkipsExactlyTheSmallProducts) {
     lp.multiply(a.view(), l, b.view(), l);
     const std::int64_t skipped = lp.stats().skipped;
     Panel c = lp.finish();
-    // Independent: block-by-block sums of the products that pass |a||b| >= eps.
     std::int64_t expect_skipped = 0;
-    const std::int64_t n = s.total();
-    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-    for (int i = 0; i < 6; ++i)
-      for (int kk = 0; kk < 6; ++kk)
-        for (int j = 0; j < 6; ++j) {
-          const std::int64_t ab = a.find(i, kk), bb = b.find(kk, j);
-          if (an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] < 1e-6) {
-            ++expect_skipped;
-            continue;
-          }
-          add_block_product(ref, s, a, ab, b, bb, i, kk, j);
-        }
+    const std::vector<double> ref = filtered_reference(s, a, an, b, bn, 1e-6, expect_skipped);
     EXPECT_GT(expect_skipped, 0);
     EXPECT_EQ(skipped, expect_skipped);
     EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);
@@ -99,18 +108,7 @@ TEST(LocalProduct, FilteringAPanelByItselfAndByAnotherOnItsIndex) {
     const std::int64_t skipped = lp.stats().skipped;
     Panel c = lp.finish();
     std::int64_t expect_skipped = 0;
-    const std::int64_t n = s.total();
-    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-    for (int i = 0; i < 6; ++i)
-      for (int kk = 0; kk < 6; ++kk)
-        for (int j = 0; j < 6; ++j) {
-          const std::int64_t ab = a.find(i, kk), bb = right->find(kk, j);
-          if (an[static_cast<std::size_t>(ab)] * rn[static_cast<std::size_t>(bb)] < 1e-6) {
-            ++expect_skipped;
-            continue;
-          }
-          add_block_product(ref, s, a, ab, *right, bb, i, kk, j);
-        }
+    const std::vector<double> ref = filtered_reference(s, a, an, *right, rn, 1e-6, expect_skipped);
     EXPECT_GT(expect_skipped, 0);
     EXPECT_EQ(skipped, expect_skipped);
     EXPECT_LE(test::relative_error(dense_of(c.view(), l), ref), 1e-13);

@@ -143,6 +143,16 @@ def check_strategies(strategies, comms):
             fail("strategy '%s' cannot run here: %s" % (name, comms[name][1]))
 
 
+def check_baseline_strategies(strategies, base_comms, base_plexus):
+    """Exit 2 unless the baseline has every strategy, available: it runs the same commands."""
+    for s in strategies:
+        name = s.split(":")[0]
+        if not base_comms.get(name, (False, None))[0]:
+            fail("strategy '%s' cannot run with the baseline %s: %s (give --strategies without it)"
+                 % (name, base_plexus, base_comms[name][1] if name in base_comms else
+                    "it has no such strategy (it has: %s)" % ", ".join(sorted(base_comms))))
+
+
 def program_version(plexus, env):
     """`plexus --version` (version, git commit, build configuration), or None where it fails."""
     try:

@@ -43,10 +43,10 @@ import sys
 import tempfile
 import time
 
-from bench_common import (add_output_options, available_strategies, check_output_path, check_strategies, configure,
-                          default_json_path, fail, first_line, int_list, job_environment, launcher as mpi_launcher,
-                          loadavg, log, name_list, plexus_program, plugin_listing, program_version, UsageError,
-                          write_json)
+from bench_common import (add_output_options, available_strategies, check_baseline_strategies, check_output_path,
+                          check_strategies, configure, default_json_path, fail, first_line, int_list, job_environment,
+                          launcher as mpi_launcher, loadavg, log, name_list, plexus_program, plugin_listing,
+                          program_version, UsageError, write_json)
 
 configure("density_bench", "density")
 
@@ -390,9 +390,7 @@ def main(argv):
     check_strategies(opts.strategies, comms)
     if base_plexus is not None:
         base_comms, _ = available_strategies(plugin_listing(base_plexus, env))
-        for s in opts.strategies:
-            if not base_comms.get(s, (False, None))[0]:
-                fail("strategy '%s' cannot run with the baseline %s (give --strategies without it)" % (s, base_plexus))
+        check_baseline_strategies(opts.strategies, base_comms, base_plexus)
     files = h2o_files(opts)
     created_default = opts.json is None
     out_path = opts.json or default_json_path("density")

@@ -59,10 +59,10 @@ import sys
 import tempfile
 import time
 
-from bench_common import (OMPI_ENV, add_output_options, available_strategies, check_output_path, check_strategies,
-                          configure, default_json_path, fail, first_line, int_list, job_environment,
-                          launcher as mpi_launcher, loadavg, log, name_list, plexus_program, plugin_listing,
-                          program_version, UsageError, write_json)
+from bench_common import (OMPI_ENV, add_output_options, available_strategies, check_baseline_strategies,
+                          check_output_path, check_strategies, configure, default_json_path, fail, first_line,
+                          int_list, job_environment, launcher as mpi_launcher, loadavg, log, name_list,
+                          plexus_program, plugin_listing, program_version, UsageError, write_json)
 
 configure("scaling_bench", "scaling")
 
@@ -795,12 +795,7 @@ def main(argv):
         # The baseline runs the same command: it must have every strategy, available.
         base_listing = plugin_listing(base_plexus, env)
         base_comms, base_files = available_strategies(base_listing)
-        for s in strategies:
-            name = s.split(":")[0]
-            if not base_comms.get(name, (False, None))[0]:
-                fail("strategy '%s' cannot run with the baseline %s: %s (give --strategies without it)"
-                     % (name, base_plexus, base_comms[name][1] if name in base_comms else
-                        "it has no such strategy (it has: %s)" % ", ".join(sorted(base_comms))))
+        check_baseline_strategies(strategies, base_comms, base_plexus)
         names = sorted(set(s.split(":")[0] for s in strategies))
         same = os.path.realpath(base_plexus) == os.path.realpath(plexus)
         if not same and any(plugin_files.get(k) == base_files.get(k) for k in names):

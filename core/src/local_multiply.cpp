@@ -190,6 +190,17 @@ LocalProduct::~LocalProduct() = default;
 
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout) {
+  multiply_tick(a, a_layout, b, b_layout, nullptr);
+}
+
+void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                            const BlockLayout& b_layout, const double* dense, const DenseLayout& layout) {
+  const GivenDense given{dense, &layout};
+  multiply_tick(a, a_layout, b, b_layout, &given);
+}
+
+void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                                 const BlockLayout& b_layout, const GivenDense* given) {
   if (!session_) throw Error("LocalProduct::multiply", "called after finish()");
   progress::point("local multiply");  // the watchdog's heartbeat between MPI calls (one per tick)
   if (!(a_layout.rows == layout_.rows) || !(b_layout.cols == layout_.cols) || !(a_layout.cols == b_layout.rows))
@@ -219,6 +230,21 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
       throw Error("LocalProduct::multiply", "A panel has block row " + std::to_string(a.row_ids[r]) +
                                                 " that is not a local row of C");
     a_c_row[r] = cr;
+  }
+  // B given dense: a dense tick where it can be one, else B's blocks copied out of it and the tick
+  // taken as any other. Decided before the backend stages B, whose values it reads at b.data.
+  if (given != nullptr) {
+    const bool dense = given_dense_fits(a, a_layout, b, b_layout, a_c_row.data(), *given);
+    if (!dense) {
+      Scratch<double> blocks(static_cast<std::size_t>(b.data_size));
+      {
+        const timers::Scoped timer("local multiply: dense B's blocks");
+        given->layout->copy_out(given->values, b, b_layout, blocks.data());
+      }
+      PanelView copied = b;
+      copied.data = blocks.data();
+      return multiply_tick(a, a_layout, copied, b_layout, nullptr);
+    }
   }
   // The A rows whose C row thread w owns: A and C rows ascend, so they are a contiguous range.
   auto a_rows_of = [&](const ThreadWork& w) { return a_rows_in(a_c_row.data(), a.nrows, w.row_begin, w.row_end); };
@@ -266,6 +292,13 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
     s.kernel_seconds += slowest_kernel;
     stats_ += s;
   };
+  if (given != nullptr) {  // decided above: a dense tick on the given B
+    forgo_replay();
+    ensure_scratch();
+    if (!dense_tick(a, a_layout, b, a_c_row.data(), given))
+      throw Error("LocalProduct::multiply", "a dense B for a tick that cannot be dense");
+    return end_tick(false, true);
+  }
   if (replay(a, a_layout, b)) return end_tick(true);
   ensure_scratch();
   const bool filtering = !row_eps_.empty();

@@ -10,11 +10,14 @@
 // this project's machines (23^3 at about half of it), because each product loads and stores its
 // C block for only 32 steps of k, and reads its operands from memory once the panels outgrow the
 // caches (docs/performance.md, "Dense ticks"). With on-the-fly filtering a tick goes dense only
-// where the filter would drop none of its products (filter_keeps_every_product, below).
+// where the filter would drop none of its products (filter_keeps_every_product, below). A caller
+// may hand B over already dense (DenseLayout, LocalProduct::multiply's second form: cannon's fused
+// ticks write both ranks' B into a shared window so), and the tick then copies no B.
 #include <omp.h>
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -22,8 +25,10 @@
 
 #include "host_session.hpp"
 #include "local_product_work.hpp"
+#include "plexus/error.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/timers.hpp"
+#include "sum_of_squares.hpp"
 
 namespace plexus {
 
@@ -92,6 +97,82 @@ bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const do
   return true;
 }
 
+std::optional<DenseLayout> DenseLayout::of(const PanelView& b, const BlockLayout& b_layout) {
+  if (b.nrows < 1) return std::nullopt;
+  const std::int64_t n = b.row_ptr[1] - b.row_ptr[0];
+  if (n < 1 || b.nblocks != n * b.nrows) return std::nullopt;
+  const std::int64_t* const first = b.cols + b.row_ptr[0];
+  for (int r = 1; r < b.nrows; ++r)
+    if (!std::equal(first, first + n, b.cols + b.row_ptr[r])) return std::nullopt;
+  DenseLayout d;
+  d.row_ids.assign(b.row_ids, b.row_ids + b.nrows);
+  d.col_ids.assign(first, first + n);
+  std::sort(d.row_ids.begin(), d.row_ids.end());
+  std::sort(d.col_ids.begin(), d.col_ids.end());
+  d.row_at.assign(static_cast<std::size_t>(b_layout.rows.count()), -1);
+  d.col_at.assign(static_cast<std::size_t>(b_layout.cols.count()), -1);
+  for (const std::int64_t k : d.row_ids) {
+    d.row_at[static_cast<std::size_t>(k)] = d.K;
+    d.K += b_layout.rows.size(static_cast<int>(k));
+  }
+  for (const std::int64_t j : d.col_ids) {
+    d.col_at[static_cast<std::size_t>(j)] = d.N;
+    d.N += b_layout.cols.size(static_cast<int>(j));
+  }
+  if (d.K > INT_MAX || d.N > INT_MAX) return std::nullopt;  // a GEMM's dimensions are ints
+  return d;
+}
+
+void DenseLayout::copy_in(const PanelView& p, const BlockLayout& b_layout, double* dense,
+                          const std::function<void()>& poll) const {
+  const auto n = static_cast<std::int64_t>(col_ids.size());
+  for (int r = 0; r < p.nrows; ++r)
+    if (p.row_ptr[r + 1] - p.row_ptr[r] != n || row_at[static_cast<std::size_t>(p.row_ids[r])] < 0 ||
+        !std::equal(col_ids.begin(), col_ids.end(), p.cols + p.row_ptr[r]))
+      throw Error("DenseLayout::copy_in", "a panel row that is not a full row of the dense layout");
+  // Block column by block column (docs/performance.md, "Dense ticks' copies in column order").
+  for (std::int64_t q = 0; q < n; ++q) {
+    const std::int64_t j = col_ids[static_cast<std::size_t>(q)];
+    const int nb = b_layout.cols.size(static_cast<int>(j));
+    double* const column = dense + col_at[static_cast<std::size_t>(j)] * K;
+    for (int r = 0; r < p.nrows; ++r) {
+      const int kb = b_layout.rows.size(static_cast<int>(p.row_ids[r]));
+      copy_block(p.data + p.offsets[p.row_ptr[r] + q], kb, column + row_at[static_cast<std::size_t>(p.row_ids[r])], K,
+                 kb, nb);
+    }
+    if (poll) poll();
+  }
+}
+
+void DenseLayout::copy_out(const double* dense, const PanelView& p, const BlockLayout& b_layout, double* values) const {
+  for (int r = 0; r < p.nrows; ++r) {
+    const std::int64_t k = row_at[static_cast<std::size_t>(p.row_ids[r])];
+    const int kb = b_layout.rows.size(static_cast<int>(p.row_ids[r]));
+    for (std::int64_t blk = p.row_ptr[r]; blk < p.row_ptr[r + 1]; ++blk) {
+      const std::int64_t j = col_at[static_cast<std::size_t>(p.cols[blk])];
+      if (k < 0 || j < 0) throw Error("DenseLayout::copy_out", "a block outside the dense layout");
+      copy_block(dense + j * K + k, K, values + p.offsets[blk], kb, kb,
+                 b_layout.cols.size(static_cast<int>(p.cols[blk])));
+    }
+  }
+}
+
+void dense_block_norms(const double* dense, const DenseLayout& layout, const PanelView& b, const BlockLayout& b_layout,
+                       double* norms) {
+  std::vector<double> block;
+  for (int r = 0; r < b.nrows; ++r) {
+    const std::int64_t k = layout.row_at[static_cast<std::size_t>(b.row_ids[r])];
+    const int kb = b_layout.rows.size(static_cast<int>(b.row_ids[r]));
+    for (std::int64_t blk = b.row_ptr[r]; blk < b.row_ptr[r + 1]; ++blk) {
+      const int nb = b_layout.cols.size(static_cast<int>(b.cols[blk]));
+      block.resize(static_cast<std::size_t>(kb) * static_cast<std::size_t>(nb));
+      copy_block(dense + layout.col_at[static_cast<std::size_t>(b.cols[blk])] * layout.K + k, layout.K, block.data(),
+                 kb, kb, nb);
+      norms[blk] = std::sqrt(sum_of_squares(block.data(), static_cast<std::int64_t>(block.size())));
+    }
+  }
+}
+
 // A dense tick's shape: the k blocks A's rows and B's rows have in common (each A row's position
 // of it, and B's CSR row), B's columns (every such B row's), and the dense dimensions.
 struct LocalProduct::DenseShape {
@@ -154,10 +235,36 @@ bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, 
          n <= INT_MAX && k <= INT_MAX;
 }
 
-bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
-                              const int* a_c_row) {
+bool LocalProduct::would_be_dense(const PanelView& a, const BlockLayout& a_layout, const PanelView& b) const {
+  DenseShape d;
+  return host_session_ != nullptr && dense_shape(a, a_layout, b, d) &&
+         d.b_row.size() == static_cast<std::size_t>(b.nrows);
+}
+
+bool LocalProduct::given_dense_fits(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                                    const BlockLayout& b_layout, const int* a_c_row, const GivenDense& given) const {
+  if (!would_be_dense(a, a_layout, b)) return false;
+  if (row_eps_.empty()) return true;
+  Scratch<double> a_norms(static_cast<std::size_t>(a.nblocks)), b_norms(static_cast<std::size_t>(b.nblocks));
+  block_norms(a, a_layout, a_norms.data(), threads());
+  dense_block_norms(given.values, *given.layout, b, b_layout, b_norms.data());
+  return filter_keeps_every_product(a, b, a_norms.data(), b_norms.data(), a_c_row, row_eps_, b_layout.rows.count());
+}
+
+bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row,
+                              const GivenDense* given) {
   DenseShape d;
   if (host_session_ == nullptr || !dense_shape(a, a_layout, b, d)) return false;
+  // A given B: its layout must be the one this tick would copy B into (every B row a k of A's, in
+  // ascending k and columns, as panels hold them).
+  if (given != nullptr) {
+    const DenseLayout& g = *given->layout;
+    if (d.b_row.size() != static_cast<std::size_t>(b.nrows) || d.K != g.K || d.N != g.N) return false;
+    for (std::size_t p = 0; p < d.b_row.size(); ++p)
+      if (d.kpos[p] != g.row_at[static_cast<std::size_t>(b.row_ids[d.b_row[p]])]) return false;
+    for (std::int64_t q = 0; q < d.ncols; ++q)
+      if (d.npos[static_cast<std::size_t>(q)] != g.col_at[static_cast<std::size_t>(d.cols[q])]) return false;
+  }
   const timers::Scoped timer("local multiply: dense");
   // No plan for this product: a dense tick has no stacks to replay (and one like it is built as
   // quickly as it would be replayed).
@@ -175,8 +282,8 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
   const int* const n_of = layout_.cols.sizes().data();
 
   // Each thread places the C blocks its rows lack (as the symbolic pass does) and copies its share
-  // of B's rows into the dense B.
-  Scratch<double> bd(static_cast<std::size_t>(K * N));
+  // of B's rows into the dense B (unless given).
+  Scratch<double> bd(given != nullptr ? 0 : static_cast<std::size_t>(K * N));
   std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -201,7 +308,8 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     // Block column by block column, so that the writes fill one column strip of the dense B at a
     // time (a row of blocks at a time writes a few lines of every column, K values apart: twice the
     // time for 2048^2 in blocks of 32, docs/performance.md "Dense ticks' copies in column order").
-    const std::int64_t p0 = nk * t / nthreads, p1 = nk * (t + 1) / nthreads;
+    const std::int64_t p0 = given != nullptr ? 0 : nk * t / nthreads;
+    const std::int64_t p1 = given != nullptr ? 0 : nk * (t + 1) / nthreads;
     for (std::int64_t q = 0; q < ncols; ++q) {
       double* const column = bd.data() + npos[static_cast<std::size_t>(q)] * K;
       for (std::int64_t p = p0; p < p1; ++p) {
@@ -224,6 +332,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     session_->grow(end);
     c_values_ = end;
   }
+  const double* const b_dense = given != nullptr ? given->values : bd.data();
   double* const c = host_session_->values();
   HostKernel& kernel = host_session_->kernel();
   const bool writes_first = kernel.first_product_writes();
@@ -266,7 +375,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
       const StackEntry e{.m = static_cast<int>(m_all), .n = static_cast<int>(ns), .k = static_cast<int>(K), .first = 1,
                          .a = 0, .b = npos[static_cast<std::size_t>(q0)] * K, .c = 0};
       const double k0 = omp_get_wtime();
-      kernel.process(&e, 1, ad.data(), bd.data(), cd.data());
+      kernel.process(&e, 1, ad.data(), b_dense, cd.data());
       kernel_time += omp_get_wtime() - k0;
       // The strip into C's blocks: added, or written into the blocks new this tick. First where
       // each of the strip's blocks lies (row by row, through the row's column map), then block

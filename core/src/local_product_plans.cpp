@@ -20,6 +20,15 @@ namespace plexus {
 // tick so far matched (ticks matched alike made alike records, so any of them serves). False:
 // none matches (from here on, the product builds its stacks, and records them when it records a
 // plan).
+void LocalProduct::forgo_replay() {
+  if (candidates_.empty() || replayed_ != static_cast<std::size_t>(stats_.ticks)) return;
+  candidates_.clear();
+  if (replay_)
+    leave_plan();
+  else
+    reserve_rows();
+}
+
 bool LocalProduct::replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b) {
   const auto tick = static_cast<std::size_t>(stats_.ticks);
   if (candidates_.empty() || replayed_ != tick) return false;

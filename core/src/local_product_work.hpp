@@ -68,4 +68,10 @@ inline std::pair<int, int> a_rows_in(const int* a_c_row, int nrows, int c_begin,
 bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const double* a_norms, const double* b_norms,
                                 const int* a_c_row, const std::vector<double>& row_eps, int k_count);
 
+// The block norms of panel `b` (block_norms) from B's values given as a dense matrix laid out as
+// `layout`: each block is gathered first, so that its norm is summed exactly as block_norms sums
+// it and the filter decides alike.
+void dense_block_norms(const double* dense, const DenseLayout& layout, const PanelView& b, const BlockLayout& b_layout,
+                       double* norms);
+
 }  // namespace plexus

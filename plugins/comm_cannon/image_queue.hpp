@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "plexus/local_multiply.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/panel.hpp"
 #include "shared_ring.hpp"
@@ -73,6 +75,22 @@ struct KeptMerge {
 
   // Whether `local` (this rank's panel) is the panel whose packed index `from` begins with.
   bool knows(const PanelView& panel) const { return index && this->local && panel.shows(*this->local); }
+  // `index`'s dense layout (DenseLayout::of), worked out once per index: null where it is not
+  // dense. The same on both ranks of the ring: their indices hold the same blocks.
+  const std::shared_ptr<const DenseLayout>& dense_layout(const BlockLayout& layout) {
+    if (index && !dense_checked) {
+      std::optional<DenseLayout> d = DenseLayout::of(index->view(nullptr, 0), layout);
+      dense = d ? std::make_shared<const DenseLayout>(std::move(*d)) : nullptr;
+      dense_checked = true;
+    }
+    return dense;
+  }
+  // Where the two images lay in the area when `index` was made: this rank's and the peer's.
+  std::int64_t mine_at() const { return from.size() >= 3 ? from[from.size() - 3] : -1; }
+  std::int64_t theirs_at() const { return from.size() >= 3 ? from[from.size() - 2] : -1; }
+
+  std::shared_ptr<const DenseLayout> dense;
+  bool dense_checked = false;
 };
 
 // One moving operand when a schedule of two ticks (V = 2) multiplies both in one pass (cannon's
@@ -98,6 +116,10 @@ struct FusedOperand {
   const std::int64_t* recv_words = nullptr;  // the received image's: recv_index, or the kept one
   std::shared_ptr<const PanelIndex> front_held;  // the local panel's index object, if the view shows one
   std::int64_t signal = 0;                       // the empty message's buffer
+  // Through a window, B's images written as one dense matrix (cannon.cpp decides, on every rank of
+  // the ring alike): this rank's blocks go to their places in it, and the peer's come to theirs.
+  std::shared_ptr<const DenseLayout> dense;
+  const BlockLayout* dense_blocks = nullptr;
 
   // The local panel as tick 0's image, and room for the largest image of the ring (`words`,
   // `max_values`, the same on both of its ranks).
@@ -134,6 +156,11 @@ struct FusedOperand {
   // `poll` after each, so that a shift in flight moves on meanwhile.
   void copy_front(const std::function<void()>& poll) {
     if (!copy_pending) return;
+    if (dense != nullptr) {
+      dense->copy_in(front, *dense_blocks, shared->area(), poll);
+      copy_pending = false;
+      return;
+    }
     constexpr std::int64_t kPiece = std::int64_t{1} << 17;  // 1 MiB
     double* const to = head();
     for (std::int64_t at = 0; at < front.data_size; at += kPiece) {
@@ -167,6 +194,8 @@ struct FusedOperand {
       from.insert(from.end(), places, places + 3);
       k.index.reset();  // should the merge throw, nothing stale is kept
       k.local.reset();
+      k.dense.reset();
+      k.dense_checked = false;
       const IndexArray words = merged_index(head_view, mine, recv, theirs, size);
       k.index =
           PanelIndex::copy_of(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), nullptr));

@@ -127,6 +127,10 @@ class SharedRing {
   int peer() const { return 1 - me_; }
   // The area's start (rank 0's segment), and where each segment starts in it, in values.
   const double* base() const { return base_; }
+  // The whole area, both segments and what lies between them, for a matrix both ranks write into
+  // (a dense B: FusedOperand::dense), and its values.
+  double* area() const { return base_; }
+  std::int64_t area_values() const { return std::max(mine_offset_, peer_offset_) + capacity_; }
   double* mine() const { return base_ + mine_offset_; }
   std::int64_t mine_offset() const { return mine_offset_; }
   std::int64_t peer_offset() const { return peer_offset_; }

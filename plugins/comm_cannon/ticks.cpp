@@ -45,7 +45,8 @@ void post_shift(OperandQueue& q, int to, int from, MPI_Comm comm, Role role, Tra
 
 // Both ticks in one pass. By messages, the one shift travels while a local panel is copied next
 // to where the received image lands. Through a shared window, each rank copies its image into its
-// segment and sends the index, which tells the peer the segment is written. Then one local product
+// segment and sends the index, which tells the peer the segment is written (or, with B dense and
+// agreed so (cannon.cpp), writes its B blocks into the window's one dense matrix). Then one local product
 // takes both images of each moving operand. Where both packed indices are known already (replayed
 // routes whose panels show the kept index objects on every rank: FusedOperand::known), no index
 // travels: by messages only the values, through a window an empty message.
@@ -111,8 +112,11 @@ void run_fused(const Plan& plan, const DistMatrix& A, const DistMatrix& B, Fused
     mpi::check(MPI_Win_sync(r.f->shared->win()), "MPI_Win_sync");
     traffic.add_received(r.role, Payload::Data, 8 * r.f->recv_values_count(), 0);
   }
-  product.multiply(plan.PC > 1 ? a_f.both() : A.local().view(), A.layout(), plan.PR > 1 ? b_f.both() : B.local().view(),
-                   B.layout());
+  const PanelView a_view = plan.PC > 1 ? a_f.both() : A.local().view();
+  if (plan.PR > 1 && b_f.dense)  // B's images as one dense matrix in the window
+    product.multiply(a_view, A.layout(), b_f.both(), B.layout(), b_f.shared->base(), *b_f.dense);
+  else
+    product.multiply(a_view, A.layout(), plan.PR > 1 ? b_f.both() : B.local().view(), B.layout());
 }
 
 // V ticks: multiply the front images while the fronts travel to the neighbours.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -254,13 +255,35 @@ std::int64_t expected_dense_ticks(const LocalCase& lc, const Kernel& k, const st
   return n;
 }
 
+/// The ticks whose B is dense (plexus::DenseLayout::of): those a caller may hand over as one dense
+/// matrix.
+std::int64_t dense_b_ticks(const LocalCase& lc) {
+  std::int64_t n = 0;
+  for (const Tick& t : lc.ticks) n += plexus::DenseLayout::of(t.b.view(), lc.bl) ? 1 : 0;
+  return n;
+}
+
 /// Runs the case on a backend through LocalProduct; returns the dense result and the stats.
+/// `dense_b`: each tick whose B is dense gets it as one dense matrix (LocalProduct::multiply's
+/// second form), its blocks' values at b.data overwritten with NaN so that a read of them shows.
 std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const LocalCase& lc, Kernel& k,
                                                                      const std::vector<double>& row_eps, int threads,
-                                                                     double c_scale = 1.0) {
+                                                                     double c_scale = 1.0, bool dense_b = false) {
   plexus::LocalProduct lp(lc.c_start.view(), lc.cl, k, threads, row_eps, {}, c_scale);
   EXPECT_EQ(lp.threads(), threads);
-  for (const Tick& t : lc.ticks) lp.multiply(t.a.view(), lc.al, t.b.view(), lc.bl);
+  for (const Tick& t : lc.ticks) {
+    const std::optional<plexus::DenseLayout> d = dense_b ? plexus::DenseLayout::of(t.b.view(), lc.bl) : std::nullopt;
+    if (!d) {
+      lp.multiply(t.a.view(), lc.al, t.b.view(), lc.bl);
+      continue;
+    }
+    std::vector<double> dense(static_cast<std::size_t>(d->K * d->N), 0.0);
+    d->copy_in(t.b.view(), lc.bl, dense.data());
+    const std::vector<double> poisoned(static_cast<std::size_t>(t.b.view().data_size), std::nan(""));
+    PanelView b = t.b.view();
+    b.data = poisoned.data();
+    lp.multiply(t.a.view(), lc.al, b, lc.bl, dense.data(), *d);
+  }
   plexus::LocalMultiplyStats stats = lp.stats();
   Panel c = lp.finish();
   const PanelView v = c.view();
@@ -297,6 +320,13 @@ void check_products(const LocalCase& lc, const std::vector<double>& row_eps, con
     EXPECT_EQ(stats.products, ex.products);
     EXPECT_EQ(stats.skipped, ex.skipped);
     EXPECT_EQ(stats.dense_ticks, expected_dense_ticks(lc, *k, row_eps, threads)) << "ticks computed as dense products";
+    // B given as one dense matrix where it is dense: the same C to the last bit (the same dense
+    // tick, or B's blocks copied back out of it and the same stacks), the same counts.
+    const auto [given_c, given_stats] = run_local(lc, *k, row_eps, threads, c_scale, true);
+    EXPECT_EQ(given_c, c) << "B given dense";
+    EXPECT_EQ(given_stats.products, stats.products);
+    EXPECT_EQ(given_stats.skipped, stats.skipped);
+    EXPECT_EQ(given_stats.dense_ticks, stats.dense_ticks);
   }
   EXPECT_EQ(ref_stats.dense_ticks, 0) << "the reference kernel computes block products only";
 }
@@ -362,6 +392,7 @@ TEST_P(BackendConformance, LocalProductDenseTicks) {
   lc.ticks[1].a = without(lc.ticks[1].a, lc.al, 17);
   lc.ticks[2].b = without(lc.ticks[2].b, lc.bl, 40);
   ASSERT_EQ(dense_ticks(lc), 2);
+  ASSERT_EQ(dense_b_ticks(lc), 3);  // B given dense (check_products) in a dense tick and with A not dense
   check_case(lc, false, GetParam());
   check_case(lc, false, GetParam(), 2.0);
   check_case(lc, true, GetParam(), -0.5);
@@ -417,6 +448,52 @@ TEST_P(BackendConformance, NormsOfStagedPanels) {
   for (std::size_t i = 0; i < ea.size(); ++i) EXPECT_NEAR(an[i], ea[i], 1e-14 * ea[i]) << "A block " << i;
   ASSERT_EQ(bn.size(), eb.size());
   for (std::size_t i = 0; i < eb.size(); ++i) EXPECT_NEAR(bn[i], eb[i], 1e-14 * eb[i]) << "B block " << i;
+}
+
+// A dense B's layout: blocks in ascending k and columns whatever the panel's order, a round trip
+// through the dense matrix, and panels that are not dense or not within the layout.
+TEST(DenseLayout, PlacesEveryBlockAndCopiesBothWays) {
+  const BlockLayout bl{BlockSizes({4, 1, 3, 2}), BlockSizes({2, 5, 1})};
+  std::mt19937_64 rng(5);
+  const Panel b = random_panel({0, 2, 3}, bl, 1.0, rng);
+  const std::optional<plexus::DenseLayout> d = plexus::DenseLayout::of(b.view(), bl);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->K, 4 + 3 + 2);
+  EXPECT_EQ(d->N, 2 + 5 + 1);
+  EXPECT_EQ(d->row_at, (std::vector<std::int64_t>{0, -1, 4, 7}));
+  EXPECT_EQ(d->col_at, (std::vector<std::int64_t>{0, 2, 7}));
+  std::vector<double> dense(static_cast<std::size_t>(d->K * d->N), -7.0);
+  d->copy_in(b.view(), bl, dense.data());
+  // Each value at its place: block (k, j)'s (i, l) at (row_at[k] + i, col_at[j] + l).
+  const PanelView v = b.view();
+  for (int r = 0; r < v.nrows; ++r)
+    for (std::int64_t blk = v.row_ptr[r]; blk < v.row_ptr[r + 1]; ++blk) {
+      const int m = bl.rows.size(static_cast<int>(v.row_ids[r])), n = bl.cols.size(static_cast<int>(v.cols[blk]));
+      for (int l = 0; l < n; ++l)
+        for (int i = 0; i < m; ++i)
+          EXPECT_EQ(dense[static_cast<std::size_t>((d->col_at[static_cast<std::size_t>(v.cols[blk])] + l) * d->K +
+                                                   d->row_at[static_cast<std::size_t>(v.row_ids[r])] + i)],
+                    v.data[v.offsets[blk] + i + std::int64_t{l} * m]);
+    }
+  EXPECT_EQ(std::count(dense.begin(), dense.end(), -7.0), 0) << "every place written";
+  std::vector<double> back(static_cast<std::size_t>(v.data_size), 0.0);
+  d->copy_out(dense.data(), v, bl, back.data());
+  EXPECT_EQ(back, std::vector<double>(v.data, v.data + v.data_size));
+  // Two panels that split B's rows fill the same matrix.
+  const Panel top = random_panel({0}, bl, 1.0, rng), rest = random_panel({2, 3}, bl, 1.0, rng);
+  EXPECT_NO_THROW(d->copy_in(top.view(), bl, dense.data()));
+  EXPECT_NO_THROW(d->copy_in(rest.view(), bl, dense.data()));
+  // Not dense: a row without one of the others' columns; nothing at all.
+  Panel gap({0, 2});
+  gap.append_block(0, 0, std::vector<double>(8, 1.0).data(), 8);
+  gap.append_block(0, 1, std::vector<double>(20, 1.0).data(), 20);
+  gap.append_block(1, 0, std::vector<double>(6, 1.0).data(), 6);
+  EXPECT_FALSE(plexus::DenseLayout::of(gap.view(), bl));
+  EXPECT_FALSE(plexus::DenseLayout::of(Panel(std::vector<int>{}).view(), bl));
+  // A panel with a row outside the layout, or a row short of its columns, is refused.
+  const Panel other = random_panel({1}, bl, 1.0, rng);
+  EXPECT_THROW(d->copy_in(other.view(), bl, dense.data()), plexus::Error);
+  EXPECT_THROW(d->copy_in(gap.view(), bl, dense.data()), plexus::Error);
 }
 
 }  // namespace plexus::test::kernel_conformance

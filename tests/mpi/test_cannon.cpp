@@ -476,3 +476,74 @@ TEST(Cannon, RepeatedMultipliesReplayTheRoutesOnlyWhereEveryRankFindsItsOperands
         run("B's pattern changed on rank 0", b_changed && b_moves ? 0.0 : 1.0, !b_moves);
       }
 }
+
+// Dense B through a shared window: from the second multiply of the same operands (both indices
+// known) the two ranks of B's ring write their B panels into the window as one dense matrix, which
+// each rank's dense tick multiplies where it lies (no copy of B of its own). Every rank must agree
+// first: where one rank's A is not dense, no rank writes B densely. C is the same to the last bit
+// as where B travels by messages (the same dense tick on a B of its own), and equals the dense
+// product; with a filter that drops products, a rank copies B's blocks back out of the dense
+// matrix, and C is the same to the last bit as by messages and equals the filtered definition.
+TEST(Cannon, DenseBThroughTheSharedWindowAgreedByEveryRank) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (const auto& grid : grids()) {
+    if (std::lcm(grid->nprows(), grid->npcols()) != 2) continue;  // fused ticks only
+    SCOPED_TRACE("grid " + grid->describe());
+    const bool b_window = grid->nprows() == 2 && window_possible(grid->col_comm());
+    Case k{"dense_b", 12, 10, 14, {3, 5}, 1.0, 1.0, 0.0, "block-cyclic", "cpu:DenseMinSize=1"};
+    Operands o = make_operands(k, grid);
+    auto window = test::strategy("cannon", {"FuseTicks=always"});
+    auto messages = test::strategy("cannon", {"FuseTicks=always", "SharedWindow=false"});
+    auto kern = kernel(k.kernel);
+    auto multiply = [&](CommStrategy& s, double eps) {
+      DistMatrix c("C", o.c.distribution_ptr(), o.c.layout());
+      const MultiplyReport rep = s.multiply(1.0, o.a, o.b, 0.0, c, *kern, MultiplyOptions{eps, false});
+      return std::make_pair(rep, std::move(c));
+    };
+    std::vector<double> ref(static_cast<std::size_t>(o.a.layout().rows.total() * o.b.layout().cols.total()), 0.0);
+    test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref);
+    const auto by_messages = multiply(*messages, 0).second.to_dense();
+    EXPECT_LE(test::relative_error(by_messages, ref), 1e-13);
+    for (const double expect_dense : {0.0, b_window ? 1.0 : 0.0, b_window ? 1.0 : 0.0}) {
+      const auto [rep, c] = multiply(*window, 0);
+      EXPECT_EQ(rep.extra.at("dense_b_window"), expect_dense);
+      EXPECT_GT(rep.dense_ticks, 0);
+      EXPECT_EQ(c.to_dense(), by_messages) << "dense_b_window " << expect_dense;
+    }
+    // A filter that keeps every product: the dense tick takes the window's B; one that drops some
+    // (half of the products' norms below it): B's blocks copied out, the products filtered.
+    double median = 0;
+    {
+      std::vector<double> norms;
+      const auto A = test::blocks_of(o.a), B = test::blocks_of(o.b);
+      for (const auto& [ik, av] : A)
+        for (int j = 0; j < k.cols; ++j) norms.push_back(test::norm(av) * test::norm(B.at({ik.second, j})));
+      std::nth_element(norms.begin(), norms.begin() + static_cast<long>(norms.size() / 2), norms.end());
+      median = norms[norms.size() / 2];
+    }
+    for (const double eps : {1e-12, median * k.inner}) {
+      SCOPED_TRACE("filter " + std::to_string(eps));
+      const auto expect = multiply(*messages, eps).second.to_dense();
+      const auto [rep, c] = multiply(*window, eps);
+      EXPECT_EQ(rep.extra.at("dense_b_window"), b_window ? 1.0 : 0.0);
+      EXPECT_EQ(c.to_dense(), expect);
+      Case fk = k;
+      fk.filter_eps = eps;
+      EXPECT_LE(test::relative_error(c.to_dense(), test::filtered_reference(fk, o)), 1e-12);
+      std::int64_t skipped = rep.skipped_products;
+      MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      EXPECT_EQ(skipped > 0, eps > 1e-12);
+    }
+    // One block fewer in A on rank 0 only: its tick would not be dense, so no rank writes B densely
+    // (where A moves, its index is then no longer known either).
+    if (rank == 0 && o.a.local().nblocks() > 0) o.a.set_local(without_first_block(o.a.local().view(), o.a.layout()));
+    std::vector<double> ref2(ref.size(), 0.0);
+    test::dense_gemm(o.a.nrows(), o.b.ncols(), o.a.ncols(), 1.0, o.a.to_dense(), o.b.to_dense(), 0.0, ref2);
+    for (int again = 0; again < 2; ++again) {
+      const auto [rep, c] = multiply(*window, 0);
+      EXPECT_EQ(rep.extra.at("dense_b_window"), 0.0);
+      EXPECT_LE(test::relative_error(c.to_dense(), ref2), 1e-13);
+    }
+  }
+}

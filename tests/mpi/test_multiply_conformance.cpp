@@ -269,30 +269,32 @@ const Case kAlphaBeta{"alpha_beta", 11, 13, 9, {1, 5, 13, 23}, 0.35, -0.75, 1.5}
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MultiplyConformance,
-    testing::Values(on(Case{"uniform_reference", 12, 12, 12, {7}, 0.3, 1.0, 0.0}, "block-cyclic", "reference"),
-                    kAlphaBeta,                                                  // mixed odd sizes, alpha and beta
-                    Case{"rectangular", 5, 17, 14, {3, 8}, 0.5, 2.0, -1.0},     // more columns than rows
-                    Case{"tall", 15, 4, 6, {2, 9}, 0.6, 1.0, 0.5},              // more rows than columns
-                    Case{"empty", 8, 8, 8, {4}, 0.0, 1.0, 0.5},                 // A, B empty: C = beta*C
-                    Case{"dense", 6, 6, 6, {5}, 1.0, 0.5, 0.0},                 // every block present
-                    // Dense ticks as dgemm on packed panels: C created (written), C added into
-                    // with alpha and beta, and C aliased to A and B.
-                    on(Case{"dense_panels", 8, 7, 9, {5, 3}, 1.0, 0.5, 0.0}, "random", "cpu:DenseMinSize=1"),
-                    on(Case{"dense_panels_beta", 8, 7, 9, {5, 3}, 1.0, -1.0, 1.5}, "random", "cpu:DenseMinSize=1"),
-                    on(aliased(Case{"dense_panels_alias", 8, 8, 8, {4, 3}, 1.0, 1.0, 0.5}, Alias::CisAB), "random",
-                       "cpu:DenseMinSize=1"),
-                    Case{"alpha_zero", 7, 7, 7, {3}, 0.5, 0.0, 2.0},            // C = beta*C, patterns kept
-                    repeated(Case{"repeat", 9, 9, 9, {2, 6}, 0.4, 0.5, 1.0}, 3),
-                    filtered(Case{"filter", 10, 12, 10, {1, 5, 13}, 0.6, 1.0, 0.0}, 2.0),
-                    with(kAlphaBeta, Trans::T, Trans::N), with(kAlphaBeta, Trans::N, Trans::T),
-                    with(kAlphaBeta, Trans::T, Trans::T),
-                    aliased(Case{"alias_c_is_a", 9, 9, 9, {2, 5}, 0.5, 0.5, 1.5}, Alias::CisA),
-                    aliased(Case{"alias_c_is_b", 9, 9, 9, {2, 5}, 0.5, -1.0, 0.5}, Alias::CisB),
-                    aliased(Case{"alias_c_is_a_is_b", 9, 9, 9, {2, 5}, 0.5, 1.0, 0.0}, Alias::CisAB),
-                    repeated(aliased(Case{"alias_square_repeated", 8, 8, 8, {3}, 0.5, 0.5, 0.25}, Alias::CisAB), 3),
-                    aliased(with(kSquare, Trans::T, Trans::N), Alias::CisAB),
-                    retained(Case{"retain_sparsity", 10, 10, 10, {3, 4}, 0.3, 1.0, 0.0}),
-                    retained(Case{"retain_sparsity_beta", 10, 10, 10, {3, 4}, 0.3, -1.0, 2.0})),
+    testing::Values(
+        on(Case{"uniform_reference", 12, 12, 12, {7}, 0.3, 1.0, 0.0}, "block-cyclic", "reference"),
+        kAlphaBeta,                                              // mixed odd sizes, alpha and beta
+        Case{"rectangular", 5, 17, 14, {3, 8}, 0.5, 2.0, -1.0},  // more columns than rows
+        Case{"tall", 15, 4, 6, {2, 9}, 0.6, 1.0, 0.5},           // more rows than columns
+        Case{"empty", 8, 8, 8, {4}, 0.0, 1.0, 0.5},              // A, B empty: C = beta*C
+        Case{"dense", 6, 6, 6, {5}, 1.0, 0.5, 0.0},              // every block present
+        // Dense ticks as dgemm on packed panels: C created (written), C added into
+        // with alpha and beta, and C aliased to A and B.
+        on(Case{"dense_panels", 8, 7, 9, {5, 3}, 1.0, 0.5, 0.0}, "random", "cpu:DenseMinSize=1"),
+        on(Case{"dense_panels_beta", 8, 7, 9, {5, 3}, 1.0, -1.0, 1.5}, "random", "cpu:DenseMinSize=1"),
+        on(aliased(Case{"dense_panels_alias", 8, 8, 8, {4, 3}, 1.0, 1.0, 0.5}, Alias::CisAB), "random",
+           "cpu:DenseMinSize=1"),
+        // Repeated: cannon's fused ticks then write B densely into a shared window.
+        repeated(on(Case{"dense_panels_repeat", 8, 7, 9, {5, 3}, 1.0, 0.5, 1.0}, "random", "cpu:DenseMinSize=1"), 3),
+        Case{"alpha_zero", 7, 7, 7, {3}, 0.5, 0.0, 2.0},  // C = beta*C, patterns kept
+        repeated(Case{"repeat", 9, 9, 9, {2, 6}, 0.4, 0.5, 1.0}, 3),
+        filtered(Case{"filter", 10, 12, 10, {1, 5, 13}, 0.6, 1.0, 0.0}, 2.0), with(kAlphaBeta, Trans::T, Trans::N),
+        with(kAlphaBeta, Trans::N, Trans::T), with(kAlphaBeta, Trans::T, Trans::T),
+        aliased(Case{"alias_c_is_a", 9, 9, 9, {2, 5}, 0.5, 0.5, 1.5}, Alias::CisA),
+        aliased(Case{"alias_c_is_b", 9, 9, 9, {2, 5}, 0.5, -1.0, 0.5}, Alias::CisB),
+        aliased(Case{"alias_c_is_a_is_b", 9, 9, 9, {2, 5}, 0.5, 1.0, 0.0}, Alias::CisAB),
+        repeated(aliased(Case{"alias_square_repeated", 8, 8, 8, {3}, 0.5, 0.5, 0.25}, Alias::CisAB), 3),
+        aliased(with(kSquare, Trans::T, Trans::N), Alias::CisAB),
+        retained(Case{"retain_sparsity", 10, 10, 10, {3, 4}, 0.3, 1.0, 0.0}),
+        retained(Case{"retain_sparsity_beta", 10, 10, 10, {3, 4}, 0.3, -1.0, 2.0})),
     [](const testing::TestParamInfo<Case>& info) {
       std::string n = info.param.name;
       if (info.param.ta == Trans::T || info.param.tb == Trans::T)

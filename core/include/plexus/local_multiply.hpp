@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,30 @@ struct LocalMultiplyStats {
   LocalMultiplyStats& operator+=(const LocalMultiplyStats& o);
 };
 
+/// A B panel's values as one dense column-major K x N matrix, for a caller that builds that matrix
+/// itself instead of handing the local product B's blocks (cannon's fused ticks, where both ranks
+/// of a ring write their halves of B into a shared window: a dense tick then copies no B). Only
+/// for a panel whose every row has blocks in the same columns. Block rows lie in ascending global
+/// k, block columns in ascending global column, so the layout depends only on the set of blocks,
+/// not on how a panel orders them.
+struct DenseLayout {
+  std::int64_t K = 0, N = 0;          ///< the matrix's rows and columns (values)
+  std::vector<std::int64_t> row_at;   ///< per global block row (k): where it starts in K, or -1
+  std::vector<std::int64_t> col_at;   ///< per global block column: where it starts in N, or -1
+  std::vector<std::int64_t> row_ids;  ///< the panel's block rows, ascending
+  std::vector<std::int64_t> col_ids;  ///< its block columns, ascending
+
+  /// The layout of `b`'s blocks, or nothing where `b` is empty or not dense (a row without every
+  /// column of the others).
+  static std::optional<DenseLayout> of(const PanelView& b, const BlockLayout& b_layout);
+  /// Copies panel `p`'s blocks (its rows and columns among the layout's) into `dense`, block
+  /// column by block column, calling `poll` after each (may be empty).
+  void copy_in(const PanelView& p, const BlockLayout& b_layout, double* dense,
+               const std::function<void()>& poll = {}) const;
+  /// The reverse: each block of `p`'s index from `dense` to `values` + its offset.
+  void copy_out(const double* dense, const PanelView& p, const BlockLayout& b_layout, double* values) const;
+};
+
 /// Accumulates products into C's local rows. Create once per multiply, call multiply() once
 /// per panel pair, then finish() returns the new local C panel.
 class LocalProduct {
@@ -130,6 +155,17 @@ class LocalProduct {
   /// a subset of C's rows (same global ids); B's rows are the k indices. k sizes come from
   /// a_layout.cols (must equal b_layout.rows). Norms are computed here when filtering is on.
   void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout);
+  /// C += A * B with B's values in `dense` (laid out as `layout`, which must be DenseLayout::of(b)),
+  /// not at b.data, which is not read. A dense tick where the tick can be one (a host backend that
+  /// takes it, A dense over every k of B, the filter keeping every product); otherwise B's blocks
+  /// are first copied out of `dense` and the tick goes as multiply() would take it.
+  void multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout,
+                const double* dense, const DenseLayout& layout);
+  /// Whether a tick of A's and B's index (their values are not read) would be a dense tick that B
+  /// given dense serves: a host backend that takes it, both panels dense, A over every k of B. A
+  /// caller that would build a dense B asks first. (With filtering, a tick's values may still send
+  /// it the other way: multiply() then copies B's blocks out.)
+  bool would_be_dense(const PanelView& a, const BlockLayout& a_layout, const PanelView& b) const;
   int threads() const { return static_cast<int>(work_.size()); }
   /// `poll` is called between the stacks a tick hands to the kernel, on the thread that called
   /// multiply() (the first thread of the OpenMP team), so that transfers the caller has in flight
@@ -146,11 +182,24 @@ class LocalProduct {
   struct PlacePass;
   struct StackPass;
   bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
+  void forgo_replay();  // a tick that will not replay: the plans looked up are left as replay() leaves them
   // Dense ticks (local_product_dense.cpp): the tick as dense products, where the backend takes it
   // and the panels are dense (false: not, and nothing done).
   struct DenseShape;
   bool dense_shape(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, DenseShape& d) const;
-  bool dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row);
+  // `given`: B's values as a dense matrix and its layout (multiply's second form), or null.
+  struct GivenDense {
+    const double* values;
+    const DenseLayout* layout;
+  };
+  bool dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row,
+                  const GivenDense* given = nullptr);
+  // Whether a tick given B dense can be a dense tick: as multiply_tick decides for any tick (the
+  // backend, the panels' shape, the filter), and A over every k of B.
+  bool given_dense_fits(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                        const BlockLayout& b_layout, const int* a_c_row, const GivenDense& given) const;
+  void multiply_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout,
+                     const GivenDense* given);
   void ensure_scratch();  // the threads' scratch for building stacks, made at the first tick that builds them
   void leave_plan();    // the rows get the blocks of the ticks replayed so far; recording goes on from there
   void reserve_rows();  // each row's list reserved for the blocks it is expected to end with

@@ -241,9 +241,22 @@ bool LocalProduct::would_be_dense(const PanelView& a, const BlockLayout& a_layou
          d.b_row.size() == static_cast<std::size_t>(b.nrows);
 }
 
+// A given B's layout serves a tick of this shape where it is the one the tick would copy B into:
+// every B row a k of A's, in ascending k and columns (as panels hold them).
+bool LocalProduct::given_layout_serves(const DenseShape& d, const PanelView& b, const DenseLayout& g) {
+  if (d.b_row.size() != static_cast<std::size_t>(b.nrows) || d.K != g.K || d.N != g.N) return false;
+  for (std::size_t p = 0; p < d.b_row.size(); ++p)
+    if (d.kpos[p] != g.row_at[static_cast<std::size_t>(b.row_ids[d.b_row[p]])]) return false;
+  for (std::int64_t q = 0; q < d.ncols; ++q)
+    if (d.npos[static_cast<std::size_t>(q)] != g.col_at[static_cast<std::size_t>(d.cols[q])]) return false;
+  return true;
+}
+
 bool LocalProduct::given_dense_fits(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                                     const BlockLayout& b_layout, const int* a_c_row, const GivenDense& given) const {
-  if (!would_be_dense(a, a_layout, b)) return false;
+  DenseShape d;
+  if (host_session_ == nullptr || !dense_shape(a, a_layout, b, d) || !given_layout_serves(d, b, *given.layout))
+    return false;
   if (row_eps_.empty()) return true;
   Scratch<double> a_norms(static_cast<std::size_t>(a.nblocks)), b_norms(static_cast<std::size_t>(b.nblocks));
   block_norms(a, a_layout, a_norms.data(), threads());
@@ -255,16 +268,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
                               const GivenDense* given) {
   DenseShape d;
   if (host_session_ == nullptr || !dense_shape(a, a_layout, b, d)) return false;
-  // A given B: its layout must be the one this tick would copy B into (every B row a k of A's, in
-  // ascending k and columns, as panels hold them).
-  if (given != nullptr) {
-    const DenseLayout& g = *given->layout;
-    if (d.b_row.size() != static_cast<std::size_t>(b.nrows) || d.K != g.K || d.N != g.N) return false;
-    for (std::size_t p = 0; p < d.b_row.size(); ++p)
-      if (d.kpos[p] != g.row_at[static_cast<std::size_t>(b.row_ids[d.b_row[p]])]) return false;
-    for (std::int64_t q = 0; q < d.ncols; ++q)
-      if (d.npos[static_cast<std::size_t>(q)] != g.col_at[static_cast<std::size_t>(d.cols[q])]) return false;
-  }
+  if (given != nullptr && !given_layout_serves(d, b, *given->layout)) return false;
   const timers::Scoped timer("local multiply: dense");
   // No plan for this product: a dense tick has no stacks to replay (and one like it is built as
   // quickly as it would be replayed).

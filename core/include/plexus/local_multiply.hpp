@@ -194,8 +194,9 @@ class LocalProduct {
   };
   bool dense_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const int* a_c_row,
                   const GivenDense* given = nullptr);
+  static bool given_layout_serves(const DenseShape& d, const PanelView& b, const DenseLayout& g);
   // Whether a tick given B dense can be a dense tick: as multiply_tick decides for any tick (the
-  // backend, the panels' shape, the filter), and A over every k of B.
+  // backend, the panels' shape, the filter), A over every k of B, and the layout the tick's own.
   bool given_dense_fits(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                         const BlockLayout& b_layout, const int* a_c_row, const GivenDense& given) const;
   void multiply_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, const BlockLayout& b_layout,

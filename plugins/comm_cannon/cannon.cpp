@@ -318,9 +318,10 @@ class Cannon final : public plexus::CommStrategy {
   //
   // With it, whether the entry's fused ticks know both packed indices of every moving operand:
   // where every rank's local panel shows the very index object whose packing the entry's merge
-  // kept (KeptMerge::knows), each rank's own packed index is the kept one, and so is its peer's,
-  // which then sends none (ticks.cpp). Agreed in the same call: a rank whose panel changed (a new
-  // object, maybe other offsets) makes every rank send its index in full.
+  // kept, or one that packs to the same words (KeptMerge::knows), each rank's own packed index is
+  // the kept one, and so is its peer's, which then sends none (ticks.cpp). Agreed in the same
+  // call: a rank whose panel changed (other blocks, or its values at other offsets) makes every
+  // rank send its index in full.
   //
   // And with that, whether B's two images go into the shared window as one dense matrix
   // (FusedOperand::dense): where the kept index of both is dense and fits the window, and every

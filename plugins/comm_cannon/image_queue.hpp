@@ -64,17 +64,36 @@ struct OperandQueue {
 //
 // It also holds the index object of the local panel whose packing starts `from` (a Panel's index,
 // which the panel copies before any change while it is held). A later multiply of this route whose
-// local panel shows the very same object on every rank of the grid (cannon's agreed_routes) knows
-// both packed indices without sending or comparing them: its own is the kept one, and so is the
-// peer's, which replayed the same route with its own kept object.
+// local panel shows the very same object, or another whose packing equals the kept one (the same
+// rows, blocks, offsets and value count: an iteration that makes its matrices anew with unchanged
+// patterns), on every rank of the grid (cannon's agreed_routes) knows both packed indices without
+// sending them: its own is the kept one, and so is the peer's, which replayed the same route with a
+// panel equal to its own kept one.
 struct KeptMerge {
   IndexArray from;                          // tick 0's packed index, the received one, mine, theirs, size
   std::int64_t front_words = 0;             // how `from` divides
   std::shared_ptr<const PanelIndex> index;  // never changed once made (a plan may hold it): replaced
   std::shared_ptr<const PanelIndex> local;  // the local panel's index that `from` begins with, or null
 
-  // Whether `local` (this rank's panel) is the panel whose packed index `from` begins with.
-  bool knows(const PanelView& panel) const { return index && this->local && panel.shows(*this->local); }
+  // Whether `panel` (this rank's) is the panel whose packed index `from` begins with: the same
+  // index object, or one with the same words (compared only where the object differs).
+  bool knows(const PanelView& panel) const {
+    if (!index) return false;
+    if (this->local && panel.shows(*this->local)) return true;
+    if (front_words != PanelView::packed_words(panel.nrows, panel.nblocks) ||
+        static_cast<std::int64_t>(from.size()) < front_words)
+      return false;
+    const std::int64_t* w = from.data();
+    if (w[0] != panel.nrows || w[1] != panel.nblocks || w[2] != panel.data_size) return false;
+    w += 3;
+    const auto same = [&w](const std::int64_t* x, std::int64_t n) {
+      const bool equal = std::equal(x, x + n, w);
+      w += n;
+      return equal;
+    };
+    return same(panel.row_ids, panel.nrows) && same(panel.row_ptr, panel.nrows + 1) &&
+           same(panel.cols, panel.nblocks) && same(panel.offsets, panel.nblocks);
+  }
   // `index`'s dense layout (DenseLayout::of), worked out once per index: null where it is not
   // dense. The same on both ranks of the ring: their indices hold the same blocks.
   const std::shared_ptr<const DenseLayout>& dense_layout(const BlockLayout& layout) {
@@ -134,7 +153,9 @@ struct FusedOperand {
       front_words = merge.from.data();
       front_count = merge.front_words;
       recv_words = merge.from.data() + merge.front_words;
-      front_held = merge.local;
+      // The panel's own index object from now on (where it has one), so that the next multiply
+      // knows it without comparing.
+      front_held = local.held_index() ? local.held_index() : merge.local;
     } else {
       front_index.resize(static_cast<std::size_t>(PanelView::packed_words(local.nrows, local.nblocks)));
       local.pack_to(front_index.data());

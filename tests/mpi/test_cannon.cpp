@@ -512,6 +512,16 @@ TEST(Cannon, DenseBThroughTheSharedWindowAgreedByEveryRank) {
       EXPECT_GT(rep.dense_ticks, 0);
       EXPECT_EQ(c.to_dense(), by_messages) << "dense_b_window " << expect_dense;
     }
+    // Operands made anew with the same blocks at the same offsets (an iteration's next matrices):
+    // their indices are known all the same, and B goes densely into the window again.
+    o.a.set_local(Panel::copy_of(o.a.local().view()));
+    o.b.set_local(Panel::copy_of(o.b.local().view()));
+    {
+      const auto [rep, c] = multiply(*window, 0);
+      EXPECT_EQ(rep.extra.at("indices_known"), 1.0);
+      EXPECT_EQ(rep.extra.at("dense_b_window"), b_window ? 1.0 : 0.0);
+      EXPECT_EQ(c.to_dense(), by_messages);
+    }
     // A filter that keeps every product: the dense tick takes the window's B; one that drops some
     // (half of the products' norms below it): B's blocks copied out, the products filtered.
     double median = 0;

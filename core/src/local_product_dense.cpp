@@ -314,7 +314,7 @@ bool LocalProduct::dense_tick(const PanelView& a, const BlockLayout& a_layout, c
     // time for 2048^2 in blocks of 32, docs/performance.md "Dense ticks' copies in column order").
     const std::int64_t p0 = given != nullptr ? 0 : nk * t / nthreads;
     const std::int64_t p1 = given != nullptr ? 0 : nk * (t + 1) / nthreads;
-    for (std::int64_t q = 0; q < ncols; ++q) {
+    for (std::int64_t q = 0; q < ncols && p0 < p1; ++q) {  // none given a B (bd is empty then)
       double* const column = bd.data() + npos[static_cast<std::size_t>(q)] * K;
       for (std::int64_t p = p0; p < p1; ++p) {
         const std::int64_t br = d.b_row[static_cast<std::size_t>(p)];

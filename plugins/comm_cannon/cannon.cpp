@@ -70,9 +70,9 @@ using plexus::PanelView;
 using plexus::mpi::Role;
 using plexus::mpi::Traffic;
 
+using plexus::cannon::agreed_routes;
 using plexus::cannon::FusedOperand;
 using plexus::cannon::Images;
-using plexus::cannon::KeptMerge;
 using plexus::cannon::kKeptRoutes;
 using plexus::cannon::kLocalPanel;
 using plexus::cannon::make_grid_plan;
@@ -135,7 +135,7 @@ class Cannon final : public plexus::CommStrategy {
     // otherwise this multiply's are recorded in place of the least recently used. The agreement
     // (an MPI_Allreduce over the grid) also tells every rank that the others' previous multiplies
     // are over, which fused ticks through a shared window rely on (run_fused).
-    const auto [agreed, indices_known, dense_b] = agreed_routes(A, B, plan, product);
+    const auto [agreed, indices_known, dense_b] = agreed_routes(routes_, A, B, plan, product, b_ring_);
     const bool replay = agreed >= 0;
     report.extra["routes_replayed"] = replay ? 1.0 : 0.0;
     report.extra["indices_known"] = indices_known ? 1.0 : 0.0;
@@ -311,61 +311,6 @@ class Cannon final : public plexus::CommStrategy {
   bool plan_made_ = false;
   std::uint64_t clock_ = 0;
 
-  // The entry whose routes serve this multiply, or -1: on every rank of the grid, the same grid
-  // position and, for each operand that moves, the same local index, block sizes, distribution
-  // and k-groups. Each rank's set of matching entries meets the others' in one MPI_Allreduce
-  // (bitwise and) over the grid, so all ranks replay the same entry or none does.
-  //
-  // With it, whether the entry's fused ticks know both packed indices of every moving operand:
-  // where every rank's local panel shows the very index object whose packing the entry's merge
-  // kept, or one that packs to the same words (KeptMerge::knows), each rank's own packed index is
-  // the kept one, and so is its peer's, which then sends none (ticks.cpp). Agreed in the same
-  // call: a rank whose panel changed (other blocks, or its values at other offsets) makes every
-  // rank send its index in full.
-  //
-  // And with that, whether B's two images go into the shared window as one dense matrix
-  // (FusedOperand::dense): where the kept index of both is dense and fits the window, and every
-  // rank's tick would be a dense one (LocalProduct::would_be_dense; on a non-square grid each rank
-  // has other A rows).
-  struct Agreed {
-    int entry = -1;
-    bool known = false, dense_b = false;
-  };
-  Agreed agreed_routes(const DistMatrix& A, const DistMatrix& B, const Plan& plan,
-                       const plexus::LocalProduct& product) {
-    unsigned bits[3] = {0, 0, 0};  // matching entries, entries whose indices are known, with B dense
-    for (std::size_t e = 0; e < routes_.size(); ++e) {
-      const Routes& r = routes_[e];
-      bool same = r.valid && r.PR == plan.PR && r.PC == plan.PC && r.pr == plan.pr && r.pc == plan.pc;
-      if (same && plan.PC > 1) same = r.a.matches(A, plan.kgroup, A.grid().row_comm());
-      if (same && plan.PR > 1) same = r.b.matches(B, plan.kgroup, A.grid().col_comm());
-      if (same) bits[0] |= 1U << e;
-      const bool known = same && r.fused && (plan.PC == 1 || r.a.merge.knows(A.local().view())) &&
-                         (plan.PR == 1 || r.b.merge.knows(B.local().view()));
-      if (known) bits[1] |= 1U << e;
-      if (known && dense_b_fits(routes_[e], A, B, plan, product)) bits[2] |= 1U << e;
-    }
-    plexus::mpi::check(MPI_Allreduce(MPI_IN_PLACE, bits, 3, MPI_UNSIGNED, MPI_BAND, A.grid().plane_comm()),
-                       "MPI_Allreduce");
-    if (bits[0] == 0) return {};
-    const int e = std::countr_zero(bits[0]);
-    return {e, ((bits[1] >> e) & 1U) != 0, ((bits[2] >> e) & 1U) != 0};
-  }
-  // Whether B's images, whose indices entry `r` knows, can go into the shared window as one dense
-  // matrix on this rank: the window kept where the index was made, room for the whole matrix, and a
-  // dense tick with this rank's A (its local panel, or where A moves the index of both its images).
-  bool dense_b_fits(Routes& r, const DistMatrix& A, const DistMatrix& B, const Plan& plan,
-                    const plexus::LocalProduct& product) {
-    if (plan.PR != 2 || !b_ring_.fits(A.grid().col_comm(), r.b.sizes.values)) return false;
-    KeptMerge& k = r.b.merge;
-    const std::shared_ptr<const plexus::DenseLayout>& d = k.dense_layout(B.layout());
-    if (!d || k.mine_at() != b_ring_.mine_offset() || k.theirs_at() != b_ring_.peer_offset() ||
-        d->K * d->N > b_ring_.area_values())
-      return false;
-    if (plan.PC > 1 && !r.a.merge.index) return false;
-    const PanelView a = plan.PC > 1 ? r.a.merge.index->view(nullptr, 0) : A.local().view();
-    return product.would_be_dense(a, A.layout(), k.index->view(nullptr, 0));
-  }
   // An entry without routes, or else the one replayed or recorded longest ago.
   int least_recently_used() const {
     int pick = 0;

@@ -73,6 +73,17 @@ std::int64_t prefix_positions(std::int64_t count, SizeOf size_of, std::vector<st
   return at;
 }
 
+// Whether a panel has rows, and every row blocks in the same columns (at least one).
+bool every_row_alike(const PanelView& p) {
+  if (p.nrows < 1) return false;
+  const std::int64_t n = p.row_ptr[1] - p.row_ptr[0];
+  if (n < 1 || p.nblocks != n * p.nrows) return false;
+  const std::int64_t* const first = p.cols + p.row_ptr[0];
+  for (int r = 1; r < p.nrows; ++r)
+    if (p.row_ptr[r + 1] - p.row_ptr[r] != n || !std::equal(first, first + n, p.cols + p.row_ptr[r])) return false;
+  return true;
+}
+
 }  // namespace
 
 bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const double* a_norms, const double* b_norms,
@@ -98,12 +109,9 @@ bool filter_keeps_every_product(const PanelView& a, const PanelView& b, const do
 }
 
 std::optional<DenseLayout> DenseLayout::of(const PanelView& b, const BlockLayout& b_layout) {
-  if (b.nrows < 1) return std::nullopt;
+  if (!every_row_alike(b)) return std::nullopt;
   const std::int64_t n = b.row_ptr[1] - b.row_ptr[0];
-  if (n < 1 || b.nblocks != n * b.nrows) return std::nullopt;
   const std::int64_t* const first = b.cols + b.row_ptr[0];
-  for (int r = 1; r < b.nrows; ++r)
-    if (!std::equal(first, first + n, b.cols + b.row_ptr[r])) return std::nullopt;
   DenseLayout d;
   d.row_ids.assign(b.row_ids, b.row_ids + b.nrows);
   d.col_ids.assign(first, first + n);
@@ -187,12 +195,9 @@ struct LocalProduct::DenseShape {
 // products): a non-square grid's ticks hand over panels whose k ranges differ.
 bool LocalProduct::dense_shape(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                                DenseShape& d) const {
-  if (a.nrows < 1 || b.nrows < 1) return false;
+  if (b.nrows < 1 || !every_row_alike(a)) return false;
   const std::int64_t na = a.row_ptr[1] - a.row_ptr[0];
-  if (na < 1 || a.nblocks != na * a.nrows) return false;
   const std::int64_t* const a_cols = a.cols + a.row_ptr[0];
-  for (int r = 1; r < a.nrows; ++r)
-    if (a.row_ptr[r + 1] - a.row_ptr[r] != na || !std::equal(a_cols, a_cols + na, a.cols + a.row_ptr[r])) return false;
   d.a_pos.clear();
   d.b_row.clear();
   for (std::int64_t p = 0, br = 0; p < na && br < b.nrows;) {  // both ascend

@@ -490,6 +490,16 @@ TEST(DenseLayout, PlacesEveryBlockAndCopiesBothWays) {
   gap.append_block(1, 0, std::vector<double>(6, 1.0).data(), 6);
   EXPECT_FALSE(plexus::DenseLayout::of(gap.view(), bl));
   EXPECT_FALSE(plexus::DenseLayout::of(Panel(std::vector<int>{}).view(), bl));
+  // Rows of 2, 3 and 1 blocks: as many blocks as three rows of 2, and still not dense.
+  Panel uneven({0, 2, 3});
+  uneven.append_block(0, 0, std::vector<double>(8, 1.0).data(), 8);
+  uneven.append_block(0, 1, std::vector<double>(20, 1.0).data(), 20);
+  uneven.append_block(1, 0, std::vector<double>(6, 1.0).data(), 6);
+  uneven.append_block(1, 1, std::vector<double>(15, 1.0).data(), 15);
+  uneven.append_block(1, 2, std::vector<double>(3, 1.0).data(), 3);
+  uneven.append_block(2, 0, std::vector<double>(4, 1.0).data(), 4);
+  ASSERT_EQ(uneven.nblocks(), 6);
+  EXPECT_FALSE(plexus::DenseLayout::of(uneven.view(), bl));
   // A panel with a row outside the layout, or a row short of its columns, is refused.
   const Panel other = random_panel({1}, bl, 1.0, rng);
   EXPECT_THROW(d->copy_in(other.view(), bl, dense.data()), plexus::Error);

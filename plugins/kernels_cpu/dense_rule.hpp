@@ -11,6 +11,13 @@
 //   and above 8 (libxsmm's kernels for such blocks run near dgemm's rate), a harmonic mean of 144
 //   otherwise, whatever the blocks (blocks of 6, 8, 13 and 23 all crossed over between about 110
 //   and 165 on an AMD Zen 3, where their products ran at less than half of dgemm's rate).
+// Where dgemm is slow (dgemm_share.hpp: below 0.6 of the block kernels' rate on blocks of 32 in
+// cache, as on an AMD Zen 5 with Debian's OpenBLAS; 0.9 to 1.1 where the rules above were
+// measured), blocks whose products the kernel runs itself (register kernels, libxsmm) never go
+// dense from a mean size of 20 (blocks of 23 and 32 ran 1.5 and 2 times as fast as dense ticks
+// from 512^2 to 3072^2), whose mean rows are a whole multiple of 8 from 320 times their mean size
+// (blocks of 8 crossed over between 2048^2 and 3072^2, blocks of 16 at about 4096^2), and other
+// blocks follow their set's rule (blocks of 6 and of 10 lost to dense ticks at every size measured).
 // A header of its own so that the unit tests check each set's rule on any CPU.
 #pragma once
 
@@ -39,6 +46,25 @@ inline std::int64_t dense_size_by_blocks(const plexus::DenseBlocks& b, std::opti
   }
   const bool aligned = b.rows >= 8 && std::fmod(b.rows, 8.0) == 0.0;
   return std::max<std::int64_t>(1, std::llround((aligned ? kDenseBlocksAligned : kDenseBlocks) * mean));
+}
+
+inline constexpr double kSlowDgemmShare = 0.6;     // dgemm's rate over the block kernels' below which dgemm is slow
+inline constexpr double kSlowDgemmNeverMean = 20;  // where it is, blocks of this mean size on never go dense
+inline constexpr double kSlowDgemmAligned = 320;   // and blocks with mean rows a multiple of 8 below it from 320 x
+
+/// The size from which a dense tick of these blocks goes dense, where dgemm runs at `dgemm_share`
+/// of the block kernels' rate (dgemm_share.hpp) and `own_products` says whether the kernel
+/// computes products of these blocks itself (else they go to dgemm one by one, and `isa`'s rule
+/// holds whatever dgemm's rate).
+inline std::int64_t dense_size_for(const plexus::DenseBlocks& b, std::optional<SmallIsa> isa, double dgemm_share,
+                                   bool own_products) {
+  if (!(b.rows > 0 && b.cols > 0 && b.inner > 0)) return 0;
+  if (!own_products || !(dgemm_share < kSlowDgemmShare)) return dense_size_by_blocks(b, isa);
+  const double mean = 3.0 / (1.0 / b.rows + 1.0 / b.cols + 1.0 / b.inner);
+  if (mean >= kSlowDgemmNeverMean - 1e-9) return 0;  // blocks of 20 give 19.999...: 20 all the same
+  if (b.rows >= 8 && std::fmod(b.rows, 8.0) == 0.0)
+    return std::max<std::int64_t>(1, std::llround(kSlowDgemmAligned * mean));
+  return dense_size_by_blocks(b, isa);
 }
 
 }  // namespace plexus_kernels_cpu

@@ -4,7 +4,8 @@
 // shapes, and BLAS dgemm beyond those (and for Backend=blas). Backend=libxsmm leaves the register
 // kernels out; Backend=avx512 or avx2 picks their instruction set.
 //
-// Dense ticks (DenseMinSize; by default from a size that depends on the tick's blocks): where a
+// Dense ticks (DenseMinSize; by default from a size that depends on the tick's blocks, and on how
+// fast dgemm runs against the block products, measured once where it matters: DgemmShare): where a
 // tick's panels are dense and large, core hands process() one large product per strip of C
 // columns on packed copies (HostKernel::dense_min_size), which goes to dgemm. The kernel then
 // sets OpenBLAS to one thread per caller (openblas_set_num_threads(1), where the BLAS is
@@ -35,8 +36,10 @@
 #include <vector>
 
 #include "dense_rule.hpp"
+#include "dgemm_share.hpp"
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
+#include "plexus/log.hpp"
 #include "plexus/parameters.hpp"
 #include "plexus/plugin.hpp"
 #include "small_blocks.hpp"
@@ -47,6 +50,8 @@
 
 // OpenBLAS's thread count, where the BLAS linked is OpenBLAS (a weak reference: null elsewhere).
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+// The kernels OpenBLAS chose for this CPU ("Haswell", "SkylakeX", ...), likewise.
+extern "C" char* openblas_get_corename() __attribute__((weak));
 
 namespace plexus_kernels_cpu {
 
@@ -210,13 +215,19 @@ DispatchCache& thread_cache() {
 
 // DenseMinSize: -1 means by the tick's blocks and the instruction set (dense_rule.hpp).
 constexpr std::int64_t kDenseAuto = -1;
+// DgemmShare: -1 means measured (dgemm_share.hpp) the first time a tick's blocks could go dense.
+constexpr double kShareMeasured = -1;
 
 class CpuKernel final : public plexus::HostKernel {
  public:
-  CpuKernel(int threads, Backend backend, std::int64_t dense_min_size)
+  CpuKernel(int threads, Backend backend, std::int64_t dense_min_size, double dgemm_share)
       : libxsmm_(backend == Backend::Libxsmm || (backend != Backend::Blas && kHaveLibxsmm)),
-        dense_min_size_(dense_min_size) {
+        dense_min_size_(dense_min_size),
+        dgemm_share_(dgemm_share) {
     if (threads < 0) throw plexus::InputError("Kernel/cpu/Threads", "must be >= 0, got " + std::to_string(threads));
+    if (dgemm_share != kShareMeasured && !(dgemm_share > 0 && std::isfinite(dgemm_share)))
+      throw plexus::InputError("Kernel/cpu/DgemmShare",
+                               "must be -1 (measured) or a positive share, got " + std::to_string(dgemm_share));
     if (dense_min_size < kDenseAuto)
       throw plexus::InputError("Kernel/cpu/DenseMinSize",
                                "must be -1 (by the blocks' size), 0 (never) or a size >= 1, got " +
@@ -257,11 +268,15 @@ class CpuKernel final : public plexus::HostKernel {
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   bool first_product_writes() const override { return true; }
-  // By the blocks (DenseMinSize = -1): the rule of the instruction set that runs the block products
-  // (dense_rule.hpp; the sets' crossovers are measured in docs/performance.md).
+  // By the blocks (DenseMinSize = -1): the rule of the instruction set that runs the block products,
+  // and where the kernel computes them itself, dgemm's rate against them (dense_rule.hpp; the
+  // crossovers are measured in docs/performance.md). The share is measured at most once, here, so
+  // the same blocks get the same answer for the kernel's life.
   std::int64_t dense_min_size(const plexus::DenseBlocks& b) const override {
     if (dense_min_size_ != kDenseAuto) return dense_min_size_;
-    return dense_size_by_blocks(b, rule_isa_);
+    const std::int64_t by_blocks = dense_size_by_blocks(b, rule_isa_);
+    if (by_blocks == 0 || !own_products(b)) return by_blocks;
+    return dense_size_for(b, rule_isa_, dgemm_share(), true);
   }
   void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
     const Library lib = library();
@@ -312,8 +327,40 @@ class CpuKernel final : public plexus::HostKernel {
     return lib;
   }
 
+  // Whether the kernel computes products of blocks of these mean sizes itself (the register kernels,
+  // libxsmm) rather than dgemm.
+  bool own_products(const plexus::DenseBlocks& b) const {
+    const auto small = static_cast<double>(kSmallMax);
+    if (registers_ && b.rows <= small && b.cols <= small && b.inner <= small) return true;
+    return libxsmm_ && b.rows * b.cols * b.inner <= static_cast<double>(kMaxXsmmVolume);
+  }
+  // DgemmShare as given, or measured on the first call (on the calling thread: core asks from one).
+  double dgemm_share() const {
+    std::call_once(share_once_, [this] {
+      if (dgemm_share_ != kShareMeasured) {
+        share_ = dgemm_share_;
+        return;
+      }
+      // process() leaves the kernel as it was: measuring it changes nothing the caller can see.
+      share_ = measure_dgemm_share(*const_cast<CpuKernel*>(this));
+      const char* core = openblas_get_corename != nullptr ? openblas_get_corename() : nullptr;
+      const std::string blas = core != nullptr ? std::string("OpenBLAS's ") + core + " kernels" : "the BLAS";
+      plexus::log().debug("cpu kernel: dgemm ({}) runs at {:.2f} of the block products' rate (DgemmShare)", blas,
+                          share_);
+      if (share_ < kSlowDgemmShare)
+        plexus::log().info(
+            "cpu kernel: dgemm ({}) runs at {:.2f} of the block products' rate: dense ticks only for small blocks "
+            "(Kernel/cpu/DgemmShare; docs/user-guide.md, \"dgemm slower than the block products\")",
+            blas, share_);
+    });
+    return share_;
+  }
+
   bool libxsmm_;                       // libxsmm (else dgemm) takes the products the register kernels do not
   std::int64_t dense_min_size_;        // dense ticks from this size on go dense (0: none; -1: by the blocks)
+  double dgemm_share_;                 // DgemmShare: given (> 0), or -1: measured when first needed
+  mutable std::once_flag share_once_;  // dgemm_share(): share_ set
+  mutable double share_ = 1;
   std::optional<SmallIsa> registers_;  // register kernels for blocks of up to kSmallMax, in this set (none: off)
   std::optional<SmallIsa> rule_isa_;   // whose rule DenseMinSize = -1 follows (none: AVX-512F's)
   int threads_ = 1;
@@ -355,10 +402,21 @@ plexus::ParameterListPtr valid_parameters() {
       "blocks' mean size (harmonic mean of their mean rows, columns and inner size) where their mean rows are a "
       "whole multiple of 8, 30 times otherwise (blocks of 32 from 1152, of 23 from 690, of 6 from 180); under AVX2, "
       "36 times where the mean rows are a whole multiple of 4 above 8, otherwise from 144 (blocks of 32 from 1152, "
-      "of 23 and of 6 from 144). Below, the copies cost more than dgemm gains (docs/performance.md). 0: never (and "
+      "of 23 and of 6 from 144); where dgemm is slow (DgemmShare below 0.6), blocks whose products the kernel runs "
+      "itself never from a mean size of 20, and with mean rows a whole multiple of 8 from 320 times it (blocks of 8 "
+      "from 2560). Below, the copies cost more than dgemm gains (docs/performance.md). 0: never (and "
       "OpenBLAS's threads are left alone; otherwise OpenBLAS is set to one thread per caller: the kernel's threads "
       "are its parallelism); 1: every dense tick; a size: from that size on, whatever the blocks",
       static_cast<int>(kDenseAuto), 1 << 30);
+  plexus::declare_double(
+      *valid, "DgemmShare", kShareMeasured,
+      "how fast the BLAS's dgemm runs against the kernel's own block products, for DenseMinSize = -1: dgemm's rate "
+      "over theirs. -1 (the default): measured once, the first time a tick's blocks could go dense (dgemm of 256^3 "
+      "against 4 x 4 by 4 x 4 blocks of 32 in cache, a few milliseconds; about 1 on the machines the rule was "
+      "measured on, 0.4 to 0.5 where OpenBLAS runs AVX2 kernels on an AVX-512 CPU whose AVX-512 is full speed). "
+      "Below 0.6 dense ticks are kept to small blocks. A positive value is taken as given: every run then follows "
+      "the same rule, which a measurement on a busy machine may not",
+      kShareMeasured, 1e6);
   return valid;
 }
 
@@ -366,7 +424,8 @@ std::unique_ptr<plexus::Kernel> make_kernel(const plexus::ParameterList& p) {
   const int threads = p.isParameter("Threads") ? p.get<int>("Threads") : 0;
   const std::string backend = p.isParameter("Backend") ? p.get<std::string>("Backend") : std::string("auto");
   const int dense_min = p.isParameter("DenseMinSize") ? p.get<int>("DenseMinSize") : static_cast<int>(kDenseAuto);
-  return std::make_unique<CpuKernel>(threads, parse_backend(backend), dense_min);
+  const double share = p.isParameter("DgemmShare") ? p.get<double>("DgemmShare") : kShareMeasured;
+  return std::make_unique<CpuKernel>(threads, parse_backend(backend), dense_min, share);
 }
 
 const plexus::PluginDescriptor& describe() {

@@ -16,7 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "dense_rule.hpp"  // plugins/kernels_cpu: the rules of DenseMinSize = -1
+#include "dense_rule.hpp"   // plugins/kernels_cpu: the rules of DenseMinSize = -1
+#include "dgemm_share.hpp"  // and the measured share of dgemm they depend on
 #include "plexus/error.hpp"
 #include "plexus/kernel.hpp"
 #include "plexus/layout.hpp"
@@ -234,6 +235,16 @@ TEST(KernelsCpu, BadParametersRefused) {
       EXPECT_NE(error_text(e).find("DenseMinSize"), std::string::npos) << error_text(e);
     }
   }
+  for (double share : {0.0, -0.5, -2.0}) {
+    plexus::ParameterList p("cpu");
+    p.set("DgemmShare", share);
+    try {
+      plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+      FAIL() << "DgemmShare=" << share << " accepted";
+    } catch (const plexus::InputError& e) {
+      EXPECT_NE(error_text(e).find("DgemmShare"), std::string::npos) << error_text(e);
+    }
+  }
   // The factory checks on its own too (for callers that bypass validation).
   const auto& d = plexus::Registry::global().get(plexus::ComponentKind::Kernel, "cpu").descriptor;
   {
@@ -300,25 +311,28 @@ std::pair<std::vector<double>, std::int64_t> dense_case_product(const DenseCase&
   return {std::vector<double>(v.data, v.data + v.data_size), dense};
 }
 
-std::unique_ptr<Kernel> cpu_with_dense_size(int size, const std::string& backend = "auto") {
+// The cpu kernel with this DenseMinSize and, for its rule by the blocks, dgemm at `share` of the
+// block products' rate (1: as on the machines the rules were measured on, whatever this one does).
+std::unique_ptr<Kernel> cpu_with_dense_size(int size, const std::string& backend = "auto", double share = 1.0) {
   plexus::ParameterList p("cpu");
   p.set("Threads", 1);
   p.set("DenseMinSize", size);
   p.set("Backend", backend);
+  p.set("DgemmShare", share);
   return plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
 }
 
 // Each (DenseMinSize, case) against the reference kernel: C agrees, and the tick is dense or not
 // (the product on `threads` threads).
 void check_dense_cases(const std::vector<std::tuple<int, DenseCase, std::int64_t>>& cases,
-                       const std::string& backend = "auto", int threads = 1) {
+                       const std::string& backend = "auto", int threads = 1, double share = 1.0) {
   plexus::ReferenceKernel ref;
   for (const auto& [size, dc, dense] : cases) {
     SCOPED_TRACE("DenseMinSize " + std::to_string(size) + ", tick of harmonic mean " + std::to_string(dc.harmonic()) +
                  " on one thread, here " + std::to_string(threads) + " thread(s)");
     const auto [expect, ref_dense] = dense_case_product(dc, ref);
     EXPECT_EQ(ref_dense, 0);
-    auto k = cpu_with_dense_size(size, backend);
+    auto k = cpu_with_dense_size(size, backend, share);
     const auto [c, ticks] = dense_case_product(dc, *k, threads);
     EXPECT_EQ(ticks, dense);
     ASSERT_EQ(c.size(), expect.size());
@@ -450,11 +464,89 @@ TEST(KernelsCpu, DenseTicksByTheBlocksUnderAvx2) {
 TEST(KernelsCpu, DenseTicksByTheBlocksByDefaultFollowTheWidestSet) {
   load_plugin_once();
   plexus::ParameterList p("cpu");
+  p.set("DgemmShare", 1.0);
   const auto by_default = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
   if (cpu_by_blocks("avx512") || !cpu_by_blocks("avx2"))
     expect_avx512_rule(size_of_kernel(*by_default));
   else
     expect_avx2_rule(size_of_kernel(*by_default));
+}
+
+// Where dgemm is slow (below 0.6 of the block products' rate), blocks whose products the kernel runs
+// itself go dense only where small: never from a mean size of 20, from 320 times it where the mean
+// rows are a whole multiple of 8, and otherwise by their set's rule; where it runs them through
+// dgemm, by their set's rule whatever dgemm's rate.
+TEST(KernelsCpu, DenseRuleWhereDgemmIsSlow) {
+  using plexus_kernels_cpu::dense_size_by_blocks;
+  using plexus_kernels_cpu::dense_size_for;
+  using plexus_kernels_cpu::SmallIsa;
+  for (const auto isa : {std::optional<SmallIsa>(SmallIsa::Avx512), std::optional<SmallIsa>(SmallIsa::Avx2),
+                         std::optional<SmallIsa>()}) {
+    const auto slow = [isa](const plexus::DenseBlocks& b) { return dense_size_for(b, isa, 0.5, true); };
+    for (const plexus::DenseBlocks& b : {plexus::DenseBlocks{32, 32, 32}, plexus::DenseBlocks{23, 23, 23},
+                                         plexus::DenseBlocks{20, 20, 20}, plexus::DenseBlocks{13, 32, 32}})
+      EXPECT_EQ(slow(b), 0) << b.rows << " x " << b.cols << " x " << b.inner;
+    EXPECT_EQ(slow({16, 16, 16}), 320 * 16);
+    EXPECT_EQ(slow({8, 8, 8}), 320 * 8);
+    EXPECT_EQ(slow({8, 12, 12}), std::llround(320 * 3.0 / (1.0 / 8 + 2.0 / 12)));
+    for (const plexus::DenseBlocks& b :
+         {plexus::DenseBlocks{13, 13, 13}, plexus::DenseBlocks{6, 6, 6}, plexus::DenseBlocks{12, 16, 16}})
+      EXPECT_EQ(slow(b), dense_size_by_blocks(b, isa)) << b.rows << " x " << b.cols << " x " << b.inner;
+    EXPECT_EQ(slow({0, 8, 8}), 0);
+    // At 0.6 and above, and for products that go to dgemm anyway, the set's rule.
+    for (const plexus::DenseBlocks& b : {plexus::DenseBlocks{32, 32, 32}, plexus::DenseBlocks{8, 8, 8}}) {
+      EXPECT_EQ(dense_size_for(b, isa, 0.6, true), dense_size_by_blocks(b, isa));
+      EXPECT_EQ(dense_size_for(b, isa, 1.0, true), dense_size_by_blocks(b, isa));
+      EXPECT_EQ(dense_size_for(b, isa, 0.5, false), dense_size_by_blocks(b, isa));
+    }
+    EXPECT_EQ(dense_size_for({32, 32, 32}, isa, 0.59, true), 0);
+  }
+}
+
+// Whether the cpu kernel (Backend = auto) runs products of blocks of 8 itself: in its register
+// kernels or through libxsmm.
+bool cpu_owns_blocks_of_8() {
+  return PLEXUS_HAVE_LIBXSMM != 0 || cpu_by_blocks("avx512") != nullptr || cpu_by_blocks("avx2") != nullptr;
+}
+
+// The kernel with DgemmShare given below 0.6 follows that rule: a tick of 40 x 40 x 40 blocks of 8
+// (harmonic mean 320) goes dense with dgemm at the block products' rate (both sets' rules: from 288
+// and from 144) and stays block products with dgemm at half of it (from 2560), where the kernel
+// runs those products itself; blocks of 32 never go dense where libxsmm runs them.
+TEST(KernelsCpu, DenseTicksWhereDgemmIsSlow) {
+  load_plugin_once();
+  const bool own8 = cpu_owns_blocks_of_8();
+  const DenseCase tick{40, 8, 40, 8, 40, 8};
+  ASSERT_DOUBLE_EQ(tick.harmonic(), 320.0);
+  check_dense_cases({{-1, tick, 1}}, "auto", 1, 1.0);
+  check_dense_cases({{-1, tick, own8 ? 0 : 1}}, "auto", 1, 0.5);
+  const auto slow = cpu_with_dense_size(-1, "auto", 0.5);
+  const auto size_of = size_of_kernel(*slow);
+  EXPECT_EQ(size_of({8, 8, 8}), own8 ? 2560 : size_of_kernel(*cpu_with_dense_size(-1, "auto", 1.0))({8, 8, 8}));
+  if (PLEXUS_HAVE_LIBXSMM != 0) {
+    EXPECT_EQ(size_of({32, 32, 32}), 0);
+  }
+  // Blocks of 96 go to dgemm one by one: their set's rule (36 times 96 under either), whatever
+  // dgemm's rate.
+  EXPECT_EQ(size_of({96, 96, 96}), 36 * 96);
+}
+
+// The measured share: positive and finite on any machine, and a kernel that measures it (the
+// default) gives the same blocks the same size every time, one of the two rules' sizes.
+TEST(KernelsCpu, DgemmShareMeasured) {
+  load_plugin_once();
+  plexus::ParameterList p("cpu");
+  p.set("Threads", 1);
+  const auto k = plexus::Registry::global().make_kernel("cpu", p, "Kernel/cpu");
+  const double share = plexus_kernels_cpu::measure_dgemm_share(dynamic_cast<plexus::HostKernel&>(*k));
+  EXPECT_TRUE(std::isfinite(share));
+  EXPECT_GT(share, 0.0);
+  const auto size_of = size_of_kernel(*k);
+  const std::int64_t first = size_of({32, 32, 32});
+  EXPECT_EQ(size_of({32, 32, 32}), first);
+  const std::int64_t classic = size_of_kernel(*cpu_with_dense_size(-1, "auto", 1.0))({32, 32, 32});
+  const std::int64_t slow = size_of_kernel(*cpu_with_dense_size(-1, "auto", 0.5))({32, 32, 32});
+  EXPECT_TRUE(first == classic || first == slow) << first << " against " << classic << " and " << slow;
 }
 
 TEST(KernelsCpu, BlockNorm) {

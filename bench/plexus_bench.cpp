@@ -293,10 +293,11 @@ int run(const Options& opt) {
   std::vector<double> dgemm_seconds;  // the first round's, before any class
   for (int r = 0; r < (opt.quick ? 1 : 3); ++r) dgemm_seconds.push_back(dgemm_yardstick.seconds());
   double dgemm = dgemm_yardstick.gflops(*std::min_element(dgemm_seconds.begin(), dgemm_seconds.end()));
+  const std::string dgemm_kernels = plexus::bench::yardsticks::dgemm_kernels();
   std::printf(
-      "OpenBLAS DGEMM n=%d, one core: %.2f GFLOP/s (before the classes; each class measures it again "
-      "between its multiplies)\n",
-      opt.dgemm_n, dgemm);
+      "OpenBLAS DGEMM n=%d, one core (OpenBLAS's %s kernels): %.2f GFLOP/s (before the classes; each class "
+      "measures it again between its multiplies)\n",
+      opt.dgemm_n, dgemm_kernels.c_str(), dgemm);
 
   json js;
   js["benchmark"] = "plexus-bench";
@@ -454,6 +455,7 @@ int run(const Options& opt) {
 
   js["yardsticks"] = {{"dgemm_n", opt.dgemm_n},
                       {"dgemm_gflops", number(dgemm)},
+                      {"dgemm_kernels", dgemm_kernels},
                       {"dgemm_warmup", 1},
                       {"dgemm_seconds_per_repetition", dgemm_seconds}};
   int ranks = 1;

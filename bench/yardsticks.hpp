@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #if PLEXUS_HAVE_LIBXSMM
@@ -15,6 +16,7 @@
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);
+char* openblas_get_corename();  // the kernels OpenBLAS chose for this CPU ("Haswell", "SkylakeX", ...)
 void dgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
             const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
             const int* ldc);
@@ -25,6 +27,15 @@ namespace plexus::bench::yardsticks {
 using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// The kernels OpenBLAS runs DGEMM with here: on a CPU it does not know, OpenBLAS may take
+/// narrower vectors than the CPU has (Debian 12's 0.3.21 takes its AVX2 "Haswell" kernels on an
+/// AMD Zen 5, docs/performance.md "Dense ticks where dgemm is slow"), which the DGEMM yardstick
+/// then measures.
+inline std::string dgemm_kernels() {
+  const char* core = openblas_get_corename();
+  return core != nullptr ? core : "unknown";
+}
 
 /// libxsmm's rate (GFLOP/s) for bs x bs x bs products on a few cache-resident blocks, C += A*B,
 /// on `threads` threads (each its own blocks); NaN without libxsmm.

@@ -35,8 +35,8 @@ settle the target).
 
 Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
 load above 0.5 before the run is warned about): figures from a busy machine mean nothing. The jobs
-inherit the environment; the JSON's metadata.job_environment lists the OMPI_MCA_* and PLEXUS_*
-variables they ran under (e.g. OMPI_MCA_osc_sm_backing_directory, docs/user-guide.md).
+inherit the environment; the JSON's metadata.job_environment lists the OMPI_MCA_*, OPENBLAS_* and
+PLEXUS_* variables they ran under (e.g. OMPI_MCA_osc_sm_backing_directory, docs/user-guide.md).
 
   python3 bench/scaling_bench.py                       # full sizes, 1,2,4 ranks, 3 rounds
   python3 bench/scaling_bench.py --quick --ranks 1,2 --rounds 1 --strategies cannon \\
@@ -939,10 +939,11 @@ def main(argv):
         "load_average_before": load_before,
         "load_average_after": load_after,
         "busy_machine": busy,
-        # What the jobs ran under beyond the command line: Open MPI's parameters and plexus's
-        # variables from the environment (OMPI_MCA_osc_sm_backing_directory, for one, moves h2o).
+        # What the jobs ran under beyond the command line: Open MPI's parameters, OpenBLAS's and
+        # plexus's variables from the environment (OMPI_MCA_osc_sm_backing_directory, for one,
+        # moves h2o; OPENBLAS_CORETYPE moves dense ticks and DBCSR's BLAS).
         "job_environment": {k: v for k, v in sorted(env.items())
-                            if k.startswith("OMPI_MCA_") or k.startswith("PLEXUS_")},
+                            if k.startswith(("OMPI_MCA_", "PLEXUS_", "OPENBLAS_"))},
         "seconds_total": time.time() - t_start,
         "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.class_repetitions,
                    "warm_up": opts.warm_up if opts.warm_up is not None else

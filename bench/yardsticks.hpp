@@ -28,10 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// The kernels OpenBLAS runs DGEMM with here: on a CPU it does not know, OpenBLAS may take
-/// narrower vectors than the CPU has (Debian 12's 0.3.21 takes its AVX2 "Haswell" kernels on an
-/// AMD Zen 5, docs/performance.md "Dense ticks where dgemm is slow"), which the DGEMM yardstick
-/// then measures.
+/// The kernels OpenBLAS runs DGEMM with here: with OPENBLAS_CORETYPE set, or on a CPU it does not
+/// know, OpenBLAS may take narrower vectors than the CPU has (its AVX2 "Haswell" kernels on an AMD
+/// Zen 5, docs/performance.md "Dense ticks where dgemm is slow"), which the DGEMM yardstick then
+/// measures.
 inline std::string dgemm_kernels() {
   const char* core = openblas_get_corename();
   return core != nullptr ? core : "unknown";

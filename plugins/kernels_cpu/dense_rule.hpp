@@ -12,7 +12,7 @@
 //   otherwise, whatever the blocks (blocks of 6, 8, 13 and 23 all crossed over between about 110
 //   and 165 on an AMD Zen 3, where their products ran at less than half of dgemm's rate).
 // Where dgemm is slow (dgemm_share.hpp: below 0.6 of the block kernels' rate on blocks of 32 in
-// cache, as on an AMD Zen 5 with Debian's OpenBLAS; 0.9 to 1.1 where the rules above were
+// cache, as on an AMD Zen 5 with OpenBLAS's AVX2 kernels; 0.9 to 1.1 where the rules above were
 // measured), blocks whose products the kernel runs itself (register kernels, libxsmm) never go
 // dense from a mean size of 20 (blocks of 23 and 32 ran 1.5 and 2 times as fast as dense ticks
 // from 512^2 to 3072^2), whose mean rows are a whole multiple of 8 from 320 times their mean size

@@ -3,11 +3,12 @@
 //
 // The rule's sizes were measured where dgemm runs at 0.9 to 1.1 of libxsmm's rate on blocks of 32
 // in cache (an Intel Xeon with AVX-512, an AMD Zen 3 with AVX2). Where the BLAS runs narrower
-// vectors than the CPU has (Debian 12's OpenBLAS 0.3.21 takes its AVX2 "Haswell" kernels on an AMD
-// Zen 5, which has AVX-512), dgemm ran at 0.4 to 0.5 of that rate, and dense ticks of blocks of
-// 32 took twice the block products' time (docs/performance.md, "Dense ticks where dgemm is slow").
-// No instruction set or core name tells that apart from a CPU whose AVX-512 runs at AVX2's rate
-// (an AMD Zen 4), so it is measured, once, on the calling thread: a few milliseconds.
+// vectors than the CPU has (OpenBLAS's AVX2 "Haswell" kernels on an AMD Zen 5, which has AVX-512,
+// with OPENBLAS_CORETYPE=Haswell as the environment set it), dgemm ran at 0.4 to 0.5 of that rate,
+// and dense ticks of blocks of 32 took twice the block products' time (docs/performance.md,
+// "Dense ticks where dgemm is slow"). No instruction set or core name tells that apart from a CPU
+// whose AVX-512 runs at AVX2's rate (an AMD Zen 4), nor says what another BLAS runs, so it is
+// measured, once, on the calling thread: a few milliseconds.
 // A header of its own so that the unit tests measure a kernel from the registry the same way.
 #pragma once
 

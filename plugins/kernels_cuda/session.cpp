@@ -401,7 +401,12 @@ class DeviceSession final : public plexus::KernelSession {
       lane.done[static_cast<std::size_t>(q)] = std::make_unique<OwnedEvent>(device_, device_.create_event());
     OwnedEvent& done = *lane.done[static_cast<std::size_t>(q)];
     if (lane.used[static_cast<std::size_t>(q)]) device_.synchronize(done.get());  // its buffers are free
-    const std::size_t bytes = sizeof(DeviceEntry) * static_cast<std::size_t>(batch_);
+    // Room for this flush's entries, grown in powers of two up to a whole batch: a large BatchSize
+    // (one launch per shape and tick) then costs no more pinned and device memory than the ticks
+    // use (1,000,000 entries are 40 MB per buffer, four buffers per thread slot).
+    std::int64_t room = 1024;
+    while (room < n) room *= 2;
+    const std::size_t bytes = sizeof(DeviceEntry) * static_cast<std::size_t>(std::min(room, batch_));
     Buffer& host = lane.host[static_cast<std::size_t>(q)];
     Buffer& dev = lane.dev[static_cast<std::size_t>(q)];
     reserve(host, device_, bytes, memory::Category::Other, "", who_);

@@ -314,6 +314,29 @@ TEST(CudaEmulated, KeptBuffersGiveWayToALaterMultiply) {
   }
 }
 
+TEST(CudaEmulated, BatchBuffersFollowTheStacksNotBatchSize) {
+  // A batch's buffers hold the entries a flush sends, not BatchSize of them: with a million
+  // entries a batch (40 MB a buffer) a small multiply fits on an 8 MiB device, and a session
+  // whose second tick sends more entries than its first grows them on the way.
+  load(PLEXUS_CUDA_EMULATED_PATH);
+  auto k = make("cuda-emulated", {"MemoryMB=8", "BatchSize=1000000", "Streams=1"});
+  const auto few = random_stack(300, {5, 6}, 91), more = random_stack(5000, {5, 6}, 92);
+  EXPECT_LE(rel_error(one_session(*k, few), plexus::test::dense_stack(few)), 1e-14);
+  // One session, two ticks on more's panels: its first 300 entries, then all 5,000 (past 4,096).
+  const std::vector<plexus::StackEntry> first(more.stack.begin(), more.stack.begin() + 300);
+  plexus::test::RawProblem both = more;
+  both.stack.insert(both.stack.begin(), first.begin(), first.end());
+  auto s = k->begin(plexus::MatrixData(more.c.begin(), more.c.end()), 1);
+  const plexus::PanelView va = raw_view(more.a), vb = raw_view(more.b);
+  for (const auto* stack : {&first, &more.stack}) {
+    s->stage(va, vb);
+    s->process(stack->data(), static_cast<std::int64_t>(stack->size()), 0);
+    s->unstage();
+  }
+  const plexus::MatrixData c = s->finish();
+  EXPECT_LE(rel_error(std::vector<double>(c.begin(), c.end()), plexus::test::dense_stack(both)), 1e-13);
+}
+
 TEST(CudaPlugin, LoadsAndSaysWhetherItCanRun) {
   if (!PLEXUS_HAVE_CUDA) GTEST_SKIP() << "this build has no cuda plugin (no nvcc at configure time)";
   load(PLEXUS_KERNELS_CUDA_PATH);

@@ -15,12 +15,12 @@ import subprocess
 import sys
 import tempfile
 
-# As scripts/env.sh: root, more ranks than cores, waiting ranks yield, no single-copy mechanism
-# (containers forbid the one Open MPI picks).
+# As scripts/env.sh: root, more ranks than cores, no single-copy mechanism (containers forbid the
+# one Open MPI picks). Waiting ranks yield where a job has more ranks than cores: Open MPI turns
+# mpi_yield_when_idle on by itself there, and the benchmarks run one job at a time.
 OMPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_mpi_yield_when_idle": "1",
     "OMPI_MCA_rmaps_base_oversubscribe": "1",
     "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
 }

@@ -87,11 +87,11 @@ def mpiexec(ranks):
 
 def mpi_env():
     env = dict(os.environ)
-    # As scripts/env.sh: root may run Open MPI; ranks may outnumber cores; idle ranks yield.
+    # As scripts/env.sh: root may run Open MPI; ranks may outnumber cores (idle ranks then yield:
+    # Open MPI's own choice for a job with more ranks than cores).
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
     env.setdefault("PLEXUS_PARAMS_DIR", "none")
     return env

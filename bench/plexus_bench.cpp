@@ -2,7 +2,8 @@
 // dense), scaled to one rank of a small machine, multiplied through the full path (generator,
 // registry, `cannon` strategy, `cpu` kernel). In the same run it measures the yardsticks the
 // figures are judged against: libxsmm's rate on cache-resident blocks of the same size and
-// OpenBLAS DGEMM on one core, once per round between a class's multiplies (yardsticks.hpp).
+// OpenBLAS DGEMM on one core, once per round between a class's multiplies (yardsticks.hpp). It also
+// records what the operating system charges here (os_costs.hpp).
 // Writes JSON; never asserts on speed.
 //
 //   plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "os_costs.hpp"
 #include "plexus/comm_strategy.hpp"
 #include "plexus/distribution.hpp"
 #include "plexus/error.hpp"
@@ -260,7 +262,7 @@ std::string check_json(const std::string& path, const std::vector<std::string>& 
     return std::string("not well-formed JSON: ") + e.what();
   }
   using plexus::bench::has_path;
-  for (const char* key : {"benchmark", "machine.threads", "yardsticks.dgemm_gflops"})
+  for (const char* key : {"benchmark", "machine.threads", "machine.os_costs.syscall_us", "yardsticks.dgemm_gflops"})
     if (!has_path(root, key)) return std::string("missing ") + key;
   if (!root.contains("classes") || !root["classes"].is_array()) return "missing classes";
   std::vector<std::string> seen;
@@ -278,7 +280,7 @@ std::string check_json(const std::string& path, const std::vector<std::string>& 
   return plexus::bench::check_metadata(root, "plexus-bench", ranks);
 }
 
-int run(const Options& opt) {
+int run(const Options& opt, const plexus::bench::OsCosts& os) {
   plexus::Registry::global().load_default();
   plexus::ParameterList cannon_params("cannon"), cpu1_params("cpu"), cpu2_params("cpu");
   auto strategy = make_cannon(cannon_params);
@@ -298,6 +300,10 @@ int run(const Options& opt) {
       "OpenBLAS DGEMM n=%d, one core (OpenBLAS's %s kernels): %.2f GFLOP/s (before the classes; each class "
       "measures it again between its multiplies)\n",
       opt.dgemm_n, dgemm_kernels.c_str(), dgemm);
+  std::printf(
+      "operating system: a system call %.2f us, a switch between two processes on one core %.2f us, a fresh "
+      "4 KB page %.2f us (fresh memory on huge pages %.2f GB/s)\n",
+      os.syscall_us, os.process_switch_us, os.fresh_page_us, os.fresh_huge_gb_per_s);
 
   json js;
   js["benchmark"] = "plexus-bench";
@@ -310,7 +316,14 @@ int run(const Options& opt) {
 #else
   const std::string libxsmm_target = "none";
 #endif
-  js["machine"] = {{"threads", omp_get_max_threads()}, {"ranks", 1}, {"libxsmm_target", libxsmm_target}};
+  js["machine"] = {{"threads", omp_get_max_threads()},
+                   {"ranks", 1},
+                   {"libxsmm_target", libxsmm_target},
+                   {"os_costs",
+                    {{"syscall_us", number(os.syscall_us)},
+                     {"process_switch_us", number(os.process_switch_us)},
+                     {"fresh_page_us", number(os.fresh_page_us)},
+                     {"fresh_huge_gb_per_s", number(os.fresh_huge_gb_per_s)}}}};
   js["targets"] = {{"h2o_se_fraction_of_libxsmm", kTargetXsmm},
                    {"dense_fraction_of_dgemm", kTargetDgemm},
                    {"speedup_2_threads", 1.8}};
@@ -504,12 +517,15 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The options first (a usage error exits before MPI starts), then the operating system's costs,
+  // whose measurement forks: before MPI_Init.
+  const Options opt = parse(argc, argv);
+  const plexus::bench::OsCosts os = plexus::bench::measure_os_costs();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rc = 0;
   try {
-    const Options opt = parse(argc, argv);
-    rc = run(opt);
+    rc = run(opt, os);
   } catch (const plexus::Error& e) {
     std::fprintf(stderr, "plexus-bench: %s: %s\n", e.where().c_str(), e.what());
     rc = 1;

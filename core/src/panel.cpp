@@ -210,6 +210,12 @@ bool PanelView::shows(const PanelIndex& x) const {
          nblocks == static_cast<std::int64_t>(x.cols.size()) && x.row_ptr.size() == x.row_ids.size() + 1;
 }
 
+bool PanelView::same_index(const PanelView& o) const {
+  return nrows == o.nrows && nblocks == o.nblocks && data_size == o.data_size &&
+         std::equal(row_ids, row_ids + nrows, o.row_ids) && std::equal(row_ptr, row_ptr + nrows + 1, o.row_ptr) &&
+         std::equal(cols, cols + nblocks, o.cols) && std::equal(offsets, offsets + nblocks, o.offsets);
+}
+
 std::shared_ptr<const PanelIndex> PanelView::held_index() const {
   return index != nullptr && shows(*index) ? index->weak_from_this().lock() : nullptr;
 }

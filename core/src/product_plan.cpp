@@ -49,15 +49,9 @@ bool IndexCopy::same(const PanelView& v) const {
   if (data_size != v.data_size) return false;
   if (std::shared_ptr<const PanelIndex> h = held()) {
     const PanelIndex& x = *h;
-    if (v.nrows != static_cast<std::int64_t>(x.row_ids.size()) || v.nblocks != static_cast<std::int64_t>(x.cols.size()))
-      return false;
     // The held index is the view's: nobody changes it while it is held.
     if (v.shows(x)) return true;
-    if (!(std::equal(x.row_ids.begin(), x.row_ids.end(), v.row_ids) &&
-          std::equal(x.row_ptr.begin(), x.row_ptr.end(), v.row_ptr) &&
-          std::equal(x.cols.begin(), x.cols.end(), v.cols) &&
-          std::equal(x.offsets.begin(), x.offsets.end(), v.offsets)))
-      return false;
+    if (!x.view(nullptr, data_size).same_index(v)) return false;
     // Equal: hold the view's object from now on, where the plan's size stays what ProductPlans
     // counted (the arrays' capacities may differ). Another thread may have swapped in the
     // meantime; either object serves.

@@ -83,12 +83,7 @@ struct KeptMerge {
     if (front_words != PanelView::packed_words(panel.nrows, panel.nblocks) ||
         static_cast<std::int64_t>(from.size()) < front_words)
       return false;
-    const PanelView kept = PanelView::from_packed(from.data(), front_words, nullptr);
-    return kept.nrows == panel.nrows && kept.nblocks == panel.nblocks && kept.data_size == panel.data_size &&
-           std::equal(panel.row_ids, panel.row_ids + panel.nrows, kept.row_ids) &&
-           std::equal(panel.row_ptr, panel.row_ptr + panel.nrows + 1, kept.row_ptr) &&
-           std::equal(panel.cols, panel.cols + panel.nblocks, kept.cols) &&
-           std::equal(panel.offsets, panel.offsets + panel.nblocks, kept.offsets);
+    return PanelView::from_packed(from.data(), front_words, nullptr).same_index(panel);
   }
   // `index`'s dense layout (DenseLayout::of), worked out once per index: null where it is not
   // dense. The same on both ranks of the ring: their indices hold the same blocks.

@@ -69,6 +69,46 @@ TEST(Panel, AppendFindAndPackRoundTrip) {
   EXPECT_THROW(PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()) - 1, nullptr), Error);
 }
 
+// same_index compares the index words wherever they lie, and each of them matters.
+TEST(PanelView, SameIndexComparesEveryWordNotTheValues) {
+  Panel p(std::vector<int>{2, 5, 9});
+  p.append_block(0, 1, 4)[0] = 1;
+  p.append_block(0, 3, 2)[0] = 2;
+  p.append_block(2, 0, 1)[0] = 3;
+  const PanelView v = p.view();
+  std::vector<std::int64_t> words;
+  p.pack_index(words);
+  const std::vector<double> other_values(static_cast<std::size_t>(v.data_size), -5.0);
+  const auto view_of = [&](const std::vector<std::int64_t>& w) {
+    return PanelView::from_packed(w.data(), static_cast<std::int64_t>(w.size()), other_values.data());
+  };
+  EXPECT_TRUE(v.same_index(view_of(words)));
+  EXPECT_TRUE(view_of(words).same_index(v));
+  // Each word of the packed index changed in turn (counts, rows, row pointers, columns, offsets):
+  // the views differ, or the words are refused as inconsistent.
+  int compared = 0;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    SCOPED_TRACE("word " + std::to_string(i));
+    std::vector<std::int64_t> changed = words;
+    changed[i] += 1;
+    try {
+      EXPECT_FALSE(v.same_index(view_of(changed)));
+      ++compared;
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_GE(compared, 2 * v.nblocks);  // at least every column and offset
+  Panel q(std::vector<int>{2, 5, 9});  // another panel with the same blocks
+  q.append_block(0, 1, 4);
+  q.append_block(0, 3, 2);
+  q.append_block(2, 0, 1);
+  EXPECT_TRUE(v.same_index(q.view()));
+  Panel r(std::vector<int>{2, 5, 9});
+  r.append_block(0, 1, 4);
+  r.append_block(0, 3, 2);
+  EXPECT_FALSE(v.same_index(r.view()));
+}
+
 // An index several panels share (Panel::adopt of a shared index, as a replayed product plan's C
 // panels have it): a panel copies it before its first change, so neither the holder nor the
 // other panels see the change; copies of such a panel share it too, and a moved-from panel is

@@ -42,6 +42,9 @@ struct PanelView {
   /// Whether this view shows exactly the index object `x`, as Panel::view made it: `index` is
   /// `x`, and the pointers and counts are its arrays' (not a view whose fields someone changed).
   bool shows(const PanelIndex& x) const;
+  /// Whether `o` has this view's index, word for word: the same rows, blocks, offsets and value
+  /// count (wherever the arrays lie; the values are not compared).
+  bool same_index(const PanelView& o) const;
   /// The index object this view shows (shows(*index)), held, or null: none, or not a shared_ptr's
   /// (a Panel keeps its index in one). Its holder may rely on it never changing: a Panel copies an
   /// index before its first change while another holds it.

@@ -415,7 +415,8 @@ def main(argv):
                         "host": socket.gethostname(), "cpus": os.cpu_count(), "load_average_before": load_before,
                         "build": {"dir": build, "version": program_version(plexus, env)},
                         "job_environment": {k: v for k, v in sorted(env.items())
-                                            if k.startswith(("OMPI_MCA_", "PLEXUS_", "OMP_", "OPENBLAS_"))}}}
+                                            if k.startswith(("OMPI_MCA_", "PLEXUS_", "OMP_", "OPENBLAS_",
+                                                             "GLIBC_TUNABLES"))}}}
     if base_plexus:
         out["baseline"] = {"dir": os.path.abspath(opts.baseline), "version": program_version(base_plexus, env)}
         print("this build: %s (%s); baseline: %s (%s)" % (build, first_line(out["metadata"]["build"]["version"]),

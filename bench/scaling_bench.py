@@ -35,8 +35,12 @@ settle the target).
 
 Run it on an otherwise idle machine (the load average is recorded before and after; a 1-minute
 load above 0.5 before the run is warned about): figures from a busy machine mean nothing. The jobs
-inherit the environment; the JSON's metadata.job_environment lists the OMPI_MCA_*, OPENBLAS_* and
-PLEXUS_* variables they ran under (e.g. OMPI_MCA_osc_sm_backing_directory, docs/user-guide.md).
+inherit the environment; the JSON's metadata.job_environment lists the OMPI_MCA_*, OPENBLAS_*,
+PLEXUS_* and GLIBC_TUNABLES variables they ran under (e.g. OMPI_MCA_osc_sm_backing_directory,
+docs/user-guide.md). Where a fresh page of memory is dear (plexus-bench's machine.os_costs: several
+microseconds a 4 KB page), DBCSR, which allocates its buffers anew in every multiply, spends its time
+in page faults; GLIBC_TUNABLES=glibc.malloc.hugetlb=1 gives its allocations huge pages (h2o on one
+rank of the Zen 5 guest: 2.6-2.7 s a multiply without, 0.46 s with; docs/performance.md).
 
   python3 bench/scaling_bench.py                       # full sizes, 1,2,4 ranks, 3 rounds
   python3 bench/scaling_bench.py --quick --ranks 1,2 --rounds 1 --strategies cannon \\
@@ -939,11 +943,12 @@ def main(argv):
         "load_average_before": load_before,
         "load_average_after": load_after,
         "busy_machine": busy,
-        # What the jobs ran under beyond the command line: Open MPI's parameters, OpenBLAS's and
-        # plexus's variables from the environment (OMPI_MCA_osc_sm_backing_directory, for one,
-        # moves h2o; OPENBLAS_CORETYPE moves dense ticks and DBCSR's BLAS).
+        # What the jobs ran under beyond the command line: Open MPI's parameters, OpenBLAS's,
+        # glibc's and plexus's variables from the environment (OMPI_MCA_osc_sm_backing_directory,
+        # for one, moves h2o; OPENBLAS_CORETYPE moves dense ticks and DBCSR's BLAS;
+        # GLIBC_TUNABLES=glibc.malloc.hugetlb=1 moves DBCSR where fresh pages are dear).
         "job_environment": {k: v for k, v in sorted(env.items())
-                            if k.startswith(("OMPI_MCA_", "PLEXUS_", "OPENBLAS_"))},
+                            if k.startswith(("OMPI_MCA_", "PLEXUS_", "OPENBLAS_", "GLIBC_TUNABLES"))},
         "seconds_total": time.time() - t_start,
         "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.class_repetitions,
                    "warm_up": opts.warm_up if opts.warm_up is not None else

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "yardsticks.hpp"
+
 namespace plexus::bench {
 
 struct OsCosts {
@@ -30,13 +32,13 @@ struct OsCosts {
 
 namespace os_costs_detail {
 
-using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using yardsticks::Clock;
+using yardsticks::seconds_since;
 
 inline double syscall_seconds(int n) {
   const auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) ::syscall(SYS_getppid);
-  return since(t0) / n;
+  return seconds_since(t0) / n;
 }
 
 // Both processes on the first core this one may run on; each yields `n` times, so the core
@@ -71,7 +73,7 @@ inline double switch_seconds(int n) {
       for (int i = 0; i < n; ++i) ::sched_yield();
       int status = 0;
       ::waitpid(child, &status, 0);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) seconds = since(t0) / (2.0 * n);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) seconds = seconds_since(t0) / (2.0 * n);
     } else {
       ::waitpid(child, nullptr, 0);
     }
@@ -94,7 +96,7 @@ inline double first_touch_seconds(std::size_t bytes, bool huge) {
   volatile char* c = static_cast<char*>(p);
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < bytes; i += 4096) c[i] = 1;
-  const double s = since(t0);
+  const double s = seconds_since(t0);
   ::munmap(p, bytes);
   return s;
 }

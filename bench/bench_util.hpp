@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "build_info.hpp"
+#include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
 #include "plexus/parameters.hpp"
 
@@ -285,6 +286,34 @@ inline std::string check_metadata_file(const std::string& path, const std::strin
     return std::string("not well-formed JSON: ") + e.what();
   }
   return check_metadata(doc, benchmark, ranks);
+}
+
+/// Writes a benchmark's JSON document to `path`, or to standard output when `path` is empty, and
+/// says where it went. A file that cannot be written is a plexus::Error, not an InputError: only
+/// rank 0 writes, so the programs end the job for it (MPI_Abort) instead of returning on one rank.
+inline void write_json(const json& doc, const std::string& path, int indent = 2) {
+  const std::string text = doc.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+  if (path.empty()) {
+    std::fwrite("\n", 1, 1, stdout);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) throw plexus::Error("--json", "cannot write '" + path + "'");
+  std::printf("\nwrote %s\n", path.c_str());
+}
+
+/// --check's verdict on a written file, given what its check found (`err`, "" when nothing):
+/// "JSON check passed" and 0, or the failure on standard error and 1.
+inline int check_verdict(const std::string& err, const std::string& path, const std::string& benchmark) {
+  if (!err.empty()) {
+    std::fprintf(stderr, "%s: check of %s failed: %s\n", benchmark.c_str(), path.c_str(), err.c_str());
+    return 1;
+  }
+  std::printf("JSON check passed\n");
+  return 0;
 }
 
 }  // namespace plexus::bench

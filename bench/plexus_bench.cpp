@@ -488,25 +488,10 @@ int run(const Options& opt, const plexus::bench::OsCosts& os) {
   info.rounds = opt.repeat;
   info.per_repetition_times = per_repetition;
   js["metadata"] = plexus::bench::run_metadata(info);
-  const std::string text = js.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-
-  if (opt.json.empty()) {
-    std::printf("\n%s", text.c_str());
-  } else {
-    std::ofstream f(opt.json);
-    f << text;
-    f.close();
-    if (!f) throw plexus::Error("plexus-bench", "cannot write " + opt.json);
-    std::printf("\nJSON written to %s\n", opt.json.c_str());
-  }
-  if (opt.check) {
-    const std::string err = check_json(opt.json, run_classes, ranks);
-    if (!err.empty()) {
-      std::fprintf(stderr, "plexus-bench: check of %s failed: %s\n", opt.json.c_str(), err.c_str());
-      return 1;
-    }
-    std::printf("JSON check passed\n");
-  }
+  plexus::bench::write_json(js, opt.json);
+  if (opt.check &&
+      plexus::bench::check_verdict(check_json(opt.json, run_classes, ranks), opt.json, "plexus-bench") != 0)
+    return 1;
   if (!all_passed) {
     std::fprintf(stderr, "plexus-bench: a result check failed (see above)\n");
     return 1;

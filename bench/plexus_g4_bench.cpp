@@ -297,25 +297,10 @@ int main(int argc, char** argv) {
       info.warm_up = 0;
       info.rounds = nullptr;  // every configuration runs once (its measurements timed together)
       doc["metadata"] = plexus::bench::run_metadata(info);
-      const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-      if (o.json.empty()) {
-        std::cout << "\n" << text;
-      } else {
-        std::ofstream out(o.json);
-        out << text;
-        out.close();
-        if (!out) throw plexus::InputError(o.json, "cannot write '" + o.json + "'");
-        std::printf("\nwrote %s\n", o.json.c_str());
-      }
-      if (o.check) {
-        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-g4-bench", size);
-        if (!err.empty()) {
-          std::fprintf(stderr, "plexus-g4-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
-          code = 1;
-        } else {
-          std::printf("JSON check passed\n");
-        }
-      }
+      plexus::bench::write_json(doc, o.json);
+      if (o.check && plexus::bench::check_verdict(plexus::bench::check_metadata_file(o.json, "plexus-g4-bench", size),
+                                                  o.json, "plexus-g4-bench") != 0)
+        code = 1;
     }
     MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
   } catch (const std::exception& e) {

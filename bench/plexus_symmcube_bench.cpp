@@ -831,25 +831,11 @@ int main(int argc, char** argv) {
           std::printf("\n2.5D (Replication = %d): not available: %s\n", o.replication, replication_reason.c_str());
       }
       std::printf("\nno emulated network (issue 14): every message is a shared-memory copy on this machine\n");
-      const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-      if (o.json.empty()) {
-        std::cout << "\n" << text;
-      } else {
-        std::ofstream f(o.json);
-        f << text;
-        f.close();
-        if (!f) throw plexus::Error("plexus-symmcube-bench", "cannot write '" + o.json + "'");
-        std::printf("\nwrote %s\n", o.json.c_str());
-      }
-      if (o.check) {
-        const std::string err = plexus::bench::check_metadata_file(o.json, "plexus-symmcube-bench", size);
-        if (!err.empty()) {
-          std::fprintf(stderr, "plexus-symmcube-bench: check of %s failed: %s\n", o.json.c_str(), err.c_str());
-          code = 1;
-        } else {
-          std::printf("JSON check passed\n");
-        }
-      }
+      plexus::bench::write_json(doc, o.json, 1);
+      if (o.check &&
+          plexus::bench::check_verdict(plexus::bench::check_metadata_file(o.json, "plexus-symmcube-bench", size),
+                                       o.json, "plexus-symmcube-bench") != 0)
+        code = 1;
       if (!all_valid) std::fprintf(stderr, "plexus-symmcube-bench: a result check failed (see \"validated\")\n");
     }
     MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);

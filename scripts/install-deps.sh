@@ -31,6 +31,7 @@ PACKAGES=(
   clang libclang-rt-14-dev libomp-dev lld  # the sanitizer and fuzz build of scripts/test.sh (libFuzzer, clang's OpenMP, its linker)
   iproute2 python3  # the emulated network (bench/shaped_network.sh: ip, tc) and its volume test
   libdbcsr-dev gfortran  # the optional comm_dbcsr plugin (DBCSR's own multiply; linking it needs Fortran)
+  fypp  # DBCSR's preprocessor, for bench/build_dbcsr.sh (DBCSR with libxsmm) and its test
 )
 
 for arg in "$@"; do

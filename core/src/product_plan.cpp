@@ -17,6 +17,19 @@ template <class T>
 bool equal(const Vec<T>& v, const T* p, std::int64_t n) {
   return static_cast<std::int64_t>(v.size()) == n && (n == 0 || std::equal(v.begin(), v.end(), p));
 }
+
+// The copied index as a view without values, so that PanelView::same_index compares it.
+PanelView view_of_copy(const IndexCopy& c) {
+  PanelView v;
+  v.nrows = static_cast<int>(c.row_ids.size());
+  v.nblocks = static_cast<std::int64_t>(c.cols.size());
+  v.data_size = c.data_size;
+  v.row_ids = c.row_ids.data();
+  v.row_ptr = c.row_ptr.data();
+  v.cols = c.cols.data();
+  v.offsets = c.offsets.data();
+  return v;
+}
 }  // namespace
 
 IndexCopy::IndexCopy(const PanelView& v) : data_size(v.data_size), held_(v.held_index()) {
@@ -59,8 +72,7 @@ bool IndexCopy::same(const PanelView& v) const {
       held_.compare_exchange_strong(h, std::move(theirs), std::memory_order_acq_rel);
     return true;
   }
-  return equal(row_ids, v.row_ids, v.nrows) && equal(row_ptr, v.row_ptr, v.nrows + 1) &&
-         equal(cols, v.cols, v.nblocks) && equal(offsets, v.offsets, v.nblocks);
+  return view_of_copy(*this).same_index(v);
 }
 
 std::int64_t IndexCopy::bytes() const {

@@ -539,3 +539,58 @@ TEST(ProductPlans, ATickBeyondTheRoomIsNotRecordedAtAll) {
     EXPECT_EQ(large.size(), 1U);
   }
 }
+
+// Views that show no Panel's index (received images: packed words) are copied into the plan and
+// compared with it word by word: the same index in other arrays replays every tick, and a block
+// moved to another column of the same size (same counts, same value places) makes its tick and
+// the later ones be built, with C what a product without plans makes.
+TEST(ProductPlans, ViewsWithoutAnIndexObjectAreCopiedAndComparedWordByWord) {
+  const Case k;
+  struct Packed {
+    std::vector<std::int64_t> words;
+    std::vector<double> values;
+    PanelView view() const {
+      return PanelView::from_packed(words.data(), static_cast<std::int64_t>(words.size()), values.data());
+    }
+  };
+  const auto pack = [](const PanelView& v) {
+    Packed p;
+    p.words.resize(static_cast<std::size_t>(PanelView::packed_words(v.nrows, v.nblocks)));
+    v.pack_to(p.words.data());
+    p.values.assign(v.data, v.data + v.data_size);
+    return p;
+  };
+  const auto run = [&k](Kernel& kernel, const std::vector<Packed>& a, ProductPlans* plans) {
+    LocalProduct lp(k.c0.view(), k.l, kernel, 1, {}, {}, 0.5, 0, plans);
+    for (std::size_t t = 0; t < a.size(); ++t) {
+      const PanelView v = a[t].view();
+      EXPECT_EQ(v.index, nullptr);
+      lp.multiply(v, k.l, k.b[t].view(), k.l);
+    }
+    Outcome r;
+    r.stats = lp.stats();
+    r.c = lp.finish();
+    return r;
+  };
+  std::vector<Packed> a;
+  for (const Panel& p : k.a) a.push_back(pack(p.view()));
+  LoggingKernel kernel;
+  ProductPlans plans;
+  const Outcome fresh = run(kernel, a, nullptr);
+  EXPECT_EQ(run(kernel, a, &plans).stats.replayed_ticks, 0);
+  const std::vector<Packed> again = a;  // the same words in other arrays
+  const Outcome replayed = run(kernel, again, &plans);
+  EXPECT_EQ(replayed.stats.replayed_ticks, 3);
+  expect_same_panel(replayed.c, fresh.c);
+  // Tick 1's A: its last block two columns on (sizes repeat every two columns).
+  std::vector<Packed> moved = a;
+  const PanelView v = a[1].view();
+  const std::size_t last_col = static_cast<std::size_t>(3 + 2 * v.nrows + 1 + v.nblocks - 1);
+  ASSERT_EQ(moved[1].words[last_col], v.cols[v.nblocks - 1]);
+  ASSERT_LT(v.cols[v.nblocks - 1] + 2, k.s.count());
+  moved[1].words[last_col] += 2;
+  const Outcome changed = run(kernel, moved, &plans);
+  EXPECT_EQ(changed.stats.replayed_ticks, 1);
+  expect_same_panel(changed.c, run(kernel, moved, nullptr).c);
+  EXPECT_EQ(run(kernel, moved, &plans).stats.replayed_ticks, 3) << "the plan it left is the moved one's";
+}

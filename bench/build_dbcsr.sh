@@ -83,21 +83,23 @@ if [ -n "$plexus_build" ]; then
   [ ! -e "$plexus_build" ] || [ -d "$plexus_build" ] || die "--plexus-build '$plexus_build' exists and is not a directory"
 fi
 
-# Debian's fypp is a Python script for /usr/bin/python3; DBCSR runs it under the first python3 in
-# PATH, which may be another interpreter without fypp's package (a pyenv or a virtual environment).
-# So the build runs with the system's directories first and the system's Python.
-export PATH="/usr/local/bin:/usr/bin:/bin:$PATH"
-python="/usr/bin/python3"
-[ -x "$python" ] || python="$(command -v python3 || true)"
 missing=()
 for tool in cmake make gfortran mpifort fypp pkg-config; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
-[ -n "$python" ] || missing+=("python3")
 [ ${#missing[@]} -eq 0 ] || fail "missing: ${missing[*]} (Debian: bash scripts/install-deps.sh)"
-# DBCSR runs fypp as "<Python_EXECUTABLE> <fypp>".
-"$python" "$(command -v fypp)" --version >/dev/null 2>&1 \
-  || fail "fypp ($(command -v fypp)) does not run under $python (Debian: apt-get install fypp)"
+# DBCSR runs its preprocessor as "<Python_EXECUTABLE> <fypp>", with the first python3 in PATH
+# unless told. Debian's fypp is a package of the system's Python, which another interpreter first
+# in PATH (a pyenv, a virtual environment) lacks: so the first of these that runs fypp is given.
+fypp="$(command -v fypp)"
+python=""
+for p in /usr/bin/python3 "$(command -v python3 || true)"; do
+  if [ -n "$p" ] && [ -x "$p" ] && "$p" "$fypp" --version >/dev/null 2>&1; then
+    python="$p"
+    break
+  fi
+done
+[ -n "$python" ] || fail "no python3 runs fypp ($fypp) (Debian: apt-get install fypp python3)"
 xsmm_mod=""
 if [ "$smm" = libxsmm ]; then
   pkg-config --exists libxsmmf libxsmmext \

@@ -162,6 +162,41 @@ def program_version(plexus, env):
     return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
 
 
+def os_costs(plexus, env):
+    """What the operating system charges here, from `plexus-bench --os-costs` beside `plexus` (a
+    system call, a switch between two processes on one core, a fresh 4 KB page, in us; fresh memory
+    on huge pages, GB/s): (the figures, None), or (None, why not). About 0.3 s, before any job."""
+    bench = os.path.join(os.path.dirname(plexus), "plexus-bench")
+    if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
+        return None, "no plexus-bench beside %s" % plexus
+    try:
+        p = subprocess.run([bench, "--os-costs"], env=env, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, "`%s --os-costs` failed: %s" % (bench, e)
+    if p.returncode != 0:
+        return None, "`%s --os-costs` failed (exit %d): %s" % (bench, p.returncode, p.stderr.strip()[-300:])
+    try:
+        costs = json.loads(p.stdout)["os_costs"]
+    except (ValueError, KeyError, TypeError) as e:
+        return None, "`%s --os-costs` printed no figures: %s" % (bench, e)
+    return costs, None
+
+
+def os_costs_line(costs, why_not):
+    """The report's line for os_costs()' result."""
+    if costs is None:
+        return "operating system's costs: not measured (%s)" % why_not
+
+    def us(k):
+        v = costs.get(k)
+        return "-" if v is None else "%.2f us" % v
+    gbs = costs.get("fresh_huge_gb_per_s")
+    return ("operating system: a system call %s, a switch between two processes on one core %s, a fresh "
+            "4 KB page %s, fresh memory on huge pages %s (plexus-bench --os-costs)"
+            % (us("syscall_us"), us("process_switch_us"), us("fresh_page_us"),
+               "-" if gbs is None else "%.1f GB/s" % gbs))
+
+
 def first_line(text):
     return text.splitlines()[0] if text else "version unknown"
 

@@ -185,6 +185,7 @@ double relative_difference(const plexus::DistMatrix& x, const plexus::DistMatrix
 
 struct Options {
   bool quick = false, check = false;
+  bool os_costs_only = false;  // --os-costs: the operating system's costs alone, no MPI
   double scale = 1.0;
   int repeat = 2;
   std::vector<std::string> classes{"h2o", "se", "dense"};
@@ -194,14 +195,20 @@ struct Options {
   std::vector<std::string> command;  // the command line, for the metadata
 };
 
+constexpr const char* kUsage =
+    "usage: plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]\n"
+    "                    [--backend auto|avx512|avx2|libxsmm|blas] [--json FILE] [--check]\n"
+    "       plexus-bench --os-costs [--json FILE]\n"
+    "  --backend B the cpu kernel's Backend (default auto)\n"
+    "  --scale S   multiplies the number of block rows/cols of every class (flops grow ~S^3)\n"
+    "  --json FILE writes the figures as JSON (default: JSON on stdout after the summary)\n"
+    "  --check     re-reads the JSON file and checks that it is well-formed and complete\n"
+    "  --os-costs  only what the operating system charges (a system call, a switch between two\n"
+    "              processes on one core, a fresh page; about 0.3 s, without MPI), as JSON\n"
+    "              {\"os_costs\": {...}}; bench/scaling_bench.py records it this way\n";
+
 [[noreturn]] void usage(const std::string& msg) {
-  std::cerr << "plexus-bench: " << msg << "\n"
-            << "usage: plexus-bench [--quick] [--scale S] [--repeat R] [--classes h2o,se,dense] [--dgemm-n N]\n"
-            << "                    [--backend auto|avx512|avx2|libxsmm|blas] [--json FILE] [--check]\n"
-            << "  --backend B the cpu kernel's Backend (default auto)\n"
-            << "  --scale S   multiplies the number of block rows/cols of every class (flops grow ~S^3)\n"
-            << "  --json FILE writes the figures as JSON (default: JSON on stdout after the summary)\n"
-            << "  --check     re-reads the JSON file and checks that it is well-formed and complete\n";
+  std::cerr << "plexus-bench: " << msg << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -236,13 +243,26 @@ Options parse(int argc, char** argv) {
       std::stringstream ss(value());
       for (std::string c; std::getline(ss, c, ',');)
         if (!c.empty()) o.classes.push_back(c);
+    } else if (a == "--os-costs") {
+      o.os_costs_only = true;
     } else if (a == "--help" || a == "-h") {
-      usage("help");
+      std::cout << kUsage;
+      std::exit(0);
     } else {
       usage("unknown argument " + a);
     }
   }
   if (o.check && o.json.empty()) usage("--check needs --json FILE");
+  if (o.os_costs_only) {
+    // Only --json goes with it: every other option is about the classes, which it does not run.
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--json")
+        ++i;
+      else if (a != "--os-costs")
+        usage("--os-costs takes only --json FILE, not " + a);
+    }
+  }
   if (o.quick) {
     o.repeat = 1;
     o.dgemm_n = std::min(o.dgemm_n, 256);
@@ -280,6 +300,20 @@ std::string check_json(const std::string& path, const std::vector<std::string>& 
   return plexus::bench::check_metadata(root, "plexus-bench", ranks);
 }
 
+void print_os_costs(std::FILE* out, const plexus::bench::OsCosts& os) {
+  std::fprintf(out,
+               "operating system: a system call %.2f us, a switch between two processes on one core %.2f us, a "
+               "fresh 4 KB page %.2f us (fresh memory on huge pages %.2f GB/s)\n",
+               os.syscall_us, os.process_switch_us, os.fresh_page_us, os.fresh_huge_gb_per_s);
+}
+
+json os_costs_json(const plexus::bench::OsCosts& os) {
+  return {{"syscall_us", number(os.syscall_us)},
+          {"process_switch_us", number(os.process_switch_us)},
+          {"fresh_page_us", number(os.fresh_page_us)},
+          {"fresh_huge_gb_per_s", number(os.fresh_huge_gb_per_s)}};
+}
+
 int run(const Options& opt, const plexus::bench::OsCosts& os) {
   plexus::Registry::global().load_default();
   plexus::ParameterList cannon_params("cannon"), cpu1_params("cpu"), cpu2_params("cpu");
@@ -300,10 +334,7 @@ int run(const Options& opt, const plexus::bench::OsCosts& os) {
       "OpenBLAS DGEMM n=%d, one core (OpenBLAS's %s kernels): %.2f GFLOP/s (before the classes; each class "
       "measures it again between its multiplies)\n",
       opt.dgemm_n, dgemm_kernels.c_str(), dgemm);
-  std::printf(
-      "operating system: a system call %.2f us, a switch between two processes on one core %.2f us, a fresh "
-      "4 KB page %.2f us (fresh memory on huge pages %.2f GB/s)\n",
-      os.syscall_us, os.process_switch_us, os.fresh_page_us, os.fresh_huge_gb_per_s);
+  print_os_costs(stdout, os);
 
   json js;
   js["benchmark"] = "plexus-bench";
@@ -319,11 +350,7 @@ int run(const Options& opt, const plexus::bench::OsCosts& os) {
   js["machine"] = {{"threads", omp_get_max_threads()},
                    {"ranks", 1},
                    {"libxsmm_target", libxsmm_target},
-                   {"os_costs",
-                    {{"syscall_us", number(os.syscall_us)},
-                     {"process_switch_us", number(os.process_switch_us)},
-                     {"fresh_page_us", number(os.fresh_page_us)},
-                     {"fresh_huge_gb_per_s", number(os.fresh_huge_gb_per_s)}}}};
+                   {"os_costs", os_costs_json(os)}};
   js["targets"] = {{"h2o_se_fraction_of_libxsmm", kTargetXsmm},
                    {"dense_fraction_of_dgemm", kTargetDgemm},
                    {"speedup_2_threads", 1.8}};
@@ -506,6 +533,16 @@ int main(int argc, char** argv) {
   // whose measurement forks: before MPI_Init.
   const Options opt = parse(argc, argv);
   const plexus::bench::OsCosts os = plexus::bench::measure_os_costs();
+  if (opt.os_costs_only) {
+    print_os_costs(stderr, os);
+    try {
+      plexus::bench::write_json({{"benchmark", "plexus-bench"}, {"os_costs", os_costs_json(os)}}, opt.json);
+    } catch (const plexus::Error& e) {
+      std::fprintf(stderr, "plexus-bench: %s: %s\n", e.where().c_str(), e.what());
+      return 1;
+    }
+    return 0;
+  }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rc = 0;

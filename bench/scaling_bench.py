@@ -66,7 +66,8 @@ import time
 from bench_common import (OMPI_ENV, add_output_options, available_strategies, check_baseline_strategies,
                           check_output_path, check_strategies, configure, default_json_path, fail, first_line,
                           int_list, job_environment, launcher as mpi_launcher, loadavg, log, name_list,
-                          plexus_program, plugin_listing, program_version, UsageError, write_json)
+                          os_costs, os_costs_line, plexus_program, plugin_listing, program_version, UsageError,
+                          write_json)
 
 configure("scaling_bench", "scaling")
 
@@ -578,6 +579,8 @@ def text_report(opts, strategies, classes, tgts, meta, base=None):
         if t["id"] == "speedup_2_vs_1" and (t["note"] or "").startswith("the busiest"):
             vs += "; " + t["note"]
         L.append("  %-4s %-6s %s: %s" % (t["status"], t["class"], t["what"], vs))
+    if "os_costs" in meta:  # files written before stop 66 lack it
+        L.append(os_costs_line(meta["os_costs"], meta.get("os_costs_why_not")))
     la = meta["load_average_before"]
     lb = meta["load_average_after"]
     L.append("load average (1, 5, 15 min): before %s, after %s" % (
@@ -606,9 +609,16 @@ def check_json(path, opts, strategies):
         return problems
     m = doc["metadata"]
     for k in ("date_utc", "host", "command_line", "load_average_before", "load_average_after", "busy_machine",
-              "plexus_metadata", "timing"):
+              "plexus_metadata", "timing", "os_costs", "os_costs_why_not"):
         if k not in m:
             problems.append("metadata: missing '%s'" % k)
+    oc = m.get("os_costs")
+    if oc is None and not m.get("os_costs_why_not"):
+        problems.append("metadata.os_costs is null without a reason")
+    elif oc is not None:
+        for k in ("syscall_us", "process_switch_us", "fresh_page_us", "fresh_huge_gb_per_s"):
+            if k not in oc:
+                problems.append("metadata.os_costs: missing '%s'" % k)
     pm = m.get("plexus_metadata") or {}
     for k in ("plexus", "ranks", "mpi_library", "parameters"):
         if k not in pm:
@@ -835,6 +845,10 @@ def main(argv):
     if busy:
         log("WARNING: 1-minute load average %.2f > 0.5: the machine is not idle; figures will be noisy"
             % load_before[0])
+    # What a switch between ranks sharing a core and a fresh page cost here: they set the 4-rank
+    # figures and those of a library that allocates every multiply (docs/performance.md).
+    costs, costs_why_not = os_costs(plexus, env)
+    log(os_costs_line(costs, costs_why_not))
 
     jobs = []
     for r in range(opts.rounds):
@@ -949,6 +963,8 @@ def main(argv):
         # GLIBC_TUNABLES=glibc.malloc.hugetlb=1 moves DBCSR where fresh pages are dear).
         "job_environment": {k: v for k, v in sorted(env.items())
                             if k.startswith(("OMPI_MCA_", "PLEXUS_", "OPENBLAS_", "GLIBC_TUNABLES"))},
+        "os_costs": costs,
+        "os_costs_why_not": costs_why_not,
         "seconds_total": time.time() - t_start,
         "timing": {"rounds": opts.rounds, "repetitions_per_job": opts.class_repetitions,
                    "warm_up": opts.warm_up if opts.warm_up is not None else

@@ -28,6 +28,7 @@
 #include "build_info.hpp"
 #include "plexus/error.hpp"
 #include "plexus/mpi.hpp"
+#include "plexus/output.hpp"
 #include "plexus/parameters.hpp"
 
 namespace plexus::bench {
@@ -70,6 +71,15 @@ inline std::int64_t to_int(const std::string& option, const std::string& v, std:
     throw UsageError(option + " needs an integer in " + std::to_string(lo) + " .. " + std::to_string(hi) +
                      (suffix ? " (K, M, G suffixes allowed)" : "") + ", got '" + v + "'");
   return x * mult;
+}
+
+/// The value of `option` as a finite number > 0.
+inline double to_positive(const std::string& option, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x > 0) || !std::isfinite(x))
+    throw UsageError(option + " needs a number > 0, got '" + v + "'");
+  return x;
 }
 
 /// lo, 2 lo, 4 lo, ... <= hi.
@@ -288,9 +298,72 @@ inline std::string check_metadata_file(const std::string& path, const std::strin
   return check_metadata(doc, benchmark, ranks);
 }
 
-/// Writes a benchmark's JSON document to `path`, or to standard output when `path` is empty, and
-/// says where it went. A file that cannot be written is a plexus::Error, not an InputError: only
-/// rank 0 writes, so the programs end the job for it (MPI_Abort) instead of returning on one rank.
+/// --json FILE, checked before any work by rank 0 of `comm`, which is the rank that writes it: a
+/// directory, a block device, or a path whose directory is missing or not writable ends the run
+/// now, on every rank (an InputError naming --json, the same text everywhere), instead of after the
+/// measurements. "" (the JSON on standard output) and "-" pass. Collective over `comm`: every rank
+/// calls it at the same point of its set-up.
+inline void check_json_path(const std::string& path, MPI_Comm comm = MPI_COMM_WORLD) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string why;
+  if (rank == 0 && !path.empty()) {
+    try {
+      plexus::output::check(path, "--json");
+    } catch (const plexus::InputError& e) {
+      why = e.what();
+    }
+  }
+  int len = static_cast<int>(why.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  if (len == 0) return;
+  why.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(why.data(), len, MPI_CHAR, 0, comm);
+  throw plexus::InputError("--json", why);
+}
+
+/// check_json_path for a program that checks before MPI starts (one process): the same verdict,
+/// said on standard error as "<program>: --json: ...", and the process ends with exit status 2.
+inline void check_json_path_or_exit(const char* program, const std::string& path) {
+  if (path.empty()) return;
+  try {
+    plexus::output::check(path, "--json");
+  } catch (const plexus::InputError& e) {
+    std::fprintf(stderr, "%s: --json: %s\n", program, e.what());
+    std::exit(2);
+  }
+}
+
+/// The start every MPI driver shares, on every rank alike, before any work: `parse(help)` reads the
+/// command line (throwing on a bad one) and returns the --json path, or sets `help`; the usage is
+/// printed by rank 0 for --help; the path is checked (check_json_path). Returns -1 to go on, or the
+/// exit status to end with (0 after --help, 2 after an error, which rank 0 prints); the caller then
+/// finalizes MPI and returns it. No rank leaves without the others: the command line is the same
+/// everywhere and the path's verdict is rank 0's.
+template <class Parse>
+int start(const char* program, const char* usage, Parse&& parse) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    bool help = false;
+    const std::string json_path = parse(help);
+    if (help) {
+      if (rank == 0) std::fputs(usage, stdout);
+      return 0;
+    }
+    check_json_path(json_path);
+    return -1;
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 2;
+  }
+}
+
+/// Writes a benchmark's JSON document to `path` ("-" or "" for standard output, "" after an empty
+/// line) and says where it went. A regular file is written through a temporary file renamed into
+/// place (plexus/output.hpp), so a failed write leaves an earlier file as it was. A failure is a
+/// plexus::Error: only rank 0 writes, so the programs end the job for it (MPI_Abort) instead of
+/// returning on one rank; check_json_path() refuses the paths it can tell before the work.
 inline void write_json(const json& doc, const std::string& path, int indent = 2) {
   const std::string text = doc.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
   if (path.empty()) {
@@ -298,11 +371,12 @@ inline void write_json(const json& doc, const std::string& path, int indent = 2)
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) throw plexus::Error("--json", "cannot write '" + path + "'");
-  std::printf("\nwrote %s\n", path.c_str());
+  try {
+    plexus::output::write_text(path, text, "--json");
+  } catch (const plexus::Error& e) {
+    throw plexus::Error("--json", e.what());  // not an InputError: see above
+  }
+  if (path != "-") std::printf("\nwrote %s\n", path.c_str());
 }
 
 /// --check's verdict on a written file, given what its check found (`err`, "" when nothing):

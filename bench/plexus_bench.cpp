@@ -212,6 +212,7 @@ constexpr const char* kUsage =
   std::exit(2);
 }
 
+/// The options; a bad value is a plexus::bench::UsageError (main says it with the usage).
 Options parse(int argc, char** argv) {
   Options o;
   o.command = plexus::bench::command_line(argc, argv);
@@ -226,14 +227,11 @@ Options parse(int argc, char** argv) {
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--scale") {
-      o.scale = std::atof(value().c_str());
-      if (!(o.scale > 0)) usage("--scale must be > 0");
+      o.scale = plexus::bench::to_positive(a, value());
     } else if (a == "--repeat") {
-      o.repeat = std::atoi(value().c_str());
-      if (o.repeat < 1) usage("--repeat must be >= 1");
+      o.repeat = static_cast<int>(plexus::bench::to_int(a, value(), 1, 1000000));
     } else if (a == "--dgemm-n") {
-      o.dgemm_n = std::atoi(value().c_str());
-      if (o.dgemm_n < 1) usage("--dgemm-n must be >= 1");
+      o.dgemm_n = static_cast<int>(plexus::bench::to_int(a, value(), 1, 100000));
     } else if (a == "--backend") {
       o.backend = value();
     } else if (a == "--json") {
@@ -252,7 +250,9 @@ Options parse(int argc, char** argv) {
       usage("unknown argument " + a);
     }
   }
-  if (o.check && o.json.empty()) usage("--check needs --json FILE");
+  if (o.check && (o.json.empty() || o.json == "-")) usage("--check needs --json FILE (a file it can read back)");
+  // Before anything is measured: a path it could not write would lose the whole run at its end.
+  plexus::bench::check_json_path_or_exit("plexus-bench", o.json);
   if (o.os_costs_only) {
     // Only --json goes with it: every other option is about the classes, which it does not run.
     for (int i = 1; i < argc; ++i) {
@@ -531,7 +531,12 @@ int run(const Options& opt, const plexus::bench::OsCosts& os) {
 int main(int argc, char** argv) {
   // The options first (a usage error exits before MPI starts), then the operating system's costs,
   // whose measurement forks: before MPI_Init.
-  const Options opt = parse(argc, argv);
+  Options opt;
+  try {
+    opt = parse(argc, argv);
+  } catch (const plexus::bench::UsageError& e) {
+    usage(e.what());
+  }
   const plexus::bench::OsCosts os = plexus::bench::measure_os_costs();
   if (opt.os_costs_only) {
     print_os_costs(stderr, os);

@@ -261,6 +261,7 @@ struct Options {
   std::exit(code);
 }
 
+/// The options; a bad value is a plexus::bench::UsageError (main says it with the usage).
 Options parse(int argc, char** argv) {
   Options o;
   o.command = plexus::bench::command_line(argc, argv);
@@ -273,14 +274,11 @@ Options parse(int argc, char** argv) {
     if (arg == "--quick") {
       o.quick = true;
     } else if (arg == "--scale") {
-      o.scale = std::atof(value().c_str());
-      if (!(o.scale > 0)) usage("--scale must be > 0");
+      o.scale = plexus::bench::to_positive(arg, value());
     } else if (arg == "--repeat") {
-      o.repeat = std::atoi(value().c_str());
-      if (o.repeat < 1) usage("--repeat must be >= 1");
+      o.repeat = static_cast<int>(plexus::bench::to_int(arg, value(), 1, 1000000));
     } else if (arg == "--dgemm-n") {
-      o.dgemm_n = std::atoi(value().c_str());
-      if (o.dgemm_n < 1) usage("--dgemm-n must be >= 1");
+      o.dgemm_n = static_cast<int>(plexus::bench::to_int(arg, value(), 1, 100000));
     } else if (arg == "--json") {
       o.json = value();
     } else if (arg == "--classes") {
@@ -298,6 +296,9 @@ Options parse(int argc, char** argv) {
       usage("unknown argument " + arg);
     }
   }
+  // Before the device is looked for or anything measured: a path it could not write would lose
+  // the run at its end.
+  plexus::bench::check_json_path_or_exit("plexus-cuda-bench", o.json);
   if (o.quick) {
     o.repeat = 1;
     o.dgemm_n = std::min(o.dgemm_n, 512);
@@ -499,20 +500,22 @@ int run(const Options& opt) {
       info.per_repetition_times.push_back(fmt::format("/classes/{}/{}/seconds_per_repetition", i, k));
   out["metadata"] = plexus::bench::run_metadata(info);
   const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (opt.json.empty()) {
+  if (opt.json.empty())
     std::cout << text;
-  } else {
-    std::ofstream f(opt.json);
-    f << text;
-    if (!f) throw plexus::Error("plexus-cuda-bench", "cannot write " + opt.json);
-  }
+  else
+    plexus::output::write_text(opt.json, text, "--json");  // through a temporary file renamed into place
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);  // before MPI: --help and bad arguments need no MPI
+  Options opt;  // before MPI: --help and bad arguments need no MPI
+  try {
+    opt = parse(argc, argv);
+  } catch (const plexus::bench::UsageError& e) {
+    usage(e.what());
+  }
   MPI_Init(&argc, &argv);
   int code = 0;
   try {

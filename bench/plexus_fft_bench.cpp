@@ -148,7 +148,8 @@ Options parse(int argc, char** argv, bool& help) {
       throw UsageError("unknown option '" + a + "' (see --help)");
     }
   }
-  if (o.check && o.json_path.empty()) throw UsageError("--check needs --json FILE");
+  if (o.check && (o.json_path.empty() || o.json_path == "-"))
+    throw UsageError("--check needs --json FILE (a file it can read back)");
   return o;
 }
 
@@ -467,17 +468,11 @@ int run(const Options& o, MPI_Comm comm) {
                  "(min: %.3f); load %.2f -> %.2f\n",
                  so.median * 1e3, stats_of(t_ours_a2a).median * 1e3, sf.median * 1e3, so.median / sf.median,
                  so.min / sf.min, load_before, load_after);
-    if (o.json_path.empty()) {
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      std::ofstream out(o.json_path);
-      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      if (!out) {
-        std::fprintf(stderr, "plexus-fft-bench: error: cannot write %s\n", o.json_path.c_str());
-        code = 1;
-      } else {
-        std::fprintf(stderr, "plexus-fft-bench: wrote %s\n", o.json_path.c_str());
-      }
+    try {
+      plexus::bench::write_json(j, o.json_path);
+    } catch (const plexus::Error& e) {
+      std::fprintf(stderr, "plexus-fft-bench: error: %s: %s\n", e.where().c_str(), e.what());
+      code = 1;
     }
     if (code == 0 && o.check) {
       const std::string err = check_json(o.json_path, p);
@@ -501,20 +496,14 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Options o;
-  try {
-    bool help = false;
-    o = parse(argc, argv, help);
-    if (help) {
-      if (rank == 0) std::cout << kUsage;
-      fftw_mpi_cleanup();
-      MPI_Finalize();
-      return 0;
-    }
-  } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "plexus-fft-bench: error: %s\n", e.what());
+  if (const int rc = plexus::bench::start("plexus-fft-bench", kUsage, [&](bool& help) {
+        o = parse(argc, argv, help);
+        return o.json_path;
+      });
+      rc >= 0) {
     fftw_mpi_cleanup();
     MPI_Finalize();
-    return 2;
+    return rc;
   }
   int code = 0;
   try {

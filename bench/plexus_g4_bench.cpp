@@ -64,7 +64,15 @@ int to_int(const std::string& option, const std::string& v) {
   return static_cast<int>(x);
 }
 
-Options parse(int argc, char** argv) {
+constexpr const char* kUsage =
+    "Usage: mpiexec -n P plexus-g4-bench [--lx X] [--ly Y] [--nw W] [--measurements M] [--threads k]\n"
+    "                      [--configs replicated,default,ring] [--subrings S1,S2,...] [--json FILE]\n"
+    "                      [--quick] [--check]\n"
+    "  --check  re-read the JSON file and check it and its metadata (needs --json)\n"
+    "See bench/README.md.\n";
+
+/// The options; `help` is set (and nothing else read) for -h or --help.
+Options parse(int argc, char** argv, bool& help) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -98,12 +106,8 @@ Options parse(int argc, char** argv) {
       o.nw = 3;
       o.measurements = 2;
     } else if (a == "-h" || a == "--help") {
-      std::cout << "Usage: mpiexec -n P plexus-g4-bench [--lx X] [--ly Y] [--nw W] [--measurements M] [--threads k]\n"
-                   "                      [--configs replicated,default,ring] [--subrings S1,S2,...] [--json FILE]\n"
-                   "                      [--quick] [--check]\n"
-                   "  --check  re-read the JSON file and check it and its metadata (needs --json)\n"
-                   "See bench/README.md.\n";
-      std::exit(0);
+      help = true;
+      return o;
     } else {
       throw plexus::InputError(a, "unknown option '" + a + "' (see --help)");
     }
@@ -111,7 +115,8 @@ Options parse(int argc, char** argv) {
   for (const auto& c : o.configs)
     if (c != "replicated" && c != "default" && c != "ring")
       throw plexus::InputError("--configs", "unknown configuration '" + c + "' (replicated, default, ring)");
-  if (o.check && o.json.empty()) throw plexus::InputError("--check", "--check needs --json FILE");
+  if (o.check && (o.json.empty() || o.json == "-"))
+    throw plexus::InputError("--check", "--check needs --json FILE (a file it can read back)");
   if (o.lx < 1 || o.ly < 1 || o.nw < 1 || o.measurements < 1 || o.threads < 1)
     throw plexus::InputError("options", "sizes, measurements and threads must be at least 1");
   return o;
@@ -204,9 +209,19 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // The command line and --json first, the same verdict on every rank: a bad one ends the job
+  // cleanly, before any work.
+  Options o;
+  if (const int rc = plexus::bench::start("plexus-g4-bench", kUsage, [&](bool& help) {
+        o = parse(argc, argv, help);
+        return o.json;
+      });
+      rc >= 0) {
+    MPI_Finalize();
+    return rc;
+  }
   int code = 0;
   try {
-    const Options o = parse(argc, argv);
     auto& reg = plexus::Registry::global();
     reg.load_default();
     const bool have_ring = reg.find(plexus::ComponentKind::Comm, "ring") != nullptr;

@@ -191,7 +191,8 @@ Options parse(int argc, char** argv, bool& help) {
     if (c != "blocking" && c != "nboverlap" && c != "ppn" && c != "ndup1")
       throw UsageError("--cases: unknown case '" + c + "' (blocking, nboverlap, ppn, ndup1)");
   if (o.ops.empty() || o.cases.empty()) throw UsageError("--ops and --cases need at least one entry");
-  if (o.check && o.json.empty()) throw UsageError("--check needs --json FILE");
+  if (o.check && (o.json.empty() || o.json == "-"))
+    throw UsageError("--check needs --json FILE (a file it can read back)");
   if (o.min_bytes % 8 != 0 || o.max_bytes % 8 != 0)
     throw UsageError("--min-bytes and --max-bytes must be multiples of 8 (messages of doubles)");
   if (o.min_bytes > o.max_bytes) throw UsageError("--min-bytes is larger than --max-bytes");
@@ -363,21 +364,17 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Arguments first, on every rank alike: a bad one ends the job cleanly before any work.
   Options o;
-  try {
-    bool help = false;
-    o = parse(argc, argv, help);
-    if (help) {
-      if (rank == 0) std::cout << kUsage;
-      MPI_Finalize();
-      return 0;
-    }
-    if (size % o.nodes != 0 || size < o.nodes)
-      throw UsageError(std::to_string(size) + " ranks cannot be cut into --nodes " + std::to_string(o.nodes) +
-                       " nodes of equal size (the rank count must be a multiple of the node count; at least 2 nodes)");
-  } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "plexus-nboverlap-bench: error: %s\n", e.what());
+  if (const int rc = plexus::bench::start("plexus-nboverlap-bench", kUsage, [&](bool& help) {
+        o = parse(argc, argv, help);
+        if (!help && (size % o.nodes != 0 || size < o.nodes))
+          throw UsageError(std::to_string(size) + " ranks cannot be cut into --nodes " + std::to_string(o.nodes) +
+                           " nodes of equal size (the rank count must be a multiple of the node count; at least 2 "
+                           "nodes)");
+        return o.json;
+      });
+      rc >= 0) {
     MPI_Finalize();
-    return 2;
+    return rc;
   }
 
   int code = 0;

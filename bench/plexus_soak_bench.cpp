@@ -96,7 +96,8 @@ int to_int(const std::string& option, const std::string& v, int lowest) {
   return static_cast<int>(x);
 }
 
-Options parse(int argc, char** argv) {
+/// The options; `help` is set (and nothing else read) for -h or --help.
+Options parse(int argc, char** argv, bool& help) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -139,14 +140,15 @@ Options parse(int argc, char** argv) {
       o.multiplies = 40;
       o.every = 10;
     } else if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
+      help = true;
+      return o;
     } else {
       throw plexus::InputError(a, "unknown option '" + a + "' (see --help)");
     }
   }
   if (o.strategies.empty()) throw plexus::InputError("--strategies", "--strategies needs at least one strategy");
-  if (o.check && o.json.empty()) throw plexus::InputError("--check", "--check needs --json FILE");
+  if (o.check && (o.json.empty() || o.json == "-"))
+    throw plexus::InputError("--check", "--check needs --json FILE (a file it can read back)");
   if (o.warmup < 0) o.warmup = std::max(o.every, o.multiplies / 10);
   return o;
 }
@@ -333,9 +335,19 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // The command line and --json first, the same verdict on every rank: a bad one ends the job
+  // cleanly, before any work.
+  Options o;
+  if (const int rc = plexus::bench::start("plexus-soak-bench", kUsage, [&](bool& help) {
+        o = parse(argc, argv, help);
+        return o.json;
+      });
+      rc >= 0) {
+    MPI_Finalize();
+    return rc;
+  }
   int code = 0;
   try {
-    Options o = parse(argc, argv);
     auto& reg = plexus::Registry::global();
     reg.load_default();
     if (o.kernel == "cpu" && reg.find(plexus::ComponentKind::Kernel, "cpu") == nullptr) o.kernel = "reference";

@@ -232,7 +232,8 @@ Options parse(int argc, char** argv, bool& help) {
     throw UsageError("--n " + std::to_string(o.n) + " is not a multiple of --block " + std::to_string(o.block) +
                      " (D has N/B x N/B blocks of B x B)");
   if (o.pp_min > o.pp_max) throw UsageError("--pp-min is larger than --pp-max");
-  if (o.check && o.json.empty()) throw UsageError("--check needs --json FILE");
+  if (o.check && (o.json.empty() || o.json == "-"))
+    throw UsageError("--check needs --json FILE (a file it can read back)");
   if (o.pp_max > INT_MAX) throw UsageError("--pp-max exceeds one MPI call's count of bytes");
   return o;
 }
@@ -376,18 +377,13 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Arguments first, on every rank alike: a bad one ends the job cleanly before any work.
   Options o;
-  try {
-    bool help = false;
-    o = parse(argc, argv, help);
-    if (help) {
-      if (rank == 0) std::cout << kUsage;
-      MPI_Finalize();
-      return 0;
-    }
-  } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "plexus-symmcube-bench: error: %s\n", e.what());
+  if (const int rc = plexus::bench::start("plexus-symmcube-bench", kUsage, [&](bool& help) {
+        o = parse(argc, argv, help);
+        return o.json;
+      });
+      rc >= 0) {
     MPI_Finalize();
-    return 2;
+    return rc;
   }
 
   int code = 0;

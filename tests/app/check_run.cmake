@@ -13,6 +13,7 @@
 #   JSON_VALUES "<file> <path> <regex> [<path> <regex>...]": the value at each path (as JSON_KEYS
 #             names it; strings without quotes, other values as JSON text) matches the whole regex
 #             (no anchors needed: a '$' before the list separator would read as a generator expression)
+#   ABSENT    paths joined by "<;>": none may exist after the command (an output it refused)
 #   CSV       "<file> <rows>": the CSV file must exist with the metadata's comment lines ("# ..."),
 #             then a header and that many rows
 string(REPLACE "<;>" ";" command "${COMMAND}")
@@ -24,6 +25,7 @@ string(REPLACE "<;>" ";" match "${MATCH}")
 string(REPLACE "<;>" ";" nomatch "${NOMATCH}")
 string(REPLACE "<;>" ";" JSON "${JSON}")
 string(REPLACE "<;>" ";" CSV "${CSV}")
+string(REPLACE "<;>" ";" absent "${ABSENT}")
 foreach(f JSON CSV JSON_COUNTS JSON_EQUAL JSON_KEYS JSON_VALUES)
   if(${f})
     list(GET ${f} 0 _file)
@@ -55,6 +57,11 @@ endforeach()
 foreach(re IN LISTS nomatch)
   if(all MATCHES "${re}")
     list(APPEND failures "output matches '${re}'")
+  endif()
+endforeach()
+foreach(path IN LISTS absent)
+  if(EXISTS "${path}")
+    list(APPEND failures "'${path}' exists")
   endif()
 endforeach()
 

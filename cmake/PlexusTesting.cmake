@@ -18,11 +18,21 @@
 # tests oversubscribe (ranks x threads beyond the two cores), and a spinning thread takes the core
 # from the thread it waits for: the mirror kernel's multiply conformance on 3 ranks took 16.7 s
 # with libgomp's default wait (73 % of rank 0's samples in its spin loop), 2.6 s with this.
+# orte_top_session_dir: every job's Open MPI session directory (pid.<N>/, its contact file and
+# the ranks' directories) goes into one directory of the build that always holds `keep/`, so Open
+# MPI never creates or removes it. By default the top directory is /tmp/ompi.<host>.<uid>, made by
+# the first job that starts and removed by the last that ends while it is empty; a job starting
+# while another removes it fails in orte_init ("A call to mkdir was unable to create the desired
+# directory ... File exists", then MPI_Init aborts): two singletons started together did so in one
+# suite run of stop 67 (g4_diff_agree beside g4_diff_differs). The shared-memory backing files stay
+# in /dev/shm (btl_vader and osc_sm's backing_directory).
+set(PLEXUS_MPI_SESSION_DIR ${PROJECT_BINARY_DIR}/mpi-session)
+file(MAKE_DIRECTORY ${PLEXUS_MPI_SESSION_DIR}/keep)
 set(PLEXUS_MPI_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
   OMPI_MCA_odls_base_sigkill_timeout=0 OMPI_MCA_pml=^cm OMP_WAIT_POLICY=passive PLEXUS_PLUGIN_PATH=
-  ${PLEXUS_SANITIZER_ENV})
+  OMPI_MCA_orte_top_session_dir=${PLEXUS_MPI_SESSION_DIR} ${PLEXUS_SANITIZER_ENV})
 
 # In a sanitizer build (cmake/PlexusSanitizers.cmake) a sanitizer report fails the test whatever
 # its exit code.

@@ -359,8 +359,8 @@ int start(const char* program, const char* usage, Parse&& parse) {
   }
 }
 
-/// Writes a benchmark's JSON document to `path` ("-" or "" for standard output, "" after an empty
-/// line) and says where it went. A regular file is written through a temporary file renamed into
+/// Writes a benchmark's JSON document to `path` and says where it went; "" writes it to standard
+/// output after an empty line (following the summary), "-" to standard output as it is. A regular file is written through a temporary file renamed into
 /// place (plexus/output.hpp), so a failed write leaves an earlier file as it was. A failure is a
 /// plexus::Error: only rank 0 writes, so the programs end the job for it (MPI_Abort) instead of
 /// returning on one rank; check_json_path() refuses the paths it can tell before the work.

@@ -185,9 +185,9 @@ CoreUse choose_threads() {
     int rank;
   } worst{double(u.ranks) * u.threads / u.cores, mpi::rank(MPI_COMM_WORLD)};
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
-  int facts[4] = {u.ranks, u.threads, u.cores, u.chose_threads ? 1 : 0};
-  MPI_Bcast(facts, 4, MPI_INT, worst.rank, MPI_COMM_WORLD);
-  return CoreUse{facts[0], facts[1], facts[2], facts[3] != 0};
+  int facts[5] = {u.ranks, u.threads, u.cores, u.chose_threads ? 1 : 0, mpi::open_mpi_waits_yield() ? 0 : 1};
+  MPI_Bcast(facts, 5, MPI_INT, worst.rank, MPI_COMM_WORLD);
+  return CoreUse{facts[0], facts[1], facts[2], facts[3] != 0, facts[4] != 0};
 }
 
 void report_core_use(const CoreUse& u, int rank) {
@@ -204,6 +204,12 @@ void report_core_use(const CoreUse& u, int rank) {
                u.ranks, u.threads, u.cores, std::max(1, u.cores / u.ranks));
   else
     log().warn("{}: the ranks share cores, every time is slower than on {} cores", node, u.ranks);
+  if (u.ranks > u.cores && u.waits_spin)
+    log().warn(
+        "Open MPI does not yield the core of a rank that waits in this job (mpi_yield_when_idle and "
+        "mpi_oversubscribe are off, as with a rankfile or cpu set that puts ranks on one core): a waiting "
+        "rank spins through the time slices of the rank it waits for, and a latency-bound multiply runs "
+        "many times slower; set OMPI_MCA_mpi_yield_when_idle=1");
 }
 
 void load_plugins(int rank) {

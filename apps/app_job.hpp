@@ -137,6 +137,7 @@ void agreed(F&& check) {
 struct CoreUse {
   int ranks = 1, threads = 1, cores = 1;
   bool chose_threads = false;  ///< OMP_NUM_THREADS was not set: threads = cores / ranks of the node
+  bool waits_spin = false;     ///< MPI does not yield a waiting rank's core (mpi::open_mpi_waits_yield)
   bool oversubscribed() const { return ranks * threads > cores; }
 };
 
@@ -147,7 +148,9 @@ struct CoreUse {
 CoreUse choose_threads();
 
 /// Rank 0 tells the threads it chose and warns when ranks x threads exceed the cores: every
-/// timing is then slower than the machine can do, by up to that factor.
+/// timing is then slower than the machine can do, by up to that factor. Where the ranks themselves
+/// outnumber the cores and MPI does not yield while a rank waits, it says how to turn yielding on:
+/// a waiting rank then spins through the time slices of the rank it waits for on its core.
 void report_core_use(const CoreUse& u, int rank);
 
 /// Loads the plugins; rank 0 tells what the plugin path had that could not be used.

@@ -331,4 +331,28 @@ std::string open_mpi_parameter(const std::string& name) {
   return open_mpi_parameter(name, std::getenv(var.c_str()), open_mpi_tune_files(), open_mpi_parameter_files());
 }
 
+std::optional<bool> open_mpi_bool(std::string_view value) {
+  const auto start = value.find_first_not_of(" \t\n\v\f\r");
+  value = start == std::string_view::npos ? std::string_view{} : value.substr(start);
+  const std::string text(value);
+  char* end = nullptr;
+  const long number = std::strtol(text.c_str(), &end, 10);
+  if (*end == '\0') return number != 0;
+  for (const char* word : {"true", "t", "enabled", "yes", "y"})
+    if (text == word) return true;
+  for (const char* word : {"false", "f", "disabled", "no", "n"})
+    if (text == word) return false;
+  return std::nullopt;
+}
+
+bool open_mpi_waits_yield() {
+#ifdef OPEN_MPI
+  for (const char* name : {"mpi_yield_when_idle", "mpi_oversubscribe"})
+    if (open_mpi_bool(open_mpi_parameter(name)).value_or(false)) return true;
+  return false;
+#else
+  return true;
+#endif
+}
+
 }  // namespace plexus::mpi

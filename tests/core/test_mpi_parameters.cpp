@@ -121,3 +121,42 @@ TEST(OpenMpiParameter, WithoutAListTheUsersFileComesFirst) {
     EXPECT_EQ(fs::path(got[1]).filename(), "openmpi-mca-params.conf");
   }
 }
+
+// Open MPI's booleans as Open MPI 4.1 reads them (mca_base_var_enum's bool): numbers, its words,
+// nothing else.
+TEST(OpenMpiParameter, BooleansAreReadAsOpenMpiReadsThem) {
+  using plexus::mpi::open_mpi_bool;
+  for (const char* yes : {"1", "2", "-1", " 1", "true", "t", "enabled", "yes", "y"})
+    EXPECT_EQ(open_mpi_bool(yes), std::optional<bool>(true)) << yes;
+  for (const char* no : {"0", "", "  ", "false", "f", "disabled", "no", "n"})
+    EXPECT_EQ(open_mpi_bool(no), std::optional<bool>(false)) << no;
+  for (const char* bad : {"1x", "TRUE", "on", "yes please"}) EXPECT_EQ(open_mpi_bool(bad), std::nullopt) << bad;
+}
+
+// Whether a waiting rank yields its core: mpi_yield_when_idle set true, or mpirun's
+// mpi_oversubscribe (a job with more ranks than slots); neither, from the environment or from the
+// files, means it spins.
+TEST(OpenMpiParameter, WaitsYieldWhereTheUserOrMpirunSaysSo) {
+#ifdef OPEN_MPI
+  const Scratch s;
+  const ScopedEnv tune("OMPI_MCA_mca_base_envar_file_prefix", nullptr);
+  const ScopedEnv files("OMPI_MCA_mca_base_param_files", s.write("empty.conf", "# nothing\n"));
+  const ScopedEnv yield("OMPI_MCA_mpi_yield_when_idle", nullptr);
+  const ScopedEnv over("OMPI_MCA_mpi_oversubscribe", nullptr);
+  EXPECT_FALSE(plexus::mpi::open_mpi_waits_yield());  // Open MPI's defaults: off, off
+  over.set("0");
+  yield.set("false");
+  EXPECT_FALSE(plexus::mpi::open_mpi_waits_yield());
+  yield.set("1");
+  EXPECT_TRUE(plexus::mpi::open_mpi_waits_yield());
+  yield.set("0");
+  over.set("1");
+  EXPECT_TRUE(plexus::mpi::open_mpi_waits_yield());
+  over.set(nullptr);
+  yield.set(nullptr);
+  files.set(s.write("yield.conf", "mpi_yield_when_idle = true\n").c_str());
+  EXPECT_TRUE(plexus::mpi::open_mpi_waits_yield());
+#else
+  EXPECT_TRUE(plexus::mpi::open_mpi_waits_yield());  // another MPI: nothing to warn about
+#endif
+}

@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plexus/memory.hpp"
@@ -166,5 +168,17 @@ std::string open_mpi_parameter(const std::string& name, const char* env_value, c
 std::vector<std::string> open_mpi_parameter_files();
 /// The --tune files open_mpi_parameter(name) reads, in their order of precedence.
 std::vector<std::string> open_mpi_tune_files();
+
+/// An Open MPI boolean parameter's value as Open MPI 4.1 reads it: leading white space skipped, a
+/// whole number is true unless 0 (empty is 0), else t/true/enabled/yes/y or f/false/disabled/no/n;
+/// nullopt for anything else (Open MPI refuses it).
+std::optional<bool> open_mpi_bool(std::string_view value);
+/// Whether Open MPI's ranks yield their core while they wait (mpi_yield_when_idle), as MPI_Init
+/// decides it: where the user set mpi_yield_when_idle true, or where mpirun set mpi_oversubscribe
+/// for a job with more ranks than slots (Open MPI then turns yielding on by itself). False where
+/// neither: with a rankfile or a cpu set that puts several ranks on a core, mpirun counts no
+/// oversubscription, and a rank that waits spins through its core-mate's time slices. True in a
+/// build against another MPI library (nothing known). Read as open_mpi_parameter reads; no MPI call.
+bool open_mpi_waits_yield();
 
 }  // namespace plexus::mpi

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "plexus/distribution.hpp"
+#include "plexus/input.hpp"
 #include "plexus/mpi.hpp"
 
 namespace plexus::detail {
@@ -72,7 +73,15 @@ RootScatter::RootScatter(const DistMatrix& m, LocalBlocks& blocks, std::size_t c
       chunk_(std::clamp<std::size_t>(chunk_entries, 1, std::numeric_limits<int>::max() / sizeof(Entry))),
       outgoing_(rank_ == root ? static_cast<std::size_t>(ranks_) : 0),
       counts_(static_cast<std::size_t>(ranks_), 0),
-      displs_(static_cast<std::size_t>(ranks_), 0) {}
+      displs_(static_cast<std::size_t>(ranks_), 0) {
+  // Room for an even share of a chunk for each other rank (of a default chunk at most): a vector
+  // that grows by doubling passes through blocks below the huge pages' size, each faulted in
+  // afresh in a process's first read.
+  if (rank_ != root_ || ranks_ < 2) return;
+  const std::size_t share = std::min(chunk_, input::kReadChunkEntries) / static_cast<std::size_t>(ranks_ - 1) + 1;
+  for (int r = 0; r < ranks_; ++r)
+    if (r != root_) outgoing_[static_cast<std::size_t>(r)].reserve(share);
+}
 
 void RootScatter::hand_over(bool last, Outcome outcome) {
   std::unique_lock<std::mutex> lock(mutex_);

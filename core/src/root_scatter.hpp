@@ -18,6 +18,7 @@
 #include "local_blocks.hpp"
 #include "plexus/error.hpp"
 #include "plexus/matrix.hpp"
+#include "plexus/memory.hpp"
 
 namespace plexus::detail {
 
@@ -142,8 +143,12 @@ class RootScatter {
   std::size_t chunk_;
   std::size_t pending_ = 0;
   std::uint64_t given_ = 0;                   // root's reader: the elements put so far
-  std::vector<std::vector<Entry>> outgoing_;  // root's reader: by owner
-  std::vector<Entry> buffer_;                 // the chunk in rank order (root), or this rank's part of it
+  // Pooled and default-initialised (plexus/memory.hpp): a chunk's megabytes would otherwise be
+  // cleared before they are written, and fault in fresh 4 KB pages on every read (on a guest that
+  // charges 11-14 us a page, most of a two-rank read of h2o-32's H and S; docs/performance.md).
+  using Entries = memory::vector<Entry, memory::Category::Other>;
+  std::vector<Entries> outgoing_;             // root's reader: by owner
+  Entries buffer_;                            // the chunk in rank order (root), or this rank's part of it
   std::vector<int> counts_, displs_;          // bytes
   // Between root's reader and main thread: a chunk in buffer_ waits to be sent (full), the file ends
   // with it (last, outcome), the main thread left (stopped).

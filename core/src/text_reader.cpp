@@ -81,7 +81,7 @@ bool TextReader::decompress_whole(std::size_t given) {
     return false;
   const auto size = static_cast<std::size_t>(st.st_size);
   const std::size_t text_limit = 4 * whole_limit_;
-  std::vector<unsigned char> in(size);
+  memory::vector<unsigned char, memory::Category::Other> in(size);  // left unset: fread fills it
   const long position = std::ftell(file_);  // zlib's, where it goes on should libdeflate refuse
   if (position < 0 || std::fseek(file_, 0, SEEK_SET) != 0) return false;
   const bool read_all = std::fread(in.data(), 1, size, file_) == size;
@@ -92,7 +92,8 @@ bool TextReader::decompress_whole(std::size_t given) {
                            std::size_t{in[size - 2]} << 16 | std::size_t{in[size - 1]} << 24;
   if (last > text_limit) return false;  // too long to hold whole (one member: its size exactly)
   // At most deflate's largest ratio (1032 to 1) of the file: a damaged trailer asks for no more.
-  std::vector<char> text(std::min({text_limit, std::max<std::size_t>(last, 1), 1032 * size}));
+  memory::vector<char, memory::Category::Other> text(
+      std::min({text_limit, std::max<std::size_t>(last, 1), 1032 * size}));
   const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(libdeflate_alloc_decompressor(),
                                                                                        libdeflate_free_decompressor);
   if (!d) throw std::bad_alloc();

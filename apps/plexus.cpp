@@ -4,9 +4,11 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "app.hpp"
@@ -66,13 +68,25 @@ const char* help_of(const std::string& command) {
   return kOverview;
 }
 
-int dispatch(int argc, char** argv, int rank, int size) {
-  Options o;
+// The rank a launcher gave this process, read before MPI starts: Open MPI's, PMIx's, MPICH's (PMI)
+// or Slurm's; 0 where none is set (a process started by itself).
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return std::atoi(value);
+  return 0;
+}
+
+// What needs no MPI: the help, the version and a command line that does not parse. These are
+// answered before MPI starts: at once, and also where MPI cannot start (a login node without its
+// fabric) or starts slowly (a process started without mpiexec first spawns Open MPI's daemon: half
+// a second of `plexus --help` here). Every process of a job sees the same command line, so all
+// leave here alike; only the launcher's rank 0 prints. Otherwise `o` holds the parsed command.
+std::optional<int> answer_without_mpi(int argc, char** argv, Options& o) {
+  const bool printing = launcher_rank() == 0;
   try {
     o = parse_command_line(argc, argv);
   } catch (const UsageError& e) {
-    // Every rank sees the same command line, so every rank leaves here alike.
-    if (rank == 0) {
+    if (printing) {
       std::fprintf(stderr, "plexus: %s\n", e.what());
       if (argc <= 1)
         std::fprintf(stderr, "\n%s", kOverview);
@@ -82,13 +96,17 @@ int dispatch(int argc, char** argv, int rank, int size) {
     return 2;
   }
   if (o.help) {
-    if (rank == 0) std::cout << help_of(o.command) << std::flush;
+    if (printing) std::cout << help_of(o.command) << std::flush;
     return 0;
   }
   if (o.command == "version") {
-    if (rank == 0) std::cout << version_text() << std::flush;
+    if (printing) std::cout << version_text() << std::flush;
     return 0;
   }
+  return std::nullopt;
+}
+
+int dispatch(const Options& o, int rank, int size) {
   if (o.command == "run") return command_run(o, rank, size);
   if (o.command == "compare") return command_compare(o, rank, size);
   if (o.command == "plugins") return command_plugins(o, rank, size);
@@ -114,6 +132,8 @@ int dispatch(int argc, char** argv, int rank, int size) {
 }  // namespace plexus::app
 
 int main(int argc, char** argv) {
+  plexus::app::Options options;
+  if (const std::optional<int> code = plexus::app::answer_without_mpi(argc, argv, options)) return *code;
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
@@ -124,7 +144,7 @@ int main(int argc, char** argv) {
     if (provided < MPI_THREAD_FUNNELED)
       throw plexus::Error("MPI_Init_thread", "the MPI library does not provide MPI_THREAD_FUNNELED");
     plexus::app::set_command_line(argc, argv);
-    code = plexus::app::dispatch(argc, argv, rank, size);
+    code = plexus::app::dispatch(options, rank, size);
   } catch (const plexus::InputError& e) {
     plexus::app::abort_job(rank, plexus::app::describe_error(e), true);
   } catch (const std::exception& e) {

@@ -81,18 +81,21 @@ int launcher_rank() {
 // fabric) or starts slowly (a process started without mpiexec first spawns Open MPI's daemon: half
 // a second of `plexus --help` here). Every process of a job sees the same command line, so all
 // leave here alike; only the launcher's rank 0 prints. Otherwise `o` holds the parsed command.
+// On a command line that does not parse only rank 0 exits with 2, the others with 0: a launcher
+// ends the whole job as soon as one process exits non-zero, and a rank that did so first could
+// have rank 0 killed before its message was written (seen with Open MPI: `mpiexec -n 2` then
+// printed nothing but its own notice). The job's exit code is still 2 (rank 0's).
 std::optional<int> answer_without_mpi(int argc, char** argv, Options& o) {
   const bool printing = launcher_rank() == 0;
   try {
     o = parse_command_line(argc, argv);
   } catch (const UsageError& e) {
-    if (printing) {
-      std::fprintf(stderr, "plexus: %s\n", e.what());
-      if (argc <= 1)
-        std::fprintf(stderr, "\n%s", kOverview);
-      else
-        std::fprintf(stderr, "Run 'plexus --help' for usage.\n");
-    }
+    if (!printing) return 0;
+    std::fprintf(stderr, "plexus: %s\n", e.what());
+    if (argc <= 1)
+      std::fprintf(stderr, "\n%s", kOverview);
+    else
+      std::fprintf(stderr, "Run 'plexus --help' for usage.\n");
     return 2;
   }
   if (o.help) {

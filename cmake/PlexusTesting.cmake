@@ -11,9 +11,12 @@
 # mpiexec ends the others at once instead of waiting 1 s before SIGTERM and 1 s more before
 # SIGKILL; the exit status and the messages are the same, and the two runs of the suite in
 # .ci/run are 2 x ~2 minutes shorter.
-# pml=^cm: the cm PML opens its MTLs (PSM, PSM2, OFI), which look for a fabric at every MPI_Init:
-# 0.2 s of each launch on one node (0.37 -> 0.17 s for two ranks that only MPI_Init and exit),
-# where cm is never selected (ob1 is, with or without it). About 650 launches per .ci/run.
+# pml=ob1: the PML every test job ends up with anyway, named so that no other is opened. cm opens
+# its MTLs (PSM, PSM2, OFI), which look for a fabric at every MPI_Init: 0.2 s of each launch on one
+# node (0.37 -> 0.17 s for two ranks that only MPI_Init and exit); "^cm" (stop 50) left ucx, which
+# loads UCX's libraries and fails to initialise on every rank here: 1.66 -> 1.42 s for sixteen
+# such ranks (stop 70). ob1 is what runs the emulated network's TCP too (tests/net). About 650
+# launches per .ci/run.
 # OMP_WAIT_POLICY=passive: OpenMP threads that wait at a barrier sleep instead of spinning. The
 # tests oversubscribe (ranks x threads beyond the two cores), and a spinning thread takes the core
 # from the thread it waits for: the mirror kernel's multiply conformance on 3 ranks took 16.7 s
@@ -31,7 +34,7 @@ file(MAKE_DIRECTORY ${PLEXUS_MPI_SESSION_DIR}/keep)
 set(PLEXUS_MPI_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-  OMPI_MCA_odls_base_sigkill_timeout=0 OMPI_MCA_pml=^cm OMP_WAIT_POLICY=passive PLEXUS_PLUGIN_PATH=
+  OMPI_MCA_odls_base_sigkill_timeout=0 OMPI_MCA_pml=ob1 OMP_WAIT_POLICY=passive PLEXUS_PLUGIN_PATH=
   OMPI_MCA_orte_top_session_dir=${PLEXUS_MPI_SESSION_DIR} ${PLEXUS_SANITIZER_ENV})
 
 # In a sanitizer build (cmake/PlexusSanitizers.cmake) a sanitizer report fails the test whatever

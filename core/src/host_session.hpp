@@ -37,6 +37,11 @@ class HostSession final : public KernelSession {
     if (values > static_cast<std::int64_t>(c_.capacity())) c_.reserve(static_cast<std::size_t>(values));
   }
   std::int64_t capacity() const { return static_cast<std::int64_t>(c_.capacity()); }
+  /// C's area back to its first `values` doubles (the capacity stays): the room a tick's threads
+  /// were given beyond the blocks they placed (LocalProduct's slabs, local_multiply.cpp).
+  void truncate(std::int64_t values) {
+    if (values < static_cast<std::int64_t>(c_.size())) c_.resize(static_cast<std::size_t>(values));
+  }
 
   void stage(const PanelView& a, const PanelView& b) override {
     a_ = a.data;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <numeric>
@@ -199,6 +200,143 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   multiply_tick(a, a_layout, b, b_layout, &given);
 }
 
+// A thread's counts and times of a numeric pass, into its stats.
+void LocalProduct::account(ThreadWork& w, const StackPass& stack, double seconds_in_all) {
+  w.stats.products += stack.products;
+  w.stats.skipped += stack.skipped;
+  w.stats.flops += 2.0 * static_cast<double>(stack.mnk);
+  w.stats.kernel_seconds += stack.kernel_time;
+  w.stats.stack_seconds += seconds_in_all - stack.kernel_time;
+}
+
+// Several threads' one pass into slabs of C's room (multiply_tick): a tick's products of A panel a
+// (its rows' C rows a_c_row) and B panel b, each thread's from its A row from[t] on, visited by
+// multiply_tick's traversal (for_each_product, visit_row, row_bound: its bound on a row's new
+// values). true: every row done; false: from[t] is where each thread's rows are left for the two
+// passes.
+template <class Traverse, class VisitRow, class RowBound>
+bool LocalProduct::slab_rounds(const PanelView& a, const PanelView& b, const int* a_c_row, std::int64_t tick_start,
+                               std::vector<int>& from, Traverse& for_each_product, VisitRow& visit_row,
+                               RowBound& row_bound) {
+  const int nthreads = static_cast<int>(work_.size());
+  auto a_rows_of = [&](const ThreadWork& w) { return a_rows_in(a_c_row, a.nrows, w.row_begin, w.row_end); };
+  // Each thread's bound on the new values of its rows left (as row_fits takes a row's).
+  std::vector<std::int64_t> bound(static_cast<std::size_t>(nthreads), 0);
+  auto bound_left = [&] {
+    std::int64_t total = 0;
+    for (int t = 0; t < nthreads; ++t) {
+      std::int64_t& n = bound[static_cast<std::size_t>(t)] = 0;
+      const int ar1 = a_rows_of(*work_[static_cast<std::size_t>(t)]).second;
+      for (int ar = from[static_cast<std::size_t>(t)]; ar < ar1; ++ar) n += row_bound(ar);
+      total += n;
+    }
+    return total;
+  };
+  // One round: the room shared by the bounds (the last thread's slab ends at the room's end), C
+  // grown to its end (within the capacity: C stays where it is), each thread's one pass into
+  // its slab, and the slabs joined.
+  auto slab_round = [&](std::int64_t room) {
+    std::int64_t total = 0, before = 0, at = c_values_;
+    for (const std::int64_t n : bound) total += n;
+    std::vector<Slab> slab(static_cast<std::size_t>(nthreads));
+    for (int t = 0; t < nthreads; ++t) {
+      before += bound[static_cast<std::size_t>(t)];
+      const double share =
+          total > 0 ? static_cast<double>(before) / static_cast<double>(total) : static_cast<double>(t + 1) / nthreads;
+      const std::int64_t end = t + 1 == nthreads
+                                   ? c_values_ + room
+                                   : c_values_ + static_cast<std::int64_t>(share * static_cast<double>(room));
+      slab[static_cast<std::size_t>(t)] = Slab{at, at, std::max(at, end)};
+      at = std::max(at, end);
+    }
+    {
+      timers::Scoped timer("local multiply: grow");
+      session_->grow(c_values_ + room);
+    }
+    timers::Scoped slabs_timer("local multiply: stacks and kernel");
+    for_each_thread(nthreads, [&](int t) {
+      ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+      Slab& s = slab[static_cast<std::size_t>(t)];
+      const double t0 = omp_get_wtime();
+      std::int64_t grown = s.end;  // C has its room already: no growth in the pass
+      StackPass stack{w,
+                      a,
+                      b,
+                      *session_,
+                      t,
+                      w.stack.data(),
+                      on_calling_thread(nthreads) && progress_ ? &progress_ : nullptr,
+                      &s.next,
+                      &grown,
+                      nullptr,
+                      c_values_,
+                      0,
+                      nullptr,
+                      0,
+                      layout_.cols};
+      w.fresh.clear();
+      auto& first = from[static_cast<std::size_t>(t)];
+      first = for_each_product(w, first, tick_start, stack, &s);
+      stack.flush();
+      account(w, stack, omp_get_wtime() - t0);
+    });
+    slabs_timer.stop();
+    join_slabs(slab);
+  };
+  // A C that outgrows its room (a sign iteration's C fills in beyond its previous size) takes a
+  // second round, and a third: room for the rows left at the new values per unit of bound so far,
+  // and a tenth more (C moves once a round, as the one pass's reserve_ahead moves it). Rows left
+  // after that, or after a round that fitted none, take the two passes.
+  const std::int64_t all = bound_left();
+  std::int64_t left = all, room = host_session_->capacity() - c_values_;
+  // The first round's room, unless every row surely fits: at least the tick's new values as every
+  // 16th row of each thread counts them (their symbolic pass alone), scaled by the bounds, and a
+  // tenth more; reserved now, while C holds only what it started the tick with (a later round's
+  // reservation copies what the rounds before wrote).
+  std::vector<std::int64_t> guess(static_cast<std::size_t>(nthreads), 0);
+  if (room < all) {
+    timers::Scoped timer("local multiply: sample");
+    for_each_thread(nthreads, [&](int t) {
+      ThreadWork& w = *work_[static_cast<std::size_t>(t)];
+      ColumnTiles tiles;
+      const int widest = host_ ? layout_.cols.max_size() : 0;
+      const auto [ar0, ar1] = a_rows_of(w);
+      double counted = 0, sampled = 0;
+      for (int ar = ar0; ar < ar1; ar += 16) {
+        CountPass count{w, b, layout_.cols};
+        visit_row(w, ar, std::numeric_limits<std::int64_t>::max(), count, tiles, widest);
+        count.forget();
+        counted += static_cast<double>(count.values);
+        sampled += static_cast<double>(row_bound(ar));
+      }
+      if (sampled > 0)
+        guess[static_cast<std::size_t>(t)] =
+            static_cast<std::int64_t>(counted / sampled * static_cast<double>(bound[static_cast<std::size_t>(t)]));
+    });
+  }
+  std::int64_t guessed = 0;
+  for (const std::int64_t g : guess) guessed += g;
+  guessed += guessed / 10;
+  if (guessed > room) {
+    timers::Scoped timer("local multiply: reserve");
+    host_session_->reserve(c_values_ + guessed);
+    room = guessed;
+  }
+  for (int round = 0; round < 3 && left > 0 && room > 0; ++round) {
+    slab_round(room);
+    const std::int64_t now = bound_left();
+    if (now == 0) return true;
+    if (now == left) break;
+    left = now;
+    room = static_cast<std::int64_t>(1.1 * static_cast<double>(c_values_ - tick_start) /
+                                     static_cast<double>(all - left) * static_cast<double>(left)) +
+           1;
+    timers::Scoped timer("local multiply: reserve");
+    host_session_->reserve(c_values_ + room);
+  }
+  return false;
+}
+
 void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                                  const BlockLayout& b_layout, const GivenDense* given) {
   if (!session_) throw Error("LocalProduct::multiply", "called after finish()");
@@ -362,108 +500,171 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     });
   }
 
-  // C's size before this tick: blocks placed from here on are new this tick, and their first
-  // product is marked (StackEntry::first).
-  const std::int64_t tick_start = c_values_;
-  // Visits the products of thread w's rows that pass the filter: f.row_products(ab, bb, bb_end, m,
-  // k, r, list) for a run of them, A block ab with B's blocks bb .. bb_end - 1 (a loop the functor
-  // keeps in registers), and f.skip(n) for n products in a row that the filter drops.
-  // A row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
-  // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
-  auto for_each_product = [&](ThreadWork& w, std::int64_t fresh_from, auto&& f) {
-    const auto [ar0, ar1] = a_rows_of(w);
-    ColumnTiles tiles;
-    const int widest = host_ ? layout_.cols.max_size() : 0;  // once a pass and thread, not per row
-    for (int ar = ar0; ar < ar1; ++ar) {
-      const int cr = a_c_row[ar];
-      RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
-      for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off < fresh_from ? off : -2 - off;
-      const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
-      const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
-      // The products of A block ab with B's blocks lo .. hi - 1 that pass the filter: a whole row's
-      // through the norm order above; a tile's part of a row in runs, checked product by product.
-      // The filter's loops call nothing, so that the norms, eps and the bounds stay in registers
-      // (a call per dropped product, and the norms' pointer and eps reloaded for every product,
-      // had the filter cost as much as the stacks in a filtered solve of blocks of 6).
-      auto visit = [&](std::int64_t ab, int k, std::int64_t lo, std::int64_t hi, bool whole_row) {
-        if (!filtering) {
-          f.row_products(ab, lo, hi, nullptr, m, k, cr - w.row_begin, list);
-          return;
-        }
-        if (whole_row) {  // the prefix of the row's blocks by norm that passes
-          const double an = a_norms[static_cast<std::size_t>(ab)];
-          const double* const sorted = b_sorted.data();
-          const std::int64_t cut =
-              std::partition_point(sorted + lo, sorted + hi, [an, eps](double bn) { return an * bn >= eps; }) - sorted;
-          if (cut == hi)  // all of them: in column order
-            f.row_products(ab, lo, hi, nullptr, m, k, cr - w.row_begin, list);
-          else if (cut > lo)
-            f.row_products(ab, lo, cut, b_order.data(), m, k, cr - w.row_begin, list);
-          f.skip(hi - cut);
-          return;
-        }
-        const double an = a_norms[static_cast<std::size_t>(ab)];
-        const double* const bn = b_norms.data();
-        for (std::int64_t bb = lo; bb < hi;) {
-          const std::int64_t run = bb;  // products that pass, up to the next one dropped
-          while (bb < hi && an * bn[bb] >= eps) ++bb;
-          if (bb > run) f.row_products(ab, run, bb, nullptr, m, k, cr - w.row_begin, list);
-          const std::int64_t dropped = bb;
-          while (bb < hi && !(an * bn[bb] >= eps)) ++bb;
-          f.skip(bb - dropped);
-        }
-      };
-      if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, widest, m);
-      if (tiles.count == 1) {
-        for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-          const int kk = static_cast<int>(a.cols[ab]);
-          const int br = b_row_of[static_cast<std::size_t>(kk)];
-          if (br >= 0) visit(ab, a_layout.cols.size(kk), b.row_ptr[br], b.row_ptr[br + 1], true);
-        }
-      } else {
-        // Each B row is taken up to the tile's last column, from where the previous tile left it:
-        // every block once, whatever the order of the row (sorted, as a Panel's rows are, each
-        // tile gets exactly its columns).
-        auto& cursor = w.tile_cursor;
-        cursor.assign(static_cast<std::size_t>(a.row_ptr[ar + 1] - a.row_ptr[ar]), 0);
-        for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-          const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-          cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])] = br < 0 ? 0 : b.row_ptr[br];
-        }
-        for (int t = 0; t < tiles.count; ++t) {
-          const std::int64_t col_end = tiles.end[t];
-          for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-            const int kk = static_cast<int>(a.cols[ab]);
-            const int br = b_row_of[static_cast<std::size_t>(kk)];
-            if (br < 0) continue;
-            std::int64_t& bb = cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])];
-            const std::int64_t lo = bb, end = b.row_ptr[br + 1];
-            while (bb < end && b.cols[bb] < col_end) ++bb;
-            if (bb > lo) visit(ab, a_layout.cols.size(kk), lo, bb, false);
-          }
-        }
-      }
-      for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
-    }
-  };
-
   const int nthreads = static_cast<int>(work_.size());
   // One thread on a host backend: one pass, placing each new C block at the end of C's area as
   // its first product is stacked and growing C before each stack goes to the kernel (the host
   // session allows several growths a tick; the new blocks are zeroed just before their products,
-  // while they are still in cache, unless the backend's first products write them). Several
-  // threads, or a device backend: the symbolic pass places every thread's new blocks first, C
-  // grows once, then the numeric pass.
+  // while they are still in cache, unless the backend's first products write them).
   // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
   // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
   // symbolic pass grows it once to its exact size.
   const bool one_pass = nthreads == 1 && host_ && c_values_ < reserved_values_;
+  // Several threads on a host session with room reserved, and no plan recorded: one pass each too,
+  // into slabs of C's room (slab_round below): each thread places its new blocks in its own slab as
+  // their first products are stacked, row by row while the row's new blocks fit, then each
+  // thread's blocks move down to follow the previous thread's (join_slabs). Rows a thread could not
+  // fit take another round, and after three rounds the two passes below. In a filtered sign solve
+  // on two threads (216 model molecules, blocks of 6) the symbolic pass was 12 % of the multiplies.
+  // Any other case (a device backend, no room, a plan being recorded, whose stacks keep C's
+  // offsets): the symbolic pass places every thread's new blocks first, C grows once, then the
+  // numeric pass.
+  const bool slabs = nthreads > 1 && host_session_ != nullptr && c_values_ < reserved_values_ && record_ == nullptr;
+  Scratch<std::int64_t> b_width;  // slabs: per B row, the columns of its blocks
+  const std::int64_t c_width = layout_.cols.total();
+  if (slabs) {
+    b_width.resize(static_cast<std::size_t>(b.nrows));
+    const int* const n_of = layout_.cols.sizes().data();
+    for (int r = 0; r < b.nrows; ++r) {
+      std::int64_t n = 0;
+      for (std::int64_t q = b.row_ptr[r]; q < b.row_ptr[r + 1]; ++q) n += n_of[b.cols[q]];
+      b_width[static_cast<std::size_t>(r)] = n;
+    }
+  }
+
+  // C's size before this tick: blocks placed from here on are new this tick, and their first
+  // product is marked (StackEntry::first).
+  const std::int64_t tick_start = c_values_;
+  // Visits the products of thread w's A row ar that pass the filter: f.row_products(ab, bb, bb_end,
+  // m, k, r, list) for a run of them, A block ab with B's blocks bb .. bb_end - 1 (a loop the
+  // functor keeps in registers), and f.skip(n) for n products in the row that the filter drops.
+  // The row's blocks at or beyond `fresh_from` (placed this tick by the symbolic pass) are entered
+  // in w.c_off as -2 - offset until their first product (each C row is visited once a tick).
+  // `tiles` and `widest` are the pass's.
+  auto visit_row = [&](ThreadWork& w, int ar, std::int64_t fresh_from, auto&& f, ColumnTiles& tiles, int widest) {
+    const int cr = a_c_row[ar];
+    const int m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+    RowList& list = w.rows[static_cast<std::size_t>(cr - w.row_begin)];
+    for (const auto& [col, off] : list) w.c_off[static_cast<std::size_t>(col)] = off < fresh_from ? off : -2 - off;
+    const double eps = filtering ? row_eps_[static_cast<std::size_t>(cr)] : 0.0;
+    // The products of A block ab with B's blocks lo .. hi - 1 that pass the filter: a whole row's
+    // through the norm order above; a tile's part of a row in runs, checked product by product.
+    // The filter's loops call nothing, so that the norms, eps and the bounds stay in registers
+    // (a call per dropped product, and the norms' pointer and eps reloaded for every product,
+    // had the filter cost as much as the stacks in a filtered solve of blocks of 6).
+    auto visit = [&](std::int64_t ab, int k, std::int64_t lo, std::int64_t hi, bool whole_row) {
+      if (!filtering) {
+        f.row_products(ab, lo, hi, nullptr, m, k, cr - w.row_begin, list);
+        return;
+      }
+      if (whole_row) {  // the prefix of the row's blocks by norm that passes
+        const double an = a_norms[static_cast<std::size_t>(ab)];
+        const double* const sorted = b_sorted.data();
+        const std::int64_t cut =
+            std::partition_point(sorted + lo, sorted + hi, [an, eps](double bn) { return an * bn >= eps; }) - sorted;
+        if (cut == hi)  // all of them: in column order
+          f.row_products(ab, lo, hi, nullptr, m, k, cr - w.row_begin, list);
+        else if (cut > lo)
+          f.row_products(ab, lo, cut, b_order.data(), m, k, cr - w.row_begin, list);
+        f.skip(hi - cut);
+        return;
+      }
+      const double an = a_norms[static_cast<std::size_t>(ab)];
+      const double* const bn = b_norms.data();
+      for (std::int64_t bb = lo; bb < hi;) {
+        const std::int64_t run = bb;  // products that pass, up to the next one dropped
+        while (bb < hi && an * bn[bb] >= eps) ++bb;
+        if (bb > run) f.row_products(ab, run, bb, nullptr, m, k, cr - w.row_begin, list);
+        const std::int64_t dropped = bb;
+        while (bb < hi && !(an * bn[bb] >= eps)) ++bb;
+        f.skip(bb - dropped);
+      }
+    };
+    if (host_) tiles.plan(a, ar, b, b_row_of, layout_.cols, widest, m);
+    if (tiles.count == 1) {
+      for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+        const int kk = static_cast<int>(a.cols[ab]);
+        const int br = b_row_of[static_cast<std::size_t>(kk)];
+        if (br >= 0) visit(ab, a_layout.cols.size(kk), b.row_ptr[br], b.row_ptr[br + 1], true);
+      }
+    } else {
+      // Each B row is taken up to the tile's last column, from where the previous tile left it:
+      // every block once, whatever the order of the row (sorted, as a Panel's rows are, each
+      // tile gets exactly its columns).
+      auto& cursor = w.tile_cursor;
+      cursor.assign(static_cast<std::size_t>(a.row_ptr[ar + 1] - a.row_ptr[ar]), 0);
+      for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+        const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+        cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])] = br < 0 ? 0 : b.row_ptr[br];
+      }
+      for (int t = 0; t < tiles.count; ++t) {
+        const std::int64_t col_end = tiles.end[t];
+        for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+          const int kk = static_cast<int>(a.cols[ab]);
+          const int br = b_row_of[static_cast<std::size_t>(kk)];
+          if (br < 0) continue;
+          std::int64_t& bb = cursor[static_cast<std::size_t>(ab - a.row_ptr[ar])];
+          const std::int64_t lo = bb, end = b.row_ptr[br + 1];
+          while (bb < end && b.cols[bb] < col_end) ++bb;
+          if (bb > lo) visit(ab, a_layout.cols.size(kk), lo, bb, false);
+        }
+      }
+    }
+    for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
+  };
+  // Slabs: whether the new blocks of A row ar surely fit in what is left of slab s: at most one
+  // per column the row's B rows reach, within C's width; where that bound does not fit, the row's
+  // new values counted (its symbolic pass alone).
+  auto row_bound = [&](int ar) {
+    std::int64_t width = 0;
+    for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br >= 0) width += b_width[static_cast<std::size_t>(br)];
+    }
+    return std::int64_t{layout_.rows.size(static_cast<int>(a.row_ids[ar]))} * std::min(width, c_width);
+  };
+  auto row_fits = [&](ThreadWork& w, int ar, const Slab& s, ColumnTiles& tiles, int widest) {
+    if (s.next + row_bound(ar) <= s.end) return true;
+    CountPass count{w, b, layout_.cols};
+    visit_row(w, ar, std::numeric_limits<std::int64_t>::max(), count, tiles, widest);
+    count.forget();
+    return s.next + count.values <= s.end;
+  };
+  // The thread's A rows from `from` on; with a slab (several threads' one pass, below), only as
+  // long as the next row's new blocks fit in it: returns the first row not visited.
+  auto for_each_product = [&](ThreadWork& w, int from, std::int64_t fresh_from, auto&& f, const Slab* slab) {
+    const int ar1 = a_rows_of(w).second;
+    ColumnTiles tiles;
+    const int widest = host_ ? layout_.cols.max_size() : 0;  // once a pass and thread, not per row
+    for (int ar = from; ar < ar1; ++ar) {
+      if (slab != nullptr && !row_fits(w, ar, *slab, tiles, widest)) return ar;
+      visit_row(w, ar, fresh_from, f, tiles, widest);
+    }
+    return ar1;
+  };
+
   // The passes below run in OpenMP regions: each thread measures its own share with omp_get_wtime
   // (the report takes the slowest thread's), and the main thread times each whole pass as a phase
   // (timers.hpp: no phase timer inside a parallel region).
+  std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
+  // Where each thread's rows start in the passes below: after what its slab took.
+  std::vector<int> from(static_cast<std::size_t>(nthreads));
+  for (int t = 0; t < nthreads; ++t)
+    from[static_cast<std::size_t>(t)] = a_rows_of(*work_[static_cast<std::size_t>(t)]).first;
+  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
+  auto products_of = [&](const ThreadWork& w) {
+    const auto [ar0, ar1] = a_rows_of(w);
+    std::int64_t n = 0;
+    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+    }
+    return n;
+  };
+  if (slabs && slab_rounds(a, b, a_c_row.data(), tick_start, from, for_each_product, visit_row, row_bound))
+    return end_tick(false);
+
   // Pass 1 (symbolic, PlacePass in local_product_passes.hpp), unless one pass places the blocks
   // as it stacks them.
-  std::vector<double> seconds(static_cast<std::size_t>(nthreads), 0.0);
   std::int64_t grow_before = 0;  // for the plan: C's growth before the stacks
   if (!one_pass) {
     timers::Scoped place_timer("local multiply: place");
@@ -473,7 +674,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
       w.fresh.clear();
       w.fresh_values = 0;
       PlacePass place{w, b, layout_.cols};
-      for_each_product(w, std::numeric_limits<std::int64_t>::max(), place);
+      for_each_product(w, from[static_cast<std::size_t>(t)], std::numeric_limits<std::int64_t>::max(), place, nullptr);
       seconds[static_cast<std::size_t>(t)] = omp_get_wtime() - t0;
     });
     place_timer.stop();
@@ -493,16 +694,6 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   }
 
   // Pass 2 (numeric, StackPass in local_product_passes.hpp).
-  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
-  auto products_of = [&](const ThreadWork& w) {
-    const auto [ar0, ar1] = a_rows_of(w);
-    std::int64_t n = 0;
-    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
-      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
-    }
-    return n;
-  };
   // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
   // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
   // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no
@@ -559,7 +750,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
                     record,
                     recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
                     layout_.cols};
-    for_each_product(w, tick_start, stack);
+    for_each_product(w, from[static_cast<std::size_t>(t)], tick_start, stack, nullptr);
     stack.flush();
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     if (stack.record != nullptr) {
@@ -571,16 +762,38 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
       w.record.skipped = stack.skipped;
       w.record.mnk = stack.mnk;
     }
-    w.stats.products += stack.products;
-    w.stats.skipped += stack.skipped;
-    w.stats.flops += 2.0 * static_cast<double>(stack.mnk);
-    const double total = seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0;
-    w.stats.kernel_seconds += stack.kernel_time;
-    w.stats.stack_seconds += total - stack.kernel_time;
+    account(w, stack, seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0);
   });
   stacks_timer.stop();
   if (record_) record_tick(a, a_layout, b, grow_before);
   end_tick(false);
+}
+
+// The slabs of several threads' one pass (multiply_tick): each thread's new blocks move down to
+// follow the previous thread's (thread by thread in order: a thread's new place may overlap its own
+// old one, never a later thread's), the offsets in its rows with them, and C is cut back to them.
+void LocalProduct::join_slabs(const std::vector<Slab>& slab) {
+  const timers::Scoped timer("local multiply: join slabs");
+  double* const values = host_session_->values();
+  std::int64_t end = c_values_;
+  std::vector<std::int64_t> shift(slab.size(), 0);
+  for (std::size_t t = 0; t < slab.size(); ++t) {
+    const Slab& s = slab[t];
+    shift[t] = s.begin - end;
+    if (shift[t] > 0 && s.next > s.begin)
+      std::memmove(values + end, values + s.begin, static_cast<std::size_t>(s.next - s.begin) * sizeof(double));
+    end += s.next - s.begin;
+  }
+  for_each_thread(static_cast<int>(slab.size()), [&](int t) {
+    const Slab& s = slab[static_cast<std::size_t>(t)];
+    const std::int64_t by = shift[static_cast<std::size_t>(t)];
+    if (by == 0 || s.next == s.begin) return;
+    for (auto& list : work_[static_cast<std::size_t>(t)]->rows)
+      for (auto& entry : list)
+        if (entry.second >= s.begin) entry.second -= by;  // only this tick's blocks lie beyond C's start
+  });
+  host_session_->truncate(end);
+  c_values_ = end;
 }
 
 }  // namespace plexus

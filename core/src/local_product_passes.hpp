@@ -54,6 +54,31 @@ struct LocalProduct::PlacePass {
   }
 };
 
+// A row's new values, counted (several threads' one pass, where the row may not fit in what is left
+// of the thread's slab): each C block not yet in the row counts once; forget() unmarks them.
+struct LocalProduct::CountPass {
+  ThreadWork& w;
+  const PanelView& b;
+  const BlockSizes& cols;
+  std::int64_t values = 0;
+  void skip(std::int64_t) {}
+  void row_products(std::int64_t, std::int64_t bb, std::int64_t end, const std::int64_t* order, int m, int, int,
+                    RowList&) {
+    std::int64_t* const c_off = w.c_off.data();
+    for (; bb < end; ++bb) {
+      const std::int64_t j = b.cols[order != nullptr ? order[bb] : bb];
+      if (c_off[j] != -1) continue;
+      c_off[j] = 0;  // counted: present for the rest of the row
+      w.counted.push_back(static_cast<int>(j));
+      values += std::int64_t{m} * cols.size(static_cast<int>(j));
+    }
+  }
+  void forget() {
+    for (const int j : w.counted) w.c_off[static_cast<std::size_t>(j)] = -1;
+    w.counted.clear();
+  }
+};
+
 // Pass 2 (numeric): each thread builds stacks of products and hands each full stack to the
 // backend in its own slot.
 struct LocalProduct::StackPass {

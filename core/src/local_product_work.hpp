@@ -47,9 +47,16 @@ struct LocalProduct::ThreadWork {
   std::int64_t base = 0;
   Scratch<StackEntry> stack;  // kStackCapacity entries, held from the constructor on
   Scratch<int> placed;        // the columns of the blocks a batch of products placed (kStackCapacity)
+  std::vector<int> counted;   // the columns a row's count marked (CountPass)
   LocalMultiplyStats stats;
   plan::ThreadTick record;      // the thread's share of the tick, when the product records a plan
   bool record_dropped = false;  // the share outgrew the plans' room this tick
+};
+
+// A thread's share of C's room in a tick of several threads' one pass (local_multiply.cpp): its new
+// blocks go from `begin` on, the next at `next`, none beyond `end`.
+struct LocalProduct::Slab {
+  std::int64_t begin = 0, next = 0, end = 0;
 };
 
 // The A rows (of `nrows`, whose C rows a_c_row lists, ascending) whose C row lies in [c_begin,

@@ -16,11 +16,30 @@
 #include "plexus/kernel.hpp"
 #include "plexus/local_multiply.hpp"
 #include "plexus/memory.hpp"
+#include "plexus/timers.hpp"
 
 using namespace plexus;
 
 using test::dense_of;
 using test::make_panel;
+
+namespace {
+// The same blocks in the same rows with the same values to the last bit, wherever each panel keeps them.
+void expect_same_blocks(const Panel& one, const Panel& other, const BlockSizes& s) {
+  const PanelView x = one.view(), y = other.view();
+  ASSERT_EQ(x.nrows, y.nrows);
+  ASSERT_EQ(x.nblocks, y.nblocks);
+  ASSERT_EQ(x.data_size, y.data_size);
+  for (int r = 0; r < x.nrows; ++r) {
+    ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
+    for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
+      ASSERT_EQ(x.cols[q], y.cols[q]);
+      const std::int64_t n = std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
+      for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
+    }
+  }
+}
+}  // namespace
 
 TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
   const BlockSizes s = BlockSizes::cyclic(8, {1, 5, 13, 23, 32});
@@ -93,21 +112,136 @@ TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
   EXPECT_LE(grows_two, 3);
   EXPECT_EQ(grows_unreserved, grows_two);
   EXPECT_GT(grows_one, grows_two);
-  for (const Panel* other : {&two, &unreserved}) {
-    const PanelView x = one.view(), y = other->view();
-    ASSERT_EQ(x.nrows, y.nrows);
-    ASSERT_EQ(x.nblocks, y.nblocks);
-    ASSERT_GT(x.nblocks, c0.nblocks());
-    for (int r = 0; r < x.nrows; ++r) {
-      ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
-      for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
-        ASSERT_EQ(x.cols[q], y.cols[q]);
-        const std::int64_t n =
-            std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
-        for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
-      }
+  ASSERT_GT(one.nblocks(), c0.nblocks());
+  expect_same_blocks(one, two, s);
+  expect_same_blocks(one, unreserved, s);
+}
+
+namespace {
+// Three filtered ticks of many stacks each into a C with some blocks (scaled by 0.5), as in the test
+// above, on `threads` threads of `kernel` with room for `expected_values` in C; the C made, and the
+// calls of the phases "local multiply: place" (the symbolic pass) and "join slabs".
+struct SlabRun {
+  Panel c;
+  double places = 0, joins = 0, reserves = 0;
+  std::int64_t start_values = 0;  // C's before the ticks
+};
+// The calls of the symbolic pass (place), of join slabs and of reserve since the last timers::reset().
+void count_phases(SlabRun& run) {
+  for (const timers::Stat& st : timers::statistics(MPI_COMM_SELF)) {
+    if (st.name == "local multiply: place") run.places = st.calls;
+    if (st.name == "local multiply: join slabs") run.joins = st.calls;
+    if (st.name == "local multiply: reserve") run.reserves = st.calls;
+  }
+}
+SlabRun run_three_filtered_ticks(Kernel& kernel, int threads, std::int64_t expected_values) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
+  BlockLayout l{s, s};
+  std::vector<Panel> a, b;
+  for (int t = 0; t < 3; ++t) {
+    a.push_back(make_panel(l, 41 + t, [t](int i, int j) { return j % 3 == t && (i + j) % 2 == 0; }));
+    b.push_back(make_panel(l, 51 + t, [t](int i, int j) { return i % 3 == t && (i * 7 + j * t) % 5 != 0; }));
+    Panel& p = a.back();  // every fourth A block scaled down: its products fall below the threshold
+    for (std::int64_t q = 0; q < p.nblocks(); q += 4)
+      for (std::int64_t e = p.offset(q); e < (q + 1 < p.nblocks() ? p.offset(q + 1) : p.data_size()); ++e)
+        p.data()[static_cast<std::size_t>(e)] *= 1e-4;
+  }
+  const Panel c0 = make_panel(l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
+  timers::reset();
+  LocalProduct lp(c0.view(), l, kernel, threads, std::vector<double>(40, 0.05), {}, 0.5, expected_values);
+  for (int t = 0; t < 3; ++t)
+    lp.multiply(a[static_cast<std::size_t>(t)].view(), l, b[static_cast<std::size_t>(t)].view(), l);
+  EXPECT_GT(lp.stats().skipped, 0);
+  SlabRun run{lp.finish()};
+  count_phases(run);
+  run.start_values = c0.data_size();
+  return run;
+}
+
+// A host kernel whose first products write (Kernel::first_product_writes): a product marked first
+// overwrites its block, so a mark on a block that had products already loses them, and a block
+// grown unset that misses its mark keeps what the memory held.
+class WritingFirstKernel final : public HostKernel {
+ public:
+  std::string name() const override { return "writing-first"; }
+  bool first_product_writes() const override { return true; }
+  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (stack[i].first != 0) std::fill(c + stack[i].c, c + stack[i].c + std::int64_t{stack[i].m} * stack[i].n, 0.0);
+      reference.process(stack + i, 1, a, b, c);
     }
   }
+  ReferenceKernel reference;
+};
+}  // namespace
+
+// Several threads on a host backend, with room reserved for C, take one pass each too: each into a
+// slab of the room, after which each thread's new blocks move down to follow the previous thread's
+// (local_multiply.cpp). With room enough that is the two passes' C to the last bit, its offsets
+// included (both place each thread's blocks in the same order); with too little, the same blocks
+// and values. On a kernel whose first products write and on one that adds into zeroed room.
+TEST(LocalProduct, SeveralThreadsTakeOnePassIntoSlabsOfCsRoom) {
+  const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
+  WritingFirstKernel writing;
+  ReferenceKernel adding;
+  for (Kernel* k : std::vector<Kernel*>{&writing, &adding}) {
+    SCOPED_TRACE(k->name());
+    const SlabRun one = run_three_filtered_ticks(*k, 1, 0);
+    const std::int64_t values = one.c.data_size();
+    for (int threads : {2, 3}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      const SlabRun two = run_three_filtered_ticks(*k, threads, 0);  // no room: the two passes
+      EXPECT_EQ(two.places, 3);
+      EXPECT_EQ(two.joins, 0);
+      expect_same_blocks(one.c, two.c, s);
+      const SlabRun roomy = run_three_filtered_ticks(*k, threads, 4 * values);
+      EXPECT_EQ(roomy.joins, 3);
+      EXPECT_EQ(roomy.places, 0) << "every row fits its slab";
+      test::expect_same_panel(roomy.c, two.c);
+      // Room for a tenth of what the ticks add: the first tick's room is sized from a sample of its
+      // rows (C moves once, before any slab is written); the ticks after it find C beyond what was
+      // reserved and take the two passes, as one thread's ticks then grow C once each.
+      const SlabRun tight = run_three_filtered_ticks(*k, threads, one.start_values + (values - one.start_values) / 10);
+      EXPECT_EQ(tight.joins, 1);
+      EXPECT_EQ(tight.reserves, 1);
+      EXPECT_EQ(tight.places, 2);
+      expect_same_blocks(one.c, tight.c, s);
+    }
+  }
+}
+
+// A tick whose rows fill C in more and more towards its end, into an empty C with a little room:
+// every 16th row (the rows a tick samples to size the first round's room) is empty, so the first
+// round gets only the room there is; each later round's room, scaled from the rows done, falls
+// short of the rows left, and after three rounds the two passes take the rest. C is still the
+// one-thread product's, and the dense product.
+TEST(LocalProduct, SlabsThatFallShortTakeMoreRoundsThenTheTwoPasses) {
+  const BlockSizes s = BlockSizes::cyclic(64, {2});
+  BlockLayout l{s, s};
+  Panel a = make_panel(l, 81, [](int i, int k) { return i % 16 != 0 && k <= i / 4; });
+  Panel b = make_panel(l, 82, [](int k, int j) { return j <= 4 * k + 3; });
+  std::vector<int> rows(64);
+  for (int i = 0; i < 64; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const Panel empty(rows);
+  const std::int64_t n = s.total();
+  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+  test::dense_gemm(n, n, n, 1.0, dense_of(a.view(), l), dense_of(b.view(), l), 1.0, ref);
+  auto run = [&](int threads, std::int64_t expected) {
+    WritingFirstKernel k;
+    timers::reset();
+    LocalProduct lp(empty.view(), l, k, threads, {}, {}, 1.0, expected);
+    lp.multiply(a.view(), l, b.view(), l);
+    SlabRun r{lp.finish()};
+    count_phases(r);
+    EXPECT_LE(test::relative_error(dense_of(r.c.view(), l), ref), 1e-13);
+    return r;
+  };
+  const SlabRun one = run(1, 0);
+  const SlabRun two = run(2, 400);
+  EXPECT_EQ(two.joins, 3);
+  EXPECT_GE(two.reserves, 2);
+  EXPECT_EQ(two.places, 1);
+  expect_same_blocks(one.c, two.c, s);
 }
 
 // Issue 9 (RSS growing over long runs): the accumulator's scratch (stack buffers, index arrays

@@ -266,10 +266,12 @@ std::int64_t dense_b_ticks(const LocalCase& lc) {
 /// Runs the case on a backend through LocalProduct; returns the dense result and the stats.
 /// `dense_b`: each tick whose B is dense gets it as one dense matrix (LocalProduct::multiply's
 /// second form), its blocks' values at b.data overwritten with NaN so that a read of them shows.
+/// `expected_values`: C's room reserved (LocalProduct's hint; 0: none).
 std::pair<std::vector<double>, plexus::LocalMultiplyStats> run_local(const LocalCase& lc, Kernel& k,
                                                                      const std::vector<double>& row_eps, int threads,
-                                                                     double c_scale = 1.0, bool dense_b = false) {
-  plexus::LocalProduct lp(lc.c_start.view(), lc.cl, k, threads, row_eps, {}, c_scale);
+                                                                     double c_scale = 1.0, bool dense_b = false,
+                                                                     std::int64_t expected_values = 0) {
+  plexus::LocalProduct lp(lc.c_start.view(), lc.cl, k, threads, row_eps, {}, c_scale, expected_values);
   EXPECT_EQ(lp.threads(), threads);
   for (const Tick& t : lc.ticks) {
     const std::optional<plexus::DenseLayout> d = dense_b ? plexus::DenseLayout::of(t.b.view(), lc.bl) : std::nullopt;
@@ -327,6 +329,16 @@ void check_products(const LocalCase& lc, const std::vector<double>& row_eps, con
     EXPECT_EQ(given_stats.products, stats.products);
     EXPECT_EQ(given_stats.skipped, stats.skipped);
     EXPECT_EQ(given_stats.dense_ticks, stats.dense_ticks);
+  }
+  // With room reserved for C (as much as a dense C), several threads of a host backend each place
+  // C's new blocks in a slab of the room as they stack their products (one thread's one pass is
+  // the same placing without slabs; a device backend places first whatever the room).
+  if (dynamic_cast<const plexus::HostKernel*>(k.get()) != nullptr) {
+    SCOPED_TRACE("room reserved, threads 3");
+    const auto [c, stats] = run_local(lc, *k, row_eps, 3, c_scale, false, lc.cl.rows.total() * lc.cl.cols.total());
+    EXPECT_LE(rel_error(c, ref_c), kTol) << "vs reference kernel";
+    EXPECT_EQ(stats.products, ex.products);
+    EXPECT_EQ(stats.skipped, ex.skipped);
   }
   EXPECT_EQ(ref_stats.dense_ticks, 0) << "the reference kernel computes block products only";
 }

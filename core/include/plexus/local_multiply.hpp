@@ -180,6 +180,7 @@ class LocalProduct {
   struct ThreadWork;
   // The visitors of a tick's symbolic and numeric passes (local_product_passes.hpp).
   struct PlacePass;
+  struct CountPass;
   struct StackPass;
   bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
   void forgo_replay();  // a tick that will not replay: the plans looked up are left as replay() leaves them
@@ -206,6 +207,15 @@ class LocalProduct {
   void reserve_rows();  // each row's list reserved for the blocks it is expected to end with
   void record_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b, std::int64_t grow_before);
   void merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray& offsets);  // C's index from the rows
+  // A thread's share of C's room in a tick of several threads' one pass (local_product_work.hpp).
+  struct Slab;
+  void join_slabs(const std::vector<Slab>& slab);  // their new blocks one after the other, C cut back to them
+  // Several threads' one pass into slabs of C's room (multiply_tick's traversal given).
+  template <class Traverse, class VisitRow, class RowBound>
+  bool slab_rounds(const PanelView& a, const PanelView& b, const int* a_c_row, std::int64_t tick_start,
+                   std::vector<int>& from, Traverse& for_each_product, VisitRow& visit_row, RowBound& row_bound);
+  // A numeric pass's counts and times into its thread's stats.
+  static void account(ThreadWork& w, const StackPass& stack, double seconds_in_all);
   static void release_scratch(ThreadWork& w);  // a thread's scratch back to the pool (finish)
   BlockLayout layout_;
   std::vector<int> row_ids_;

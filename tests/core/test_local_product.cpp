@@ -68,27 +68,42 @@ TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
   }
 }
 
+namespace {
+// Three ticks of many stacks each (over kStackCapacity products) on 40 block rows and columns of 2
+// and 3, every fourth A block scaled down so that its products fall below a threshold of 0.05, and
+// the C they add to.
+struct ThreeTicks {
+  BlockSizes s = BlockSizes::cyclic(40, {2, 3});
+  BlockLayout l{s, s};
+  std::vector<Panel> a, b;
+  Panel c0;
+};
+ThreeTicks three_filtered_ticks() {
+  ThreeTicks t;
+  for (int k = 0; k < 3; ++k) {
+    t.a.push_back(make_panel(t.l, 41 + k, [k](int i, int j) { return j % 3 == k && (i + j) % 2 == 0; }));
+    t.b.push_back(make_panel(t.l, 51 + k, [k](int i, int j) { return i % 3 == k && (i * 7 + j * k) % 5 != 0; }));
+    Panel& p = t.a.back();
+    for (std::int64_t q = 0; q < p.nblocks(); q += 4)
+      for (std::int64_t e = p.offset(q); e < (q + 1 < p.nblocks() ? p.offset(q + 1) : p.data_size()); ++e)
+        p.data()[static_cast<std::size_t>(e)] *= 1e-4;
+  }
+  t.c0 = make_panel(t.l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
+  return t;
+}
+}  // namespace
+
 // One thread on a host backend, with room reserved for C, takes one pass a tick, placing new C
 // blocks as their first product is stacked and growing C stack by stack; more threads, or no room
 // reserved, place first and grow once. Both add every block's products in the same order, so
 // their C is the same to the last bit.
 TEST(LocalProduct, OnePassGivesTheSameBlocksAndValuesAsTheTwoPasses) {
-  const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
-  BlockLayout l{s, s};
-  // Three ticks of many stacks each (over kStackCapacity products).
-  std::vector<Panel> a, b;
-  for (int t = 0; t < 3; ++t) {
-    a.push_back(make_panel(l, 41 + t, [t](int i, int j) { return j % 3 == t && (i + j) % 2 == 0; }));
-    b.push_back(make_panel(l, 51 + t, [t](int i, int j) { return i % 3 == t && (i * 7 + j * t) % 5 != 0; }));
-    // Every fourth A block scaled down: its products fall below the threshold.
-    Panel& p = a.back();
-    for (std::int64_t q = 0; q < p.nblocks(); q += 4)
-      for (std::int64_t e = p.offset(q); e < (q + 1 < p.nblocks() ? p.offset(q + 1) : p.data_size()); ++e)
-        p.data()[static_cast<std::size_t>(e)] *= 1e-4;
-  }
-  std::vector<int> rows(40);
-  for (int i = 0; i < 40; ++i) rows[static_cast<std::size_t>(i)] = i;
-  const Panel c0 = make_panel(l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
+  const ThreeTicks ticks = three_filtered_ticks();
+  const BlockSizes& s = ticks.s;
+  const BlockLayout& l = ticks.l;
+  const std::vector<Panel>& a = ticks.a;
+  const std::vector<Panel>& b = ticks.b;
+  const Panel& c0 = ticks.c0;
   std::vector<double> eps(40, 0.05);  // filtering on: some products are skipped
   // One pass needs one thread and room reserved in C (expected_values); C then grows stack by
   // stack. Otherwise the symbolic pass grows it once per tick.
@@ -135,18 +150,11 @@ void count_phases(SlabRun& run) {
   }
 }
 SlabRun run_three_filtered_ticks(Kernel& kernel, int threads, std::int64_t expected_values) {
-  const BlockSizes s = BlockSizes::cyclic(40, {2, 3});
-  BlockLayout l{s, s};
-  std::vector<Panel> a, b;
-  for (int t = 0; t < 3; ++t) {
-    a.push_back(make_panel(l, 41 + t, [t](int i, int j) { return j % 3 == t && (i + j) % 2 == 0; }));
-    b.push_back(make_panel(l, 51 + t, [t](int i, int j) { return i % 3 == t && (i * 7 + j * t) % 5 != 0; }));
-    Panel& p = a.back();  // every fourth A block scaled down: its products fall below the threshold
-    for (std::int64_t q = 0; q < p.nblocks(); q += 4)
-      for (std::int64_t e = p.offset(q); e < (q + 1 < p.nblocks() ? p.offset(q + 1) : p.data_size()); ++e)
-        p.data()[static_cast<std::size_t>(e)] *= 1e-4;
-  }
-  const Panel c0 = make_panel(l, 61, [](int i, int j) { return (i + 3 * j) % 11 == 0; });
+  const ThreeTicks ticks = three_filtered_ticks();
+  const BlockLayout& l = ticks.l;
+  const std::vector<Panel>& a = ticks.a;
+  const std::vector<Panel>& b = ticks.b;
+  const Panel& c0 = ticks.c0;
   timers::reset();
   LocalProduct lp(c0.view(), l, kernel, threads, std::vector<double>(40, 0.05), {}, 0.5, expected_values);
   for (int t = 0; t < 3; ++t)

@@ -510,7 +510,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // symbolic pass grows it once to its exact size.
   const bool one_pass = nthreads == 1 && host_ && c_values_ < reserved_values_;
   // Several threads on a host session with room reserved, and no plan recorded: one pass each too,
-  // into slabs of C's room (slab_round below): each thread places its new blocks in its own slab as
+  // into slabs of C's room (slab_rounds): each thread places its new blocks in its own slab as
   // their first products are stacked, row by row while the row's new blocks fit, then each
   // thread's blocks move down to follow the previous thread's (join_slabs). Rows a thread could not
   // fit take another round, and after three rounds the two passes below. In a filtered sign solve
@@ -629,8 +629,8 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     count.forget();
     return s.next + count.values <= s.end;
   };
-  // The thread's A rows from `from` on; with a slab (several threads' one pass, below), only as
-  // long as the next row's new blocks fit in it: returns the first row not visited.
+  // The thread's A rows from `from` on; with a slab (several threads' one pass, slab_rounds),
+  // only as long as the next row's new blocks fit in it: returns the first row not visited.
   auto for_each_product = [&](ThreadWork& w, int from, std::int64_t fresh_from, auto&& f, const Slab* slab) {
     const int ar1 = a_rows_of(w).second;
     ColumnTiles tiles;
@@ -650,16 +650,6 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   std::vector<int> from(static_cast<std::size_t>(nthreads));
   for (int t = 0; t < nthreads; ++t)
     from[static_cast<std::size_t>(t)] = a_rows_of(*work_[static_cast<std::size_t>(t)]).first;
-  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
-  auto products_of = [&](const ThreadWork& w) {
-    const auto [ar0, ar1] = a_rows_of(w);
-    std::int64_t n = 0;
-    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
-      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
-    }
-    return n;
-  };
   if (slabs && slab_rounds(a, b, a_c_row.data(), tick_start, from, for_each_product, visit_row, row_bound))
     return end_tick(false);
 
@@ -694,6 +684,16 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   }
 
   // Pass 2 (numeric, StackPass in local_product_passes.hpp).
+  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
+  auto products_of = [&](const ThreadWork& w) {
+    const auto [ar0, ar1] = a_rows_of(w);
+    std::int64_t n = 0;
+    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+    }
+    return n;
+  };
   // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
   // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
   // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no

@@ -38,7 +38,7 @@ class HostSession final : public KernelSession {
   }
   std::int64_t capacity() const { return static_cast<std::int64_t>(c_.capacity()); }
   /// C's area back to its first `values` doubles (the capacity stays): the room a tick's threads
-  /// were given beyond the blocks they placed (LocalProduct's slabs, local_multiply.cpp).
+  /// were given beyond the blocks they placed (LocalProduct's slabs, local_product_slabs.cpp).
   void truncate(std::int64_t values) {
     if (values < static_cast<std::int64_t>(c_.size())) c_.resize(static_cast<std::size_t>(values));
   }

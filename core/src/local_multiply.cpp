@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <numeric>
@@ -14,6 +13,7 @@
 #include "column_tiles.hpp"
 #include "host_session.hpp"
 #include "local_product_passes.hpp"
+#include "local_product_slabs.hpp"
 #include "local_product_work.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -200,143 +200,6 @@ void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, con
   multiply_tick(a, a_layout, b, b_layout, &given);
 }
 
-// A thread's counts and times of a numeric pass, into its stats.
-void LocalProduct::account(ThreadWork& w, const StackPass& stack, double seconds_in_all) {
-  w.stats.products += stack.products;
-  w.stats.skipped += stack.skipped;
-  w.stats.flops += 2.0 * static_cast<double>(stack.mnk);
-  w.stats.kernel_seconds += stack.kernel_time;
-  w.stats.stack_seconds += seconds_in_all - stack.kernel_time;
-}
-
-// Several threads' one pass into slabs of C's room (multiply_tick): a tick's products of A panel a
-// (its rows' C rows a_c_row) and B panel b, each thread's from its A row from[t] on, visited by
-// multiply_tick's traversal (for_each_product, visit_row, row_bound: its bound on a row's new
-// values). true: every row done; false: from[t] is where each thread's rows are left for the two
-// passes.
-template <class Traverse, class VisitRow, class RowBound>
-bool LocalProduct::slab_rounds(const PanelView& a, const PanelView& b, const int* a_c_row, std::int64_t tick_start,
-                               std::vector<int>& from, Traverse& for_each_product, VisitRow& visit_row,
-                               RowBound& row_bound) {
-  const int nthreads = static_cast<int>(work_.size());
-  auto a_rows_of = [&](const ThreadWork& w) { return a_rows_in(a_c_row, a.nrows, w.row_begin, w.row_end); };
-  // Each thread's bound on the new values of its rows left (as row_fits takes a row's).
-  std::vector<std::int64_t> bound(static_cast<std::size_t>(nthreads), 0);
-  auto bound_left = [&] {
-    std::int64_t total = 0;
-    for (int t = 0; t < nthreads; ++t) {
-      std::int64_t& n = bound[static_cast<std::size_t>(t)] = 0;
-      const int ar1 = a_rows_of(*work_[static_cast<std::size_t>(t)]).second;
-      for (int ar = from[static_cast<std::size_t>(t)]; ar < ar1; ++ar) n += row_bound(ar);
-      total += n;
-    }
-    return total;
-  };
-  // One round: the room shared by the bounds (the last thread's slab ends at the room's end), C
-  // grown to its end (within the capacity: C stays where it is), each thread's one pass into
-  // its slab, and the slabs joined.
-  auto slab_round = [&](std::int64_t room) {
-    std::int64_t total = 0, before = 0, at = c_values_;
-    for (const std::int64_t n : bound) total += n;
-    std::vector<Slab> slab(static_cast<std::size_t>(nthreads));
-    for (int t = 0; t < nthreads; ++t) {
-      before += bound[static_cast<std::size_t>(t)];
-      const double share =
-          total > 0 ? static_cast<double>(before) / static_cast<double>(total) : static_cast<double>(t + 1) / nthreads;
-      const std::int64_t end = t + 1 == nthreads
-                                   ? c_values_ + room
-                                   : c_values_ + static_cast<std::int64_t>(share * static_cast<double>(room));
-      slab[static_cast<std::size_t>(t)] = Slab{at, at, std::max(at, end)};
-      at = std::max(at, end);
-    }
-    {
-      timers::Scoped timer("local multiply: grow");
-      session_->grow(c_values_ + room);
-    }
-    timers::Scoped slabs_timer("local multiply: stacks and kernel");
-    for_each_thread(nthreads, [&](int t) {
-      ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-      Slab& s = slab[static_cast<std::size_t>(t)];
-      const double t0 = omp_get_wtime();
-      std::int64_t grown = s.end;  // C has its room already: no growth in the pass
-      StackPass stack{w,
-                      a,
-                      b,
-                      *session_,
-                      t,
-                      w.stack.data(),
-                      on_calling_thread(nthreads) && progress_ ? &progress_ : nullptr,
-                      &s.next,
-                      &grown,
-                      nullptr,
-                      c_values_,
-                      0,
-                      nullptr,
-                      0,
-                      layout_.cols};
-      w.fresh.clear();
-      auto& first = from[static_cast<std::size_t>(t)];
-      first = for_each_product(w, first, tick_start, stack, &s);
-      stack.flush();
-      account(w, stack, omp_get_wtime() - t0);
-    });
-    slabs_timer.stop();
-    join_slabs(slab);
-  };
-  // A C that outgrows its room (a sign iteration's C fills in beyond its previous size) takes a
-  // second round, and a third: room for the rows left at the new values per unit of bound so far,
-  // and a tenth more (C moves once a round, as the one pass's reserve_ahead moves it). Rows left
-  // after that, or after a round that fitted none, take the two passes.
-  const std::int64_t all = bound_left();
-  std::int64_t left = all, room = host_session_->capacity() - c_values_;
-  // The first round's room, unless every row surely fits: at least the tick's new values as every
-  // 16th row of each thread counts them (their symbolic pass alone), scaled by the bounds, and a
-  // tenth more; reserved now, while C holds only what it started the tick with (a later round's
-  // reservation copies what the rounds before wrote).
-  std::vector<std::int64_t> guess(static_cast<std::size_t>(nthreads), 0);
-  if (room < all) {
-    timers::Scoped timer("local multiply: sample");
-    for_each_thread(nthreads, [&](int t) {
-      ThreadWork& w = *work_[static_cast<std::size_t>(t)];
-      ColumnTiles tiles;
-      const int widest = host_ ? layout_.cols.max_size() : 0;
-      const auto [ar0, ar1] = a_rows_of(w);
-      double counted = 0, sampled = 0;
-      for (int ar = ar0; ar < ar1; ar += 16) {
-        CountPass count{w, b, layout_.cols};
-        visit_row(w, ar, std::numeric_limits<std::int64_t>::max(), count, tiles, widest);
-        count.forget();
-        counted += static_cast<double>(count.values);
-        sampled += static_cast<double>(row_bound(ar));
-      }
-      if (sampled > 0)
-        guess[static_cast<std::size_t>(t)] =
-            static_cast<std::int64_t>(counted / sampled * static_cast<double>(bound[static_cast<std::size_t>(t)]));
-    });
-  }
-  std::int64_t guessed = 0;
-  for (const std::int64_t g : guess) guessed += g;
-  guessed += guessed / 10;
-  if (guessed > room) {
-    timers::Scoped timer("local multiply: reserve");
-    host_session_->reserve(c_values_ + guessed);
-    room = guessed;
-  }
-  for (int round = 0; round < 3 && left > 0 && room > 0; ++round) {
-    slab_round(room);
-    const std::int64_t now = bound_left();
-    if (now == 0) return true;
-    if (now == left) break;
-    left = now;
-    room = static_cast<std::int64_t>(1.1 * static_cast<double>(c_values_ - tick_start) /
-                                     static_cast<double>(all - left) * static_cast<double>(left)) +
-           1;
-    timers::Scoped timer("local multiply: reserve");
-    host_session_->reserve(c_values_ + room);
-  }
-  return false;
-}
-
 void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                                  const BlockLayout& b_layout, const GivenDense* given) {
   if (!session_) throw Error("LocalProduct::multiply", "called after finish()");
@@ -519,15 +382,28 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // offsets): the symbolic pass places every thread's new blocks first, C grows once, then the
   // numeric pass.
   const bool slabs = nthreads > 1 && host_session_ != nullptr && c_values_ < reserved_values_ && record_ == nullptr;
-  Scratch<std::int64_t> b_width;  // slabs: per B row, the columns of its blocks
-  const std::int64_t c_width = layout_.cols.total();
+  // Slabs: per A row, a bound on the values of the C blocks it may create, computed once a tick
+  // (slab_rounds and row_fits below read it row by row, round after round): at most one block per
+  // column its B rows reach, within C's width.
+  Scratch<std::int64_t> a_bound;
   if (slabs) {
-    b_width.resize(static_cast<std::size_t>(b.nrows));
+    Scratch<std::int64_t> b_width(static_cast<std::size_t>(b.nrows));  // per B row, the columns of its blocks
     const int* const n_of = layout_.cols.sizes().data();
     for (int r = 0; r < b.nrows; ++r) {
       std::int64_t n = 0;
       for (std::int64_t q = b.row_ptr[r]; q < b.row_ptr[r + 1]; ++q) n += n_of[b.cols[q]];
       b_width[static_cast<std::size_t>(r)] = n;
+    }
+    const std::int64_t c_width = layout_.cols.total();
+    a_bound.resize(static_cast<std::size_t>(a.nrows));
+    for (int ar = 0; ar < a.nrows; ++ar) {
+      std::int64_t width = 0;
+      for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
+        const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+        if (br >= 0) width += b_width[static_cast<std::size_t>(br)];
+      }
+      a_bound[static_cast<std::size_t>(ar)] =
+          std::int64_t{layout_.rows.size(static_cast<int>(a.row_ids[ar]))} * std::min(width, c_width);
     }
   }
 
@@ -611,17 +487,9 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     }
     for (const auto& entry : list) w.c_off[static_cast<std::size_t>(entry.first)] = -1;
   };
-  // Slabs: whether the new blocks of A row ar surely fit in what is left of slab s: at most one
-  // per column the row's B rows reach, within C's width; where that bound does not fit, the row's
-  // new values counted (its symbolic pass alone).
-  auto row_bound = [&](int ar) {
-    std::int64_t width = 0;
-    for (std::int64_t ab = a.row_ptr[ar]; ab < a.row_ptr[ar + 1]; ++ab) {
-      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-      if (br >= 0) width += b_width[static_cast<std::size_t>(br)];
-    }
-    return std::int64_t{layout_.rows.size(static_cast<int>(a.row_ids[ar]))} * std::min(width, c_width);
-  };
+  // Slabs: whether the new blocks of A row ar surely fit in what is left of slab s, by the row's
+  // bound; where that does not fit, the row's new values counted (its symbolic pass alone).
+  auto row_bound = [&](int ar) { return a_bound[static_cast<std::size_t>(ar)]; };
   auto row_fits = [&](ThreadWork& w, int ar, const Slab& s, ColumnTiles& tiles, int widest) {
     if (s.next + row_bound(ar) <= s.end) return true;
     CountPass count{w, b, layout_.cols};
@@ -767,33 +635,6 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   stacks_timer.stop();
   if (record_) record_tick(a, a_layout, b, grow_before);
   end_tick(false);
-}
-
-// The slabs of several threads' one pass (multiply_tick): each thread's new blocks move down to
-// follow the previous thread's (thread by thread in order: a thread's new place may overlap its own
-// old one, never a later thread's), the offsets in its rows with them, and C is cut back to them.
-void LocalProduct::join_slabs(const std::vector<Slab>& slab) {
-  const timers::Scoped timer("local multiply: join slabs");
-  double* const values = host_session_->values();
-  std::int64_t end = c_values_;
-  std::vector<std::int64_t> shift(slab.size(), 0);
-  for (std::size_t t = 0; t < slab.size(); ++t) {
-    const Slab& s = slab[t];
-    shift[t] = s.begin - end;
-    if (shift[t] > 0 && s.next > s.begin)
-      std::memmove(values + end, values + s.begin, static_cast<std::size_t>(s.next - s.begin) * sizeof(double));
-    end += s.next - s.begin;
-  }
-  for_each_thread(static_cast<int>(slab.size()), [&](int t) {
-    const Slab& s = slab[static_cast<std::size_t>(t)];
-    const std::int64_t by = shift[static_cast<std::size_t>(t)];
-    if (by == 0 || s.next == s.begin) return;
-    for (auto& list : work_[static_cast<std::size_t>(t)]->rows)
-      for (auto& entry : list)
-        if (entry.second >= s.begin) entry.second -= by;  // only this tick's blocks lie beyond C's start
-  });
-  host_session_->truncate(end);
-  c_values_ = end;
 }
 
 }  // namespace plexus

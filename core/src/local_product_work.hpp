@@ -53,8 +53,8 @@ struct LocalProduct::ThreadWork {
   bool record_dropped = false;  // the share outgrew the plans' room this tick
 };
 
-// A thread's share of C's room in a tick of several threads' one pass (local_multiply.cpp): its new
-// blocks go from `begin` on, the next at `next`, none beyond `end`.
+// A thread's share of C's room in a tick of several threads' one pass (local_product_slabs.hpp):
+// its new blocks go from `begin` on, the next at `next`, none beyond `end`.
 struct LocalProduct::Slab {
   std::int64_t begin = 0, next = 0, end = 0;
 };

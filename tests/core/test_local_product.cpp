@@ -185,7 +185,7 @@ class WritingFirstKernel final : public HostKernel {
 
 // Several threads on a host backend, with room reserved for C, take one pass each too: each into a
 // slab of the room, after which each thread's new blocks move down to follow the previous thread's
-// (local_multiply.cpp). With room enough that is the two passes' C to the last bit, its offsets
+// (local_product_slabs.hpp). With room enough that is the two passes' C to the last bit, its offsets
 // included (both place each thread's blocks in the same order); with too little, the same blocks
 // and values. On a kernel whose first products write and on one that adds into zeroed room.
 TEST(LocalProduct, SeveralThreadsTakeOnePassIntoSlabsOfCsRoom) {

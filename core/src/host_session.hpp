@@ -59,6 +59,14 @@ class HostSession final : public KernelSession {
   /// The backend, and C's value area as it is now (valid until the next grow()).
   HostKernel& kernel() { return kernel_; }
   double* values() { return c_.data(); }
+  /// Whether the kernel's first product into a block writes it (else grow() zeroes new values).
+  bool writes_first() const { return writes_first_; }
+  /// C's value area exchanged for `values`: the old one is returned (LocalProduct's last tick
+  /// hands the kernel a small work area while the blocks it keeps go to C's own, and back).
+  MatrixData exchange(MatrixData values) {
+    std::swap(c_, values);
+    return values;
+  }
 
  private:
   HostKernel& kernel_;

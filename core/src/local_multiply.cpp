@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <numeric>
@@ -19,6 +20,7 @@
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
 #include "product_plan.hpp"
+#include "sum_of_squares.hpp"
 #include "threads.hpp"
 
 namespace plexus {
@@ -189,13 +191,28 @@ void LocalProduct::reserve_rows() {
 
 LocalProduct::~LocalProduct() = default;
 
+void LocalProduct::filter_last_tick(double eps) {
+  if (!(eps > 0) || !std::isfinite(eps))
+    throw Error("LocalProduct::filter_last_tick", "eps must be a finite number > 0 (got " + std::to_string(eps) + ")");
+  if (!session_ || last_tick_done_)
+    throw Error("LocalProduct::filter_last_tick", "called after the product's last tick or finish()");
+  last_tick_eps_ = eps;
+}
+
+// A tick after the one filter_last_tick declared the last would add to blocks it may have dropped.
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout) {
+  if (last_tick_done_)
+    throw Error("LocalProduct::multiply", "a tick after the one filter_last_tick() declared the last");
+  last_tick_done_ = last_tick_eps_ > 0;
   multiply_tick(a, a_layout, b, b_layout, nullptr);
 }
 
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout, const double* dense, const DenseLayout& layout) {
+  if (last_tick_done_)
+    throw Error("LocalProduct::multiply", "a tick after the one filter_last_tick() declared the last");
+  last_tick_done_ = last_tick_eps_ > 0;
   const GivenDense given{dense, &layout};
   multiply_tick(a, a_layout, b, b_layout, &given);
 }
@@ -370,8 +387,12 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // while they are still in cache, unless the backend's first products write them).
   // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
   // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
-  // symbolic pass grows it once to its exact size.
-  const bool one_pass = nthreads == 1 && host_ && c_values_ < reserved_values_;
+  // symbolic pass grows it once to its exact size. The exception: the tick filter_last_tick
+  // declared the last, where it drops C's small blocks as it goes (drop_small below), since there
+  // the kernel writes into a small work area and C's area takes only the blocks kept.
+  const bool drop_small =
+      last_tick_eps_ > 0 && nthreads == 1 && host_session_ != nullptr && c_values_ == 0 && record_ == nullptr;
+  const bool one_pass = nthreads == 1 && host_ && (c_values_ < reserved_values_ || drop_small);
   // Several threads on a host session with room reserved, and no plan recorded: one pass each too,
   // into slabs of C's room (slab_rounds): each thread places its new blocks in its own slab as
   // their first products are stacked, row by row while the row's new blocks fit, then each
@@ -587,6 +608,12 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
       }
     }
   }
+  // The tick filter_last_tick declared the last drops C's small blocks itself where C's blocks lie
+  // in the order of its rows (drop_small above): one thread's one pass into an empty C (each row's
+  // new blocks placed as their first products are stacked, after the previous row's), no plan
+  // recorded. The kernel's work area there starts at 1 MiB, a few rows of blocks of 6 (a row of
+  // blocks of 23 takes more, and it grows).
+  constexpr std::int64_t kWorkValues = std::int64_t{1} << 17;
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -612,14 +639,58 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
                     caller ? &progress_ : nullptr,
                     one_pass ? &c_end : nullptr,
                     one_pass ? &c_grown : nullptr,
-                    one_pass ? host_session_ : nullptr,
+                    one_pass && !drop_small ? host_session_ : nullptr,  // drop_small: a work area grows as it needs
                     c_values_,
                     one_pass ? products_of(w) : 0,
                     record,
                     recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
                     layout_.cols};
-    for_each_product(w, from[static_cast<std::size_t>(t)], tick_start, stack, nullptr);
-    stack.flush();
+    if (drop_small) {
+      // The multiply's final filter as the tick completes C's rows (filter_last_tick). The kernel
+      // gets a work area, and C's own area (its reserved room) takes the kept blocks: at the end of
+      // a row, once the stack is half full, the stack goes to the kernel, and the rows stacked since
+      // the last such point, final now and in the caches, lose their small blocks while the kept
+      // ones go to C in C's order. The next rows' blocks are placed from the work area's start
+      // again, so that the kernel writes to memory it has just used.
+      MatrixData work;
+      work.reserve(kWorkValues);  // from the memory pool's warm blocks, as a rule
+      MatrixData kept = host_session_->exchange(std::move(work));
+      kept.resize(kept.capacity());  // its doubles are left unset (a tracked vector)
+      std::int64_t kept_end = 0;
+      bool extrapolated = false;
+      ColumnOrder order(layout_.cols.count());
+      ColumnTiles tiles;
+      const int widest = layout_.cols.max_size();
+      const int ar0 = from[static_cast<std::size_t>(t)], ar1 = a_rows_of(w).second;
+      for (int ar = ar0, done = ar0; ar < ar1; ++ar) {
+        visit_row(w, ar, tick_start, stack, tiles, widest);
+        if (stack.size < kStackCapacity / 2 && ar + 1 < ar1) continue;
+        stack.flush();
+        kept_end = keep_large_blocks(w, a, a_c_row.data(), done, ar + 1, c_end, order, kept, kept_end);
+        // Once, as soon as blocks are kept: C's area for all the tick will keep, the kept values so
+        // far scaled to all the products the tick visits, and a tenth more (as the one pass
+        // reserves ahead), where its room (a C without reserved room has none) is smaller.
+        const std::int64_t done_products = stack.products + stack.skipped;
+        if (!extrapolated && kept_end > 0 && done_products > 0) {
+          extrapolated = true;
+          const double scale =
+              1.1 * static_cast<double>(std::max(stack.visits, done_products)) / static_cast<double>(done_products);
+          const auto estimate = static_cast<std::size_t>(scale * static_cast<double>(kept_end));
+          if (estimate > kept.size()) kept.resize(estimate);
+        }
+        // New blocks added to rather than written by their first products find zeros there, as
+        // grow() leaves fresh values.
+        if (!host_session_->writes_first()) std::fill_n(host_session_->values(), c_end, 0.0);
+        c_end = 0;
+        done = ar + 1;
+      }
+      kept.resize(static_cast<std::size_t>(kept_end));
+      host_session_->exchange(std::move(kept));  // the work area is freed
+      c_end = kept_end;
+    } else {
+      for_each_product(w, from[static_cast<std::size_t>(t)], tick_start, stack, nullptr);
+      stack.flush();
+    }
     if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     if (stack.record != nullptr) {
       for (const auto& [r, pos] : w.fresh) {
@@ -633,8 +704,41 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     account(w, stack, seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0);
   });
   stacks_timer.stop();
+  filtered_ = drop_small;
   if (record_) record_tick(a, a_layout, b, grow_before);
   end_tick(false);
+}
+
+std::int64_t LocalProduct::keep_large_blocks(ThreadWork& w, const PanelView& a, const int* a_c_row, int ar0, int ar1,
+                                             std::int64_t region_end, ColumnOrder& order, MatrixData& kept,
+                                             std::int64_t kept_end) {
+  // In C's order, row by row and by column within a row, as the driver's filter lays them out: the
+  // next multiply reads a B row's blocks in column order, and blocks left in the order of their
+  // first products (the one pass's) made the next multiplies slower (a third more time in their
+  // stacks and kernel, in the filtered sign solve of docs/performance.md).
+  const double* const work = host_session_->values();
+  for (int ar = ar0; ar < ar1; ++ar) {
+    auto& list = w.rows[static_cast<std::size_t>(a_c_row[ar] - w.row_begin)];
+    if (list.empty()) continue;
+    const std::int64_t m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
+    std::int64_t row_values = 0;  // room for all of them, at most the work area's
+    for (const auto& [col, off] : list) row_values += m * layout_.cols.size(static_cast<int>(col));
+    if (kept_end + row_values > static_cast<std::int64_t>(kept.size()))
+      kept.resize(std::max(static_cast<std::size_t>(kept_end + row_values), kept.size() + kept.size() / 2));
+    std::size_t blocks = 0;
+    order(list, [&](std::int64_t col, std::int64_t off) {
+      const std::int64_t n = m * layout_.cols.size(static_cast<int>(col));
+      if (off < 0 || off + n > region_end)
+        throw Error("LocalProduct::multiply", "internal: a C block outside the work area in the last tick's filter");
+      // As DistMatrix::filter decides (without_small_blocks): the same sum, the same comparison.
+      if (std::sqrt(sum_of_squares(work + off, n)) < last_tick_eps_) return;
+      std::memcpy(kept.data() + kept_end, work + off, static_cast<std::size_t>(n) * sizeof(double));
+      list[blocks++] = {col, kept_end};
+      kept_end += n;
+    });
+    list.resize(blocks);
+  }
+  return kept_end;
 }
 
 }  // namespace plexus

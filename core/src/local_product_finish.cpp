@@ -2,7 +2,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -121,10 +120,6 @@ Panel LocalProduct::finish() {
 // The threads' rows become one blocked CSR over the shared value area, which is adopted as it
 // is: each thread orders its rows and writes its part of the index.
 void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray& offsets) {
-  // A row is ordered through a bitmap of its span where the span's 64-column words are at most
-  // this many per block (plus kBitmapAlways); otherwise by a sort, whose comparisons cost about
-  // log2 of the row's length each.
-  constexpr std::int64_t kBitmapWordsPerBlock = 2, kBitmapAlways = 8;
   const int nthreads = static_cast<int>(work_.size());
   std::vector<std::int64_t> blk_base(static_cast<std::size_t>(nthreads) + 1, 0);
   for (int t = 0; t < nthreads; ++t) {
@@ -137,7 +132,6 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
   cols.resize(static_cast<std::size_t>(blk_base.back()));  // filled below
   offsets.resize(cols.size());
   row_ptr[nrows] = blk_base.back();
-  const auto ncols = static_cast<std::size_t>(layout_.cols.count());
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
     std::int64_t b = blk_base[static_cast<std::size_t>(t)];
@@ -145,72 +139,25 @@ void LocalProduct::merge_rows(IndexArray& row_ptr, IndexArray& cols, IndexArray&
       row_ptr[static_cast<std::size_t>(r)] = b;
       b += static_cast<std::int64_t>(w.rows[static_cast<std::size_t>(r - w.row_begin)].size());
     }
-    // Each row's blocks in column order. A row whose blocks are many for the columns they span
-    // sets one bit per block in a bitmap of its span (and notes the block's offset by its
-    // column), then reads the set bits out word by word: its blocks plus the span's words (the
-    // bitmap of a span of 64 k columns is 8 KB; the offsets are touched at the row's columns
-    // only). Any other row is sorted. (Before, each column of the span was
-    // visited: an S-E-like C of 400 block columns, rows of 29 blocks over spans of 385 columns,
-    // spent 150 us a multiply in it, as long as a sort; a large random C of 2.3 million blocks,
-    // 780 a row over 3,000 columns, took 110-129 ms a multiply in the two counting passes over
-    // the thread's rows that did this before those visits, whose scattered stores missed the
-    // caches.) The bitmap (one bit per block column, cleared as it is read) and the offsets by
-    // column (read only where a bit is set) are made at the first row that needs them.
-    Scratch<std::uint64_t> bits;
-    Scratch<std::int64_t> offset_of;
+    // Each row's blocks in column order (ColumnOrder); rows the last tick's filter put in that
+    // order already (filtered_) are copied as they are.
+    ColumnOrder order(layout_.cols.count());
     // Raw pointers, not reloaded from the vectors after each store (int64 stores may alias them).
     std::int64_t* const out_cols = cols.data();
     std::int64_t* const out_offsets = offsets.data();
-    const auto duplicate = [] { return Error("LocalProduct::finish", "a row of C lists one of its blocks twice"); };
     for (int r = w.row_begin; r < w.row_end; ++r) {
       auto& list = w.rows[static_cast<std::size_t>(r - w.row_begin)];
       if (list.empty()) continue;
       auto q = static_cast<std::size_t>(row_ptr[static_cast<std::size_t>(r)]);
-      std::int64_t lo = list.front().first, hi = lo;
-      for (const auto& entry : list) {
-        lo = std::min(lo, entry.first);
-        hi = std::max(hi, entry.first);
-      }
-      const auto n = static_cast<std::int64_t>(list.size());
-      const std::int64_t words = (hi - lo) / 64 + 1;
-      if (words <= kBitmapWordsPerBlock * n + kBitmapAlways) {
-        if (bits.empty()) {
-          bits.assign(ncols / 64 + 1, 0);
-          offset_of.resize(ncols);  // read only where a bit says the row set it
-        }
-        std::uint64_t* const bit = bits.data();
-        std::int64_t* const off_of = offset_of.data();
-        bool twice = false;
-        for (const auto& [col, off] : list) {
-          const std::int64_t at = col - lo;
-          const std::uint64_t mask = std::uint64_t{1} << (at & 63);
-          std::uint64_t& word = bit[at >> 6];
-          twice |= (word & mask) != 0;
-          word |= mask;
-          off_of[col] = off;
-        }
-        for (std::int64_t wd = 0; wd < words; ++wd) {
-          std::uint64_t x = bit[wd];
-          bit[wd] = 0;
-          for (const std::int64_t base = lo + 64 * wd; x != 0; x &= x - 1) {
-            const std::int64_t col = base + std::countr_zero(x);
-            out_cols[q] = col;
-            out_offsets[q] = off_of[col];
-            ++q;
-          }
-        }
-        if (twice) throw duplicate();
-      } else {
-        std::sort(list.begin(), list.end());
-        if (std::adjacent_find(list.begin(), list.end(),
-                               [](const auto& x, const auto& y) { return x.first == y.first; }) != list.end())
-          throw duplicate();
-        for (const auto& [col, off] : list) {
-          out_cols[q] = col;
-          out_offsets[q] = off;
-          ++q;
-        }
-      }
+      auto emit = [&](std::int64_t col, std::int64_t off) {
+        out_cols[q] = col;
+        out_offsets[q] = off;
+        ++q;
+      };
+      if (filtered_)
+        for (const auto& [col, off] : list) emit(col, off);
+      else
+        order(list, emit);
     }
     release_scratch(w);
   });

@@ -109,6 +109,12 @@ LocalProduct& MultiplyTask::c_accumulator() {
   return *c_acc_;
 }
 
+void MultiplyTask::filter_in_last_tick() {
+  if (options_.filter_eps > 0 && !options_.retain_sparsity) c_accumulator().filter_last_tick(options_.filter_eps);
+}
+
+bool MultiplyTask::c_filtered() const { return c_acc_ && c_acc_->filtered(); }
+
 LocalProduct& MultiplyTask::partial_accumulator(const std::vector<int>& rows) {
   const Panel empty(rows);
   partial_.push_back(std::make_unique<LocalProduct>(empty.view(), c_.layout(), kernel_, kernel_.threads(),
@@ -376,7 +382,9 @@ MultiplyReport multiply(MultiplyAlgorithm& algorithm, Kernel& kernel, Trans ta, 
   timers::Scoped epilogue("multiply: epilogue");
   if (options.retain_sparsity) result = on_pattern(result.view(), C.local().view(), C.layout());
   C.set_local(std::move(result));
-  if (options.filter_eps > 0 && !options.retain_sparsity) C.filter(options.filter_eps, kernel.threads());
+  // Filtered here unless the algorithm's last tick did it (MultiplyTask::filter_in_last_tick).
+  if (options.filter_eps > 0 && !options.retain_sparsity && !task.c_filtered())
+    C.filter(options.filter_eps, kernel.threads());
 
   MultiplyReport report = std::move(task.report());
   report.strategy = algorithm.name();

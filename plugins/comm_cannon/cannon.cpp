@@ -121,6 +121,7 @@ class Cannon final : public plexus::CommStrategy {
     report.extra["dense_b_window"] = 0.0;
     Traffic preshift, ticks;
     if (plan.V == 1) {  // 1x1 grid: the local panels are the only images, multiplied in place
+      task.filter_in_last_tick();  // one tick, whose C is the result: it may filter C as it goes
       product.multiply(A.local().view(), A.layout(), B.local().view(), B.layout());
       report_schedule(report, preshift, ticks, 0, 0);
       return product.finish();
@@ -198,9 +199,10 @@ class Cannon final : public plexus::CommStrategy {
       if (plan.PR > 1) allocate_buffers(b_img, B, b_sizes, plan.b, b_q);
     }
     buffer_timer.stop();
-    if (fused)
+    if (fused) {
+      task.filter_in_last_tick();  // one pass is the only tick
       run_fused(plan, A, B, a_f, b_f, product, ticks);
-    else
+    } else
       run_ticks(plan, A, B, a_q, b_q, product, ticks);
     // The largest share of the windows used on small pages (where the system says), so that the
     // summary's maximum over ranks shows the worst rank.

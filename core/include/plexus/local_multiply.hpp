@@ -129,6 +129,8 @@ struct DenseLayout {
   void copy_out(const double* dense, const PanelView& p, const BlockLayout& b_layout, double* values) const;
 };
 
+class ColumnOrder;  // core/src/local_product_work.hpp
+
 /// Accumulates products into C's local rows. Create once per multiply, call multiply() once
 /// per panel pair, then finish() returns the new local C panel.
 class LocalProduct {
@@ -172,6 +174,16 @@ class LocalProduct {
   /// progress while the products run (e.g. mpi::Traffic::test). Empty: no calls. It may throw;
   /// the tick then fails with its error.
   void set_progress(std::function<void()> poll) { progress_ = std::move(poll); }
+  /// Says that the next multiply() is this product's last tick and that finish()'s panel becomes
+  /// the multiply's C as it is (nothing is added to it afterwards), to be filtered at `eps` as
+  /// DistMatrix::filter filters (blocks whose Frobenius norm is below eps are dropped), C's blocks
+  /// laid out as that filter lays them out. Where that tick can (one thread on a host backend, C
+  /// empty before it, no plan being recorded, not a dense tick), it drops those blocks itself as it
+  /// completes C's rows, while they are in the caches, and filtered() says so; otherwise the caller
+  /// filters. A multiply() after that tick throws. eps must be > 0.
+  void filter_last_tick(double eps);
+  /// Whether the last tick dropped C's small blocks itself (filter_last_tick).
+  bool filtered() const { return filtered_; }
   /// The accumulated C, blocks sorted by (row, col). The object is empty afterwards.
   Panel finish();
   const LocalMultiplyStats& stats() const { return stats_; }
@@ -214,6 +226,11 @@ class LocalProduct {
   template <class Traverse, class VisitRow, class RowBound>
   bool slab_rounds(const PanelView& a, const PanelView& b, const int* a_c_row, std::int64_t tick_start,
                    std::vector<int>& from, Traverse& for_each_product, VisitRow& visit_row, RowBound& row_bound);
+  // The last tick's filter (filter_last_tick): the blocks of A rows [ar0, ar1), whose C rows are
+  // complete and lie in the kernel's work area up to region_end, that reach the threshold go to
+  // `kept` from kept_end on, in C's order, their offsets with them; returns where they end.
+  std::int64_t keep_large_blocks(ThreadWork& w, const PanelView& a, const int* a_c_row, int ar0, int ar1,
+                                 std::int64_t region_end, ColumnOrder& order, MatrixData& kept, std::int64_t kept_end);
   // A numeric pass's counts and times into its thread's stats.
   static void account(ThreadWork& w, const StackPass& stack, double seconds_in_all);
   static void release_scratch(ThreadWork& w);  // a thread's scratch back to the pool (finish)
@@ -230,6 +247,9 @@ class LocalProduct {
   const HostKernel* dense_kernel_ = nullptr;  // that backend: from what size it takes them (HostKernel::dense_min_size)
   std::int64_t c_values_ = 0;               // size of C's value area
   std::int64_t reserved_values_ = 0;        // C's area reserved up front (its start, or expected_values)
+  double last_tick_eps_ = 0;                // filter_last_tick's threshold; 0: not called
+  bool last_tick_done_ = false;             // the tick filter_last_tick declared the last has run
+  bool filtered_ = false;                   // that tick dropped C's small blocks
   std::vector<int> first_row_;  // first CSR row of each thread, size threads + 1
   memory::vector<int, memory::Category::Other> c_row_of_;  // global block row -> CSR row of C, or -1
   LocalMultiplyStats stats_;

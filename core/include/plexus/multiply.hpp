@@ -125,6 +125,14 @@ class MultiplyTask {
   /// The accumulator of this rank's C panel, starting from beta * C, its threads balanced by the
   /// blocks of A and C in each row. Made on the first call; later calls return the same one.
   LocalProduct& c_accumulator();
+  /// For an algorithm whose next tick of c_accumulator() is that accumulator's last, and whose
+  /// result is its finish() as it is (nothing added or reduced into it afterwards): that tick may
+  /// apply the multiply's final filter (MultiplyOptions::filter_eps) itself, dropping C's small
+  /// blocks while they are in the caches (LocalProduct::filter_last_tick); the driver then does not
+  /// filter C again. Does nothing where the multiply does not filter C.
+  void filter_in_last_tick();
+  /// Whether c_accumulator()'s last tick filtered C (driver use).
+  bool c_filtered() const;
   /// A further accumulator over the given global block rows (ascending), starting empty: a
   /// partial C panel that the algorithm sends to its owner (e.g. 2.5D's other layers).
   LocalProduct& partial_accumulator(const std::vector<int>& rows);

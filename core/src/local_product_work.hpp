@@ -1,7 +1,8 @@
 #pragma once
 // What LocalProduct's translation units share (local_multiply.cpp: the ticks' passes;
-// local_product_plans.cpp: replaying plans; local_product_finish.cpp: C's panel): the threads'
-// work and scratch (the threads' loop: threads.hpp).
+// local_product_plans.cpp: replaying plans; local_product_finish.cpp: C's panel;
+// local_product_last_tick.cpp: the last tick's filter): the threads' work and scratch (the
+// threads' loop: threads.hpp), and C's rows put in column order.
 #include <algorithm>
 #include <bit>
 #include <cstdint>

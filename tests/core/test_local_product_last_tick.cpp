@@ -23,6 +23,7 @@
 
 using namespace plexus;
 
+using test::expect_same_blocks;
 using test::make_panel;
 
 namespace {
@@ -58,22 +59,6 @@ Panel unfiltered_product(const Operands& o, const std::vector<double>& row_eps, 
   lp.multiply(o.a.view(), o.l, o.b.view(), o.l);
   EXPECT_FALSE(lp.filtered());
   return lp.finish();
-}
-
-// The same blocks (rows, columns) with the same values to the last bit, wherever each panel keeps them.
-void expect_same_blocks(const Panel& one, const Panel& other, const BlockSizes& s) {
-  const PanelView x = one.view(), y = other.view();
-  ASSERT_EQ(x.nrows, y.nrows);
-  ASSERT_EQ(x.nblocks, y.nblocks);
-  ASSERT_EQ(x.data_size, y.data_size);
-  for (int r = 0; r < x.nrows; ++r) {
-    ASSERT_EQ(x.row_ptr[r + 1], y.row_ptr[r + 1]);
-    for (std::int64_t q = x.row_ptr[r]; q < x.row_ptr[r + 1]; ++q) {
-      ASSERT_EQ(x.cols[q], y.cols[q]);
-      const std::int64_t n = std::int64_t{s.size(static_cast<int>(x.row_ids[r]))} * s.size(static_cast<int>(x.cols[q]));
-      for (std::int64_t e = 0; e < n; ++e) ASSERT_EQ(x.data[x.offsets[q] + e], y.data[y.offsets[q] + e]);
-    }
-  }
 }
 
 // The blocks lie one after the other in C's order, (row, column), as the driver's filter lays them out.

@@ -26,8 +26,9 @@ std::int64_t LocalProduct::keep_large_blocks(ThreadWork& w, const PanelView& a, 
                                              std::int64_t kept_end) {
   // In C's order, row by row and by column within a row, as the driver's filter lays them out: the
   // next multiply reads a B row's blocks in column order, and blocks left in the order of their
-  // first products (the one pass's) made the next multiplies slower (a third more time in their
-  // stacks and kernel, in the filtered sign solve of docs/performance.md).
+  // first products (the one pass's) made the multiplies slower (their stacks and kernel, the
+  // filter's own work included, took a third longer in the filtered sign solve of
+  // docs/performance.md).
   const double* const work = host_session_->values();
   for (int ar = ar0; ar < ar1; ++ar) {
     auto& list = w.rows[static_cast<std::size_t>(a_c_row[ar] - w.row_begin)];

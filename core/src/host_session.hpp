@@ -59,10 +59,13 @@ class HostSession final : public KernelSession {
   /// The backend, and C's value area as it is now (valid until the next grow()).
   HostKernel& kernel() { return kernel_; }
   double* values() { return c_.data(); }
+  /// The staged panels' values (stage(); null after unstage()).
+  const double* a() const { return a_; }
+  const double* b() const { return b_; }
   /// Whether the kernel's first product into a block writes it (else grow() zeroes new values).
   bool writes_first() const { return writes_first_; }
   /// C's value area exchanged for `values`: the old one is returned (LocalProduct's last tick
-  /// hands the kernel a small work area while the blocks it keeps go to C's own, and back).
+  /// takes C's area out while its threads' kernels write into work areas, and puts it back).
   MatrixData exchange(MatrixData values) {
     std::swap(c_, values);
     return values;
@@ -75,6 +78,42 @@ class HostSession final : public KernelSession {
   bool writes_first_;
   const double* a_ = nullptr;
   const double* b_ = nullptr;
+};
+
+// One thread's work area in the last tick's filter (LocalProduct::filter_last_tick): the thread's
+// stacks are computed here, on the panels the host session staged, and the blocks it keeps are
+// copied out of it (into C's own area or the thread's). An area per thread, so that each grows as
+// its rows need (one shared area would move under the other threads' kernels).
+class WorkAreaSession final : public KernelSession {
+ public:
+  WorkAreaSession(HostSession& host, std::int64_t values) : host_(host) {
+    area_.reserve(static_cast<std::size_t>(values));  // from the memory pool's warm blocks, as a rule
+  }
+
+  void grow(std::int64_t values) override {
+    const auto old = static_cast<std::int64_t>(area_.size());
+    if (values <= old) return;
+    area_.resize(static_cast<std::size_t>(values));  // unset, as HostSession::grow leaves them
+    if (!host_.writes_first()) std::fill(area_.begin() + old, area_.end(), 0.0);
+  }
+  /// The area's first `values` doubles taken again from its start: zeroed for a kernel whose first
+  /// products add (its new blocks must find zeros, as grow() leaves them).
+  void reuse(std::int64_t values) {
+    if (!host_.writes_first()) std::fill_n(area_.data(), std::min<std::int64_t>(values, size()), 0.0);
+  }
+  void stage(const PanelView&, const PanelView&) override {}  // the host session's panels
+  void process(const StackEntry* stack, std::int64_t n, int) override {
+    if (n > 0) host_.kernel().process(stack, n, host_.a(), host_.b(), area_.data());
+  }
+  void unstage() override {}
+  MatrixData finish() override { return std::move(area_); }
+
+  const double* values() const { return area_.data(); }
+  std::int64_t size() const { return static_cast<std::int64_t>(area_.size()); }
+
+ private:
+  HostSession& host_;
+  MatrixData area_;
 };
 
 }  // namespace plexus

@@ -12,6 +12,7 @@
 
 #include "column_tiles.hpp"
 #include "host_session.hpp"
+#include "local_product_last_tick.hpp"
 #include "local_product_passes.hpp"
 #include "local_product_slabs.hpp"
 #include "local_product_work.hpp"
@@ -190,19 +191,21 @@ void LocalProduct::reserve_rows() {
 LocalProduct::~LocalProduct() = default;
 
 // A tick after the one filter_last_tick declared the last would add to blocks it may have dropped.
-void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
-                            const BlockLayout& b_layout) {
+void LocalProduct::count_last_tick() {
   if (last_tick_done_)
     throw Error("LocalProduct::multiply", "a tick after the one filter_last_tick() declared the last");
   last_tick_done_ = last_tick_eps_ > 0;
+}
+
+void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
+                            const BlockLayout& b_layout) {
+  count_last_tick();
   multiply_tick(a, a_layout, b, b_layout, nullptr);
 }
 
 void LocalProduct::multiply(const PanelView& a, const BlockLayout& a_layout, const PanelView& b,
                             const BlockLayout& b_layout, const double* dense, const DenseLayout& layout) {
-  if (last_tick_done_)
-    throw Error("LocalProduct::multiply", "a tick after the one filter_last_tick() declared the last");
-  last_tick_done_ = last_tick_eps_ > 0;
+  count_last_tick();
   const GivenDense given{dense, &layout};
   multiply_tick(a, a_layout, b, b_layout, &given);
 }
@@ -377,12 +380,12 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // while they are still in cache, unless the backend's first products write them).
   // Only into reserved room: growing C stack by stack beyond its capacity would reallocate and
   // copy it again and again (a fresh C of 857 MB: a quarter of plexus-bench's h2o time), where the
-  // symbolic pass grows it once to its exact size. The exception: the tick filter_last_tick
-  // declared the last, where it drops C's small blocks as it goes (drop_small below), since there
-  // the kernel writes into a small work area and C's area takes only the blocks kept.
-  const bool drop_small =
-      last_tick_eps_ > 0 && nthreads == 1 && host_session_ != nullptr && c_values_ == 0 && record_ == nullptr;
-  const bool one_pass = nthreads == 1 && host_ && (c_values_ < reserved_values_ || drop_small);
+  // symbolic pass grows it once to its exact size. The exception, on any number of threads: the
+  // tick filter_last_tick declared the last, where it drops C's small blocks as it goes (drop_small
+  // below), since there each thread's kernel writes into a small work area and C's area takes only
+  // the blocks kept.
+  const bool drop_small = last_tick_eps_ > 0 && host_session_ != nullptr && c_values_ == 0 && record_ == nullptr;
+  const bool one_pass = (nthreads == 1 && host_ && c_values_ < reserved_values_) || drop_small;
   // Several threads on a host session with room reserved, and no plan recorded: one pass each too,
   // into slabs of C's room (slab_rounds): each thread places its new blocks in its own slab as
   // their first products are stacked, row by row while the row's new blocks fit, then each
@@ -392,7 +395,8 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // Any other case (a device backend, no room, a plan being recorded, whose stacks keep C's
   // offsets): the symbolic pass places every thread's new blocks first, C grows once, then the
   // numeric pass.
-  const bool slabs = nthreads > 1 && host_session_ != nullptr && c_values_ < reserved_values_ && record_ == nullptr;
+  const bool slabs =
+      !drop_small && nthreads > 1 && host_session_ != nullptr && c_values_ < reserved_values_ && record_ == nullptr;
   // Slabs: per A row, a bound on the values of the C blocks it may create, computed once a tick
   // (slab_rounds and row_fits below read it row by row, round after round): at most one block per
   // column its B rows reach, within C's width.
@@ -599,11 +603,22 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     }
   }
   // The tick filter_last_tick declared the last drops C's small blocks itself where C's blocks lie
-  // in the order of its rows (drop_small above): one thread's one pass into an empty C (each row's
-  // new blocks placed as their first products are stacked, after the previous row's), no plan
-  // recorded. The kernel's work area there starts at 1 MiB, a few rows of blocks of 6 (a row of
-  // blocks of 23 takes more, and it grows).
+  // in the order of its rows (drop_small above): each thread computes its rows into a work area of
+  // its own (from 1 MiB, a few rows of blocks of 6; a row of blocks of 23 takes more, and it grows),
+  // and keeps the blocks that reach the threshold in C's own area (thread 0, where C's room is) or
+  // an area of its own (the others), joined after (join_kept).
   constexpr std::int64_t kWorkValues = std::int64_t{1} << 17;
+  std::vector<std::unique_ptr<WorkAreaSession>> work_area;
+  std::vector<MatrixData> kept;
+  std::int64_t all_visits = 0;  // thread 0's area takes all threads' kept blocks in the end
+  if (drop_small) {
+    kept.resize(static_cast<std::size_t>(nthreads));
+    kept[0] = host_session_->exchange(MatrixData());
+    for (int t = 0; t < nthreads; ++t) {
+      work_area.push_back(std::make_unique<WorkAreaSession>(*host_session_, kWorkValues));
+      all_visits += products_of(*work_[static_cast<std::size_t>(t)]);
+    }
+  }
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
     ThreadWork& w = *work_[static_cast<std::size_t>(t)];
@@ -620,10 +635,11 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
       w.record.entries.reserve(static_cast<std::size_t>(record_entries[static_cast<std::size_t>(t)]));
       record = &w.record;
     }
+    const std::int64_t visits = one_pass ? products_of(w) : 0;
     StackPass stack{w,
                     a,
                     b,
-                    *session_,
+                    drop_small ? *work_area[static_cast<std::size_t>(t)] : *session_,
                     t,
                     w.stack.data(),
                     caller ? &progress_ : nullptr,
@@ -631,57 +647,19 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
                     one_pass ? &c_grown : nullptr,
                     one_pass && !drop_small ? host_session_ : nullptr,  // drop_small: a work area grows as it needs
                     c_values_,
-                    one_pass ? products_of(w) : 0,
+                    visits,
                     record,
                     recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
                     layout_.cols};
     if (drop_small) {
-      // The multiply's final filter as the tick completes C's rows (filter_last_tick). The kernel
-      // gets a work area, and C's own area (its reserved room) takes the kept blocks: at the end of
-      // a row, once the stack is half full, the stack goes to the kernel, and the rows stacked since
-      // the last such point, final now and in the caches, lose their small blocks while the kept
-      // ones go to C in C's order. The next rows' blocks are placed from the work area's start
-      // again, so that the kernel writes to memory it has just used.
-      MatrixData work;
-      work.reserve(kWorkValues);  // from the memory pool's warm blocks, as a rule
-      MatrixData kept = host_session_->exchange(std::move(work));
-      kept.resize(kept.capacity());  // its doubles are left unset (a tracked vector)
-      std::int64_t kept_end = 0;
-      bool extrapolated = false;
-      ColumnOrder order(layout_.cols.count());
-      ColumnTiles tiles;
-      const int widest = layout_.cols.max_size();
-      const int ar0 = from[static_cast<std::size_t>(t)], ar1 = a_rows_of(w).second;
-      for (int ar = ar0, done = ar0; ar < ar1; ++ar) {
-        visit_row(w, ar, tick_start, stack, tiles, widest);
-        if (stack.size < kStackCapacity / 2 && ar + 1 < ar1) continue;
-        stack.flush();
-        kept_end = keep_large_blocks(w, a, a_c_row.data(), done, ar + 1, c_end, order, kept, kept_end);
-        // Once, as soon as blocks are kept: C's area for all the tick will keep, the kept values so
-        // far scaled to all the products the tick visits, and a tenth more (as the one pass
-        // reserves ahead), where its room (a C without reserved room has none) is smaller.
-        const std::int64_t done_products = stack.products + stack.skipped;
-        if (!extrapolated && kept_end > 0 && done_products > 0) {
-          extrapolated = true;
-          const double scale =
-              1.1 * static_cast<double>(std::max(stack.visits, done_products)) / static_cast<double>(done_products);
-          const auto estimate = static_cast<std::size_t>(scale * static_cast<double>(kept_end));
-          if (estimate > kept.size()) kept.resize(estimate);
-        }
-        // New blocks added to rather than written by their first products find zeros there, as
-        // grow() leaves fresh values.
-        if (!host_session_->writes_first()) std::fill_n(host_session_->values(), c_end, 0.0);
-        c_end = 0;
-        done = ar + 1;
-      }
-      kept.resize(static_cast<std::size_t>(kept_end));
-      host_session_->exchange(std::move(kept));  // the work area is freed
-      c_end = kept_end;
+      filter_rows(w, a, a_c_row.data(), from[static_cast<std::size_t>(t)], a_rows_of(w).second, visit_row, stack, c_end,
+                  *work_area[static_cast<std::size_t>(t)], kept[static_cast<std::size_t>(t)],
+                  t == 0 ? all_visits : visits);
     } else {
       for_each_product(w, from[static_cast<std::size_t>(t)], tick_start, stack, nullptr);
       stack.flush();
+      if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     }
-    if (one_pass) c_values_ = c_end;  // every block placed was in a stack, so C has grown to it (c_grown)
     if (stack.record != nullptr) {
       for (const auto& [r, pos] : w.fresh) {
         const auto& [col, off] = w.rows[static_cast<std::size_t>(r)][pos];
@@ -694,6 +672,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     account(w, stack, seconds[static_cast<std::size_t>(t)] + omp_get_wtime() - t0);
   });
   stacks_timer.stop();
+  if (drop_small) c_values_ = join_kept(kept);
   filtered_ = drop_small;
   if (record_) record_tick(a, a_layout, b, grow_before);
   end_tick(false);

@@ -1,15 +1,19 @@
 // The last tick's filter (LocalProduct::filter_last_tick): the tick that applies the multiply's
-// final filter as it completes C's rows (multiply_tick, local_multiply.cpp, drops them here).
+// final filter as it completes C's rows (multiply_tick, local_multiply.cpp, and filter_rows,
+// local_product_last_tick.hpp, drop them here), and the join of its threads' kept blocks.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "host_session.hpp"
 #include "local_product_work.hpp"
 #include "plexus/error.hpp"
 #include "plexus/local_multiply.hpp"
+#include "plexus/timers.hpp"
 #include "sum_of_squares.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -22,22 +26,26 @@ void LocalProduct::filter_last_tick(double eps) {
 }
 
 std::int64_t LocalProduct::keep_large_blocks(ThreadWork& w, const PanelView& a, const int* a_c_row, int ar0, int ar1,
-                                             std::int64_t region_end, ColumnOrder& order, MatrixData& kept,
-                                             std::int64_t kept_end) {
+                                             const double* work, std::int64_t region_end, ColumnOrder& order,
+                                             MatrixData& kept, std::int64_t kept_end) {
   // In C's order, row by row and by column within a row, as the driver's filter lays them out: the
   // next multiply reads a B row's blocks in column order, and blocks left in the order of their
   // first products (the one pass's) made the multiplies slower (their stacks and kernel, the
   // filter's own work included, took a third longer in the filtered sign solve of
   // docs/performance.md).
-  const double* const work = host_session_->values();
   for (int ar = ar0; ar < ar1; ++ar) {
     auto& list = w.rows[static_cast<std::size_t>(a_c_row[ar] - w.row_begin)];
     if (list.empty()) continue;
     const std::int64_t m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
     std::int64_t row_values = 0;  // room for all of them, at most the work area's
     for (const auto& [col, off] : list) row_values += m * layout_.cols.size(static_cast<int>(col));
-    if (kept_end + row_values > static_cast<std::int64_t>(kept.size()))
-      kept.resize(std::max(static_cast<std::size_t>(kept_end + row_values), kept.size() + kept.size() / 2));
+    if (kept_end + row_values > static_cast<std::int64_t>(kept.size())) {
+      // Half as much again, as the capacity (resize() alone would double it).
+      const std::size_t grown =
+          std::max(static_cast<std::size_t>(kept_end + row_values), kept.size() + kept.size() / 2);
+      kept.reserve(grown);
+      kept.resize(grown);
+    }
     std::size_t blocks = 0;
     order(list, [&](std::int64_t col, std::int64_t off) {
       const std::int64_t n = m * layout_.cols.size(static_cast<int>(col));
@@ -52,6 +60,27 @@ std::int64_t LocalProduct::keep_large_blocks(ThreadWork& w, const PanelView& a, 
     list.resize(blocks);
   }
   return kept_end;
+}
+
+// Thread by thread in order, as their C rows are: C's order. Thread 0's blocks are in place (its
+// area, sized for all threads' blocks, is C's own); each other thread copies its own.
+std::int64_t LocalProduct::join_kept(std::vector<MatrixData>& kept) {
+  const timers::Scoped timer("local multiply: join kept");
+  std::vector<std::int64_t> base(kept.size() + 1, 0);
+  for (std::size_t t = 0; t < kept.size(); ++t) base[t + 1] = base[t] + static_cast<std::int64_t>(kept[t].size());
+  MatrixData& c = kept[0];
+  c.resize(static_cast<std::size_t>(base.back()));  // moves only where the estimate fell short
+  for_each_thread(static_cast<int>(kept.size()), [&](int t) {
+    if (t == 0) return;
+    const std::int64_t by = base[static_cast<std::size_t>(t)];
+    const MatrixData& mine = kept[static_cast<std::size_t>(t)];
+    if (!mine.empty()) std::memcpy(c.data() + by, mine.data(), mine.size() * sizeof(double));
+    for (auto& list : work_[static_cast<std::size_t>(t)]->rows)
+      for (auto& entry : list) entry.second += by;
+  });
+  for (std::size_t t = 1; t < kept.size(); ++t) kept[t] = MatrixData();  // back to the pool
+  host_session_->exchange(std::move(c));
+  return base.back();
 }
 
 }  // namespace plexus

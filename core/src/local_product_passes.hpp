@@ -18,6 +18,14 @@ namespace plexus {
 
 using RowList = RowLists::value_type;
 
+// What a one pass's new values come to over all of a tick's `visits` products, from the `values`
+// its first `done` products (done > 0) made: scaled to them, and a tenth more (StackPass's
+// reserve_ahead, the last tick's filter_rows).
+inline std::int64_t values_ahead(std::int64_t values, std::int64_t done, std::int64_t visits) {
+  return static_cast<std::int64_t>(1.1 * static_cast<double>(visits) / static_cast<double>(done) *
+                                   static_cast<double>(values));
+}
+
 // Pass 1 (symbolic): each thread lists the C blocks this tick creates, with offsets relative to
 // its own new region.
 struct LocalProduct::PlacePass {
@@ -135,8 +143,7 @@ struct LocalProduct::StackPass {
   void reserve_ahead() {
     const std::int64_t done = products + skipped;
     if (done <= 0 || visits <= done) return;
-    const double scale = 1.1 * static_cast<double>(visits) / static_cast<double>(done);
-    host->reserve(c_start + static_cast<std::int64_t>(scale * static_cast<double>(*c_end - c_start)));
+    host->reserve(c_start + values_ahead(*c_end - c_start, done, visits));
   }
   void skip(std::int64_t n) { skipped += n; }
   // The products of A block ab with B's blocks bb .. end - 1 (with an order: B's blocks order[bb]

@@ -71,6 +71,22 @@ inline std::vector<double> dense_of(const PanelView& v, const BlockLayout& l) {
   return d;
 }
 
+/// A host kernel whose first products write (Kernel::first_product_writes): a product marked first
+/// overwrites its block, so a mark on a block that had products already loses them, and a block
+/// grown unset that misses its mark keeps what the memory held.
+class WritingFirstKernel final : public HostKernel {
+ public:
+  std::string name() const override { return "writing-first"; }
+  bool first_product_writes() const override { return true; }
+  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (stack[i].first != 0) std::fill(c + stack[i].c, c + stack[i].c + std::int64_t{stack[i].m} * stack[i].n, 0.0);
+      reference.process(stack + i, 1, a, b, c);
+    }
+  }
+  ReferenceKernel reference;
+};
+
 /// The reference kernel, logging every call its sessions get: growths and each slot's stacks.
 class LoggingKernel final : public Kernel {
  public:

@@ -23,6 +23,7 @@ using namespace plexus;
 using test::dense_of;
 using test::expect_same_blocks;
 using test::make_panel;
+using test::WritingFirstKernel;
 
 TEST(LocalProduct, MatchesDenseProductOverSeveralPanelPairs) {
   const BlockSizes s = BlockSizes::cyclic(8, {1, 5, 13, 23, 32});
@@ -149,21 +150,6 @@ SlabRun run_three_filtered_ticks(Kernel& kernel, int threads, std::int64_t expec
   return run;
 }
 
-// A host kernel whose first products write (Kernel::first_product_writes): a product marked first
-// overwrites its block, so a mark on a block that had products already loses them, and a block
-// grown unset that misses its mark keeps what the memory held.
-class WritingFirstKernel final : public HostKernel {
- public:
-  std::string name() const override { return "writing-first"; }
-  bool first_product_writes() const override { return true; }
-  void process(const StackEntry* stack, std::int64_t n, const double* a, const double* b, double* c) override {
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (stack[i].first != 0) std::fill(c + stack[i].c, c + stack[i].c + std::int64_t{stack[i].m} * stack[i].n, 0.0);
-      reference.process(stack + i, 1, a, b, c);
-    }
-  }
-  ReferenceKernel reference;
-};
 }  // namespace
 
 // Several threads on a host backend, with room reserved for C, take one pass each too: each into a

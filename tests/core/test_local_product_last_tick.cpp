@@ -2,8 +2,8 @@
 // last drops C's small blocks as that tick completes C's rows, and its panel is then the one the
 // product makes without it, filtered afterwards as the multiply's driver filters
 // (without_small_blocks): the same blocks with the same values to the last bit, laid out in C's
-// order. Where the tick cannot (several threads, a C that is not empty, a device backend, two
-// passes), nothing is dropped and filtered() says so.
+// order, on any number of threads. Where the tick cannot (a C that is not empty, a device backend),
+// nothing is dropped and filtered() says so.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +25,7 @@ using namespace plexus;
 
 using test::expect_same_blocks;
 using test::make_panel;
+using test::WritingFirstKernel;
 
 namespace {
 
@@ -86,8 +87,13 @@ std::vector<double> sorted_norms(const Panel& c, const BlockLayout& l) {
 // for C (a product that would otherwise take two passes), room that C outgrows (the kept blocks'
 // area then grows by extrapolating from the blocks kept so far) and room that holds C; with and
 // without on-the-fly filtering; small blocks (tens of thousands of products: many stacks, so many
-// points where rows are filtered) and mixed ones.
+// points where rows are filtered) and mixed ones; one thread and several (each computes into a
+// work area of its own, and their kept blocks are joined in C's order), on a kernel whose first
+// products add into zeroed blocks (the work areas are zeroed again as they are reused) and on one
+// whose first products write.
 TEST(LocalProductLastTick, DropsWhatTheDriversFilterDropsToTheLastBit) {
+  ReferenceKernel adding;
+  WritingFirstKernel writing;
   for (const auto& [count, sizes] : {std::pair<int, std::vector<int>>{40, {2, 3}}, {12, {1, 5, 13}}}) {
     const Operands o(count, sizes);
     const Panel full = unfiltered_product(o, {});
@@ -101,26 +107,53 @@ TEST(LocalProductLastTick, DropsWhatTheDriversFilterDropsToTheLastBit) {
         const Panel before = unfiltered_product(o, row_eps);
         std::int64_t dropped = 0;
         const std::optional<Panel> after = without_small_blocks(before.view(), o.l, eps, dropped, 1);
-        for (const std::int64_t expected : {std::int64_t{0}, std::int64_t{1}, values / 8, 2 * values}) {
-          SCOPED_TRACE("blocks of " + std::to_string(sizes.front()) + "..., eps " + std::to_string(eps) +
-                       (on_the_fly ? ", on the fly" : "") + ", C's room " + std::to_string(expected));
-          ReferenceKernel k;
-          LocalProduct lp(Panel(o.rows).view(), o.l, k, 1, row_eps, {}, 1.0, expected);
-          lp.filter_last_tick(eps);
-          lp.multiply(o.a.view(), o.l, o.b.view(), o.l);
-          EXPECT_TRUE(lp.filtered());
-          const Panel got = lp.finish();
-          expect_same_blocks(got, after ? *after : before, o.s);
-          expect_in_order(got, o.s);
-          EXPECT_EQ(got.view().nblocks, before.view().nblocks - dropped);
-        }
+        for (const std::int64_t expected : {std::int64_t{0}, std::int64_t{1}, values / 8, 2 * values})
+          for (HostKernel* k : std::vector<HostKernel*>{&adding, &writing})
+            for (const int threads : {1, 2, 3}) {
+              SCOPED_TRACE("blocks of " + std::to_string(sizes.front()) + "..., eps " + std::to_string(eps) +
+                           (on_the_fly ? ", on the fly" : "") + ", C's room " + std::to_string(expected) + ", " +
+                           k->name() + ", " + std::to_string(threads) + " threads");
+              LocalProduct lp(Panel(o.rows).view(), o.l, *k, threads, row_eps, {}, 1.0, expected);
+              lp.filter_last_tick(eps);
+              lp.multiply(o.a.view(), o.l, o.b.view(), o.l);
+              EXPECT_TRUE(lp.filtered());
+              const Panel got = lp.finish();
+              expect_same_blocks(got, after ? *after : before, o.s);
+              expect_in_order(got, o.s);
+              EXPECT_EQ(got.view().nblocks, before.view().nblocks - dropped);
+            }
       }
     }
   }
 }
 
-// Where the tick cannot filter as it goes (several threads, C not empty, a device backend), it
-// drops nothing and says so: the caller filters.
+// More threads than C has rows: threads without rows (the first among them, whose area is C's own,
+// which takes the others' blocks) keep nothing, and C is the others' blocks joined.
+TEST(LocalProductLastTick, ThreadsWithoutRowsKeepNothing) {
+  const Operands o(3, {4, 5});
+  const Panel before = unfiltered_product(o, {});
+  const std::vector<double> norms = sorted_norms(before, o.l);
+  ASSERT_GE(norms.size(), 4u);
+  const double eps = norms[norms.size() / 2];
+  std::int64_t dropped = 0;
+  const std::optional<Panel> after = without_small_blocks(before.view(), o.l, eps, dropped, 1);
+  ASSERT_TRUE(after.has_value());
+  ASSERT_GT(dropped, 0);
+  for (const int threads : {4, 5}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    ReferenceKernel k;
+    LocalProduct lp(Panel(o.rows).view(), o.l, k, threads, {}, {}, 1.0, 0);
+    lp.filter_last_tick(eps);
+    lp.multiply(o.a.view(), o.l, o.b.view(), o.l);
+    EXPECT_TRUE(lp.filtered());
+    const Panel got = lp.finish();
+    expect_same_blocks(got, *after, o.s);
+    expect_in_order(got, o.s);
+  }
+}
+
+// Where the tick cannot filter as it goes (C not empty, a device backend; on one thread and on
+// two), it drops nothing and says so: the caller filters.
 TEST(LocalProductLastTick, LeavesCWholeWhereItCannotFilterAsItGoes) {
   const Operands o(12, {1, 5, 13});
   const Panel full = unfiltered_product(o, {});
@@ -136,8 +169,9 @@ TEST(LocalProductLastTick, LeavesCWholeWhereItCannotFilterAsItGoes) {
     bool device;
   };
   const Panel empty(o.rows);
-  for (const Way& way : {Way{"two threads", 2, &empty, room, false}, Way{"C not empty", 1, &start, room, false},
-                         Way{"device", 1, &empty, room, true}}) {
+  for (const Way& way :
+       {Way{"C not empty", 1, &start, room, false}, Way{"C not empty, two threads", 2, &start, room, false},
+        Way{"device", 1, &empty, room, true}, Way{"device, two threads", 2, &empty, room, true}}) {
     SCOPED_TRACE(way.name);
     test::DeviceLike<ReferenceKernel> device;
     ReferenceKernel host;

@@ -19,6 +19,7 @@
 namespace plexus {
 
 class HostSession;
+class WorkAreaSession;
 
 namespace plan {
 struct KeyView;
@@ -177,10 +178,10 @@ class LocalProduct {
   /// Says that the next multiply() is this product's last tick and that finish()'s panel becomes
   /// the multiply's C as it is (nothing is added to it afterwards), to be filtered at `eps` as
   /// DistMatrix::filter filters (blocks whose Frobenius norm is below eps are dropped), C's blocks
-  /// laid out as that filter lays them out. Where that tick can (one thread on a host backend, C
-  /// empty before it, no plan being recorded, not a dense tick), it drops those blocks itself as it
-  /// completes C's rows, while they are in the caches, and filtered() says so; otherwise the caller
-  /// filters. A multiply() after that tick throws. eps must be > 0.
+  /// laid out as that filter lays them out. Where that tick can (a host backend, on any number of
+  /// threads, C empty before it, no plan being recorded, not a dense tick), it drops those blocks
+  /// itself as it completes C's rows, while they are in the caches, and filtered() says so;
+  /// otherwise the caller filters. A multiply() after that tick throws. eps must be > 0.
   void filter_last_tick(double eps);
   /// Whether the last tick dropped C's small blocks itself (filter_last_tick).
   bool filtered() const { return filtered_; }
@@ -194,6 +195,7 @@ class LocalProduct {
   struct PlacePass;
   struct CountPass;
   struct StackPass;
+  void count_last_tick();  // a tick after the one filter_last_tick declared the last throws
   bool replay(const PanelView& a, const BlockLayout& a_layout, const PanelView& b);
   void forgo_replay();  // a tick that will not replay: the plans looked up are left as replay() leaves them
   // Dense ticks (local_product_dense.cpp): the tick as dense products, where the backend takes it
@@ -226,11 +228,22 @@ class LocalProduct {
   template <class Traverse, class VisitRow, class RowBound>
   bool slab_rounds(const PanelView& a, const PanelView& b, const int* a_c_row, std::int64_t tick_start,
                    std::vector<int>& from, Traverse& for_each_product, VisitRow& visit_row, RowBound& row_bound);
-  // The last tick's filter (filter_last_tick): the blocks of A rows [ar0, ar1), whose C rows are
-  // complete and lie in the kernel's work area up to region_end, that reach the threshold go to
-  // `kept` from kept_end on, in C's order, their offsets with them; returns where they end.
+  // The last tick's filter (filter_last_tick, local_product_last_tick.{hpp,cpp}): thread w's A rows
+  // [ar0, ar1) computed into its work area, their kept blocks into `kept` (multiply_tick's
+  // traversal given); returns where the kept values end.
+  template <class VisitRow>
+  std::int64_t filter_rows(ThreadWork& w, const PanelView& a, const int* a_c_row, int ar0, int ar1, VisitRow& visit_row,
+                           StackPass& stack, std::int64_t& c_end, WorkAreaSession& work, MatrixData& kept,
+                           std::int64_t visits);
+  // The blocks of A rows [ar0, ar1), whose C rows are complete and lie in the work area `work` up
+  // to region_end, that reach the threshold go to `kept` from kept_end on, in C's order, their
+  // offsets with them; returns where they end.
   std::int64_t keep_large_blocks(ThreadWork& w, const PanelView& a, const int* a_c_row, int ar0, int ar1,
-                                 std::int64_t region_end, ColumnOrder& order, MatrixData& kept, std::int64_t kept_end);
+                                 const double* work, std::int64_t region_end, ColumnOrder& order, MatrixData& kept,
+                                 std::int64_t kept_end);
+  // The threads' kept blocks one after the other in thread 0's area (C's own), the offsets in
+  // their rows with them, and that area back in the session as C's; returns C's size.
+  std::int64_t join_kept(std::vector<MatrixData>& kept);
   // A numeric pass's counts and times into its thread's stats.
   static void account(ThreadWork& w, const StackPass& stack, double seconds_in_all);
   static void release_scratch(ThreadWork& w);  // a thread's scratch back to the pool (finish)

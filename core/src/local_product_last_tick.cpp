@@ -69,7 +69,10 @@ std::int64_t LocalProduct::join_kept(std::vector<MatrixData>& kept) {
   std::vector<std::int64_t> base(kept.size() + 1, 0);
   for (std::size_t t = 0; t < kept.size(); ++t) base[t + 1] = base[t] + static_cast<std::int64_t>(kept[t].size());
   MatrixData& c = kept[0];
-  c.resize(static_cast<std::size_t>(base.back()));  // moves only where the estimate fell short
+  // Moves only where the estimate fell short, then to exactly C's size (resize() alone would double
+  // the capacity, for finish() to give back with another copy).
+  c.reserve(static_cast<std::size_t>(base.back()));
+  c.resize(static_cast<std::size_t>(base.back()));
   for_each_thread(static_cast<int>(kept.size()), [&](int t) {
     if (t == 0) return;
     const std::int64_t by = base[static_cast<std::size_t>(t)];

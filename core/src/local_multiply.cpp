@@ -567,16 +567,20 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   }
 
   // Pass 2 (numeric, StackPass in local_product_passes.hpp).
-  // Thread w's products before the filter: A's blocks times the lengths of their B rows.
-  auto products_of = [&](const ThreadWork& w) {
-    const auto [ar0, ar1] = a_rows_of(w);
-    std::int64_t n = 0;
-    for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
-      const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
-      if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+  // Each thread's products before the filter (A's blocks times the lengths of their B rows), counted
+  // once for a plan's room and the one pass's estimates.
+  std::vector<std::int64_t> products(static_cast<std::size_t>(nthreads), 0);
+  std::int64_t all_products = 0;
+  if (record_ != nullptr || one_pass)
+    for (int t = 0; t < nthreads; ++t) {
+      const auto [ar0, ar1] = a_rows_of(*work_[static_cast<std::size_t>(t)]);
+      std::int64_t& n = products[static_cast<std::size_t>(t)];
+      for (std::int64_t ab = a.row_ptr[ar0]; ab < a.row_ptr[ar1]; ++ab) {
+        const int br = b_row_of[static_cast<std::size_t>(a.cols[ab])];
+        if (br >= 0) n += b.row_ptr[br + 1] - b.row_ptr[br];
+      }
+      all_products += n;
     }
-    return n;
-  };
   // A plan beyond what the plans may hold is not kept. The tick's products are counted first, per
   // thread (plans are recorded without filtering, so each product becomes a stack entry: A's
   // blocks times the lengths of their B rows); when all of them cannot fit in the room left, no
@@ -584,17 +588,10 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // then dropped them, in every multiply: 64 MiB of copies a multiply for 3,000^2 random blocks of
   // 6), and when they fit, each thread's share is reserved at its size (no copies as it grows,
   // none to shrink it).
-  std::vector<std::int64_t> record_entries(static_cast<std::size_t>(nthreads), 0);
   const std::int64_t record_room = record_ ? plans_->max_bytes() - record_bytes_ : 0;
   bool recording = record_ != nullptr;
   if (recording) {
-    std::int64_t total = 0;
-    for (int t = 0; t < nthreads; ++t) {
-      const std::int64_t n = products_of(*work_[static_cast<std::size_t>(t)]);
-      record_entries[static_cast<std::size_t>(t)] = n;
-      total += n;
-    }
-    if (static_cast<std::int64_t>(sizeof(StackEntry)) * total > record_room) {
+    if (static_cast<std::int64_t>(sizeof(StackEntry)) * all_products > record_room) {
       recording = false;
       for (auto& w : work_) {
         w->record = {};
@@ -610,14 +607,11 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   constexpr std::int64_t kWorkValues = std::int64_t{1} << 17;
   std::vector<std::unique_ptr<WorkAreaSession>> work_area;
   std::vector<MatrixData> kept;
-  std::int64_t all_visits = 0;  // thread 0's area takes all threads' kept blocks in the end
   if (drop_small) {
     kept.resize(static_cast<std::size_t>(nthreads));
     kept[0] = host_session_->exchange(MatrixData());
-    for (int t = 0; t < nthreads; ++t) {
+    for (int t = 0; t < nthreads; ++t)
       work_area.push_back(std::make_unique<WorkAreaSession>(*host_session_, kWorkValues));
-      all_visits += products_of(*work_[static_cast<std::size_t>(t)]);
-    }
   }
   timers::Scoped stacks_timer("local multiply: stacks and kernel");
   for_each_thread(nthreads, [&](int t) {
@@ -632,10 +626,10 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
     std::int64_t c_end = c_values_, c_grown = c_values_;
     plan::ThreadTick* record = nullptr;
     if (recording) {
-      w.record.entries.reserve(static_cast<std::size_t>(record_entries[static_cast<std::size_t>(t)]));
+      w.record.entries.reserve(static_cast<std::size_t>(products[static_cast<std::size_t>(t)]));
       record = &w.record;
     }
-    const std::int64_t visits = one_pass ? products_of(w) : 0;
+    const std::int64_t visits = one_pass ? products[static_cast<std::size_t>(t)] : 0;
     StackPass stack{w,
                     a,
                     b,
@@ -649,12 +643,12 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
                     c_values_,
                     visits,
                     record,
-                    recording ? std::int64_t{sizeof(StackEntry)} * record_entries[static_cast<std::size_t>(t)] : 0,
+                    recording ? std::int64_t{sizeof(StackEntry)} * products[static_cast<std::size_t>(t)] : 0,
                     layout_.cols};
     if (drop_small) {
       filter_rows(w, a, a_c_row.data(), from[static_cast<std::size_t>(t)], a_rows_of(w).second, visit_row, stack, c_end,
                   *work_area[static_cast<std::size_t>(t)], kept[static_cast<std::size_t>(t)],
-                  t == 0 ? all_visits : visits);
+                  t == 0 ? all_products : visits);  // thread 0's area takes all threads' kept blocks
     } else {
       for_each_product(w, from[static_cast<std::size_t>(t)], tick_start, stack, nullptr);
       stack.flush();

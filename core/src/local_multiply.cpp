@@ -3,10 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <exception>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <utility>
 
@@ -16,6 +14,7 @@
 #include "local_product_passes.hpp"
 #include "local_product_slabs.hpp"
 #include "local_product_work.hpp"
+#include "norm_order.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/timers.hpp"
@@ -355,21 +354,11 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   if (filtering) {
     b_order.resize(static_cast<std::size_t>(b.nblocks));
     b_sorted.resize(b_order.size());
-    const auto key = [&](std::int64_t q) {
-      const double x = b_norms[static_cast<std::size_t>(q)];
-      return std::isnan(x) ? -1.0 : x;
-    };
     // The kernel's threads share B's rows (as they share the norms).
     for_each_row_share(b, static_cast<int>(work_.size()), [&](int r0, int r1) {
-      for (int r = r0; r < r1; ++r) {
-        std::int64_t* const first = b_order.data() + b.row_ptr[r];
-        std::int64_t* const last = b_order.data() + b.row_ptr[r + 1];
-        std::iota(first, last, b.row_ptr[r]);
-        std::sort(first, last, [&](std::int64_t p, std::int64_t q) { return key(p) > key(q); });
-        for (std::int64_t i = b.row_ptr[r]; i < b.row_ptr[r + 1]; ++i)
-          b_sorted[static_cast<std::size_t>(i)] =
-              b_norms[static_cast<std::size_t>(b_order[static_cast<std::size_t>(i)])];
-      }
+      NormOrder by_norm;
+      for (int r = r0; r < r1; ++r)
+        by_norm.row(b_norms.data(), b.row_ptr[r], b.row_ptr[r + 1], b_order.data(), b_sorted.data());
     });
   }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -117,56 +118,61 @@ TEST(LocalProduct, FilteringAPanelByItselfAndByAnotherOnItsIndex) {
 
 // The filter takes the products of an A block that pass as a prefix of its B row sorted by norm:
 // B rows whose norms spread over orders of magnitude (so that most A blocks keep part of their
-// row), and a B block whose norm is NaN (no product with it passes |a||b| >= eps).
+// row), and a B block whose norm is NaN (no product with it passes |a||b| >= eps). Rows of 12
+// blocks and of 40 (NormOrder sorts short rows by insertion, long ones by buckets).
 TEST(LocalProduct, FilteringKeepsThePartOfEachBRowThatPassesInAnyOrderOfNorms) {
-  const BlockSizes s = BlockSizes::cyclic(12, {2, 3, 5});
-  BlockLayout l{s, s};
-  Panel a = make_panel(l, 31, [](int, int) { return true; });
-  Panel b = make_panel(l, 32, [](int i, int j) { return (i + j) % 4 != 0; });
-  auto scale = [&](Panel& p, auto&& factor) {
-    for (int r = 0; r < p.nrows(); ++r)
-      for (std::int64_t q = p.row_begin(r); q < p.row_end(r); ++q) {
-        const int n = s.size(r) * s.size(static_cast<int>(p.view().cols[q]));
-        const double f = factor(r, static_cast<int>(p.view().cols[q]));
-        for (int e = 0; e < n; ++e) p.data()[static_cast<std::size_t>(p.offset(q) + e)] *= f;
-      }
-  };
-  scale(a, [](int i, int k) { return std::pow(10.0, -((i + 2 * k) % 5)); });
-  scale(b, [](int k, int j) { return std::pow(10.0, -((3 * k + j) % 7)); });
-  b.data()[static_cast<std::size_t>(b.offset(b.find(1, 4)))] = std::nan("");
-  const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
-  const double eps = 1e-3;
-  const std::int64_t n = s.total();
-  std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
-  std::int64_t expect_skipped = 0, partial_rows = 0;
-  for (int i = 0; i < 12; ++i)
-    for (int kk = 0; kk < 12; ++kk) {
-      const std::int64_t ab = a.find(i, kk);
-      int pass = 0, drop = 0;
-      for (int j = 0; j < 12; ++j) {
-        const std::int64_t bb = b.find(kk, j);
-        if (bb < 0) continue;
-        if (!(an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] >= eps)) {
-          ++drop;
-          continue;
+  for (const int nb : {12, 40}) {
+    SCOPED_TRACE(std::to_string(nb) + " block rows");
+    const BlockSizes s = BlockSizes::cyclic(nb, {2, 3, 5});
+    BlockLayout l{s, s};
+    Panel a = make_panel(l, 31, [](int, int) { return true; });
+    Panel b = make_panel(l, 32, [](int i, int j) { return (i + j) % 4 != 0; });
+    auto scale = [&](Panel& p, auto&& factor) {
+      for (int r = 0; r < p.nrows(); ++r)
+        for (std::int64_t q = p.row_begin(r); q < p.row_end(r); ++q) {
+          const int n = s.size(r) * s.size(static_cast<int>(p.view().cols[q]));
+          const double f = factor(r, static_cast<int>(p.view().cols[q]));
+          for (int e = 0; e < n; ++e) p.data()[static_cast<std::size_t>(p.offset(q) + e)] *= f;
         }
-        ++pass;
-        add_block_product(ref, s, a, ab, b, bb, i, kk, j);
+    };
+    scale(a, [](int i, int k) { return std::pow(10.0, -((i + 2 * k) % 5)); });
+    scale(b, [](int k, int j) { return std::pow(10.0, -((3 * k + j) % 7)); });
+    b.data()[static_cast<std::size_t>(b.offset(b.find(1, 4)))] = std::nan("");
+    const std::vector<double> an = block_norms(a.view(), l), bn = block_norms(b.view(), l);
+    const double eps = 1e-3;
+    const std::int64_t n = s.total();
+    std::vector<double> ref(static_cast<std::size_t>(n * n), 0.0);
+    std::int64_t expect_skipped = 0, partial_rows = 0;
+    for (int i = 0; i < nb; ++i)
+      for (int kk = 0; kk < nb; ++kk) {
+        const std::int64_t ab = a.find(i, kk);
+        int pass = 0, drop = 0;
+        for (int j = 0; j < nb; ++j) {
+          const std::int64_t bb = b.find(kk, j);
+          if (bb < 0) continue;
+          if (!(an[static_cast<std::size_t>(ab)] * bn[static_cast<std::size_t>(bb)] >= eps)) {
+            ++drop;
+            continue;
+          }
+          ++pass;
+          add_block_product(ref, s, a, ab, b, bb, i, kk, j);
+        }
+        expect_skipped += drop;
+        partial_rows += pass > 0 && drop > 0 ? 1 : 0;
       }
-      expect_skipped += drop;
-      partial_rows += pass > 0 && drop > 0 ? 1 : 0;
+    ASSERT_GT(partial_rows, 2 * nb);  // the case this test is for: rows kept in part
+    for (int threads : {1, 2}) {      // one pass, and the symbolic and numeric passes
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      ReferenceKernel k;
+      std::vector<int> rows(static_cast<std::size_t>(nb));
+      std::iota(rows.begin(), rows.end(), 0);
+      LocalProduct lp(Panel(rows).view(), l, k, threads, std::vector<double>(static_cast<std::size_t>(nb), eps));
+      lp.multiply(a.view(), l, b.view(), l);
+      EXPECT_EQ(lp.stats().skipped, expect_skipped);
+      const Panel c = lp.finish();
+      const std::vector<double> got = dense_of(c.view(), l);
+      for (double x : got) ASSERT_FALSE(std::isnan(x));
+      EXPECT_LE(test::relative_error(got, ref), 1e-13);
     }
-  ASSERT_GT(partial_rows, 24);  // the case this test is for: rows kept in part
-  for (int threads : {1, 2}) {  // one pass, and the symbolic and numeric passes
-    SCOPED_TRACE(std::to_string(threads) + " threads");
-    ReferenceKernel k;
-    LocalProduct lp(Panel(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).view(), l, k, threads,
-                    std::vector<double>(12, eps));
-    lp.multiply(a.view(), l, b.view(), l);
-    EXPECT_EQ(lp.stats().skipped, expect_skipped);
-    const Panel c = lp.finish();
-    const std::vector<double> got = dense_of(c.view(), l);
-    for (double x : got) ASSERT_FALSE(std::isnan(x));
-    EXPECT_LE(test::relative_error(got, ref), 1e-13);
   }
 }

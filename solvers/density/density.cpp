@@ -22,7 +22,9 @@ namespace {
 
 std::string num(double v) { return fmt::format("{:.3g}", v); }
 
-// C = alpha A B through the context's multiply algorithm, filtered on the fly and after.
+// C = alpha A B through the context's multiply algorithm, filtered on the fly and after: C
+// holds no block below FilterEps, so the iterations filter again only what sums make (a filter
+// after a product read all of it and waited for every rank, and dropped nothing).
 void mul(Context& ctx, const IterationOptions& o, Trace& rec, double alpha, const DistMatrix& A,
          const DistMatrix& B, DistMatrix& C) {
   MultiplyOptions m;
@@ -42,6 +44,7 @@ std::shared_ptr<DistMatrix> identity_like(Context& ctx, const DistMatrix& X, con
   return m;
 }
 
+// An iterate made by sums (add, add_on_diag), not by mul() alone.
 void filter_iterate(Context& ctx, const IterationOptions& o, DistMatrix& X) {
   if (o.filter_eps > 0) filter(ctx, X, o.filter_eps);
 }
@@ -216,9 +219,7 @@ InverseSqrt inverse_sqrt(Context& ctx, const DistMatrix& S, const IterationOptio
     mul(ctx, o, rec, 0.5, *y, *t, *next);  // Y <- Y T / 2
     std::swap(y, next);
     mul(ctx, o, rec, 0.5, *t, *z, *next);  // Z <- T Z / 2
-    std::swap(z, next);
-    filter_iterate(ctx, o, *y);
-    filter_iterate(ctx, o, *z);
+    std::swap(z, next);                    // Y and Z come filtered from mul(), as every product here
     say_iteration(ctx, o, "S^-1/2", iter.done(it, r, *z));
     out.iterations = it;
     out.residual = r;
@@ -273,8 +274,7 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
       add_on_diag(ctx, *x4, 1.0);                      // + 8/8
       mul(ctx, o, rec, 1.0, *x, *x4, *next);
     }
-    std::swap(x, next);
-    filter_iterate(ctx, o, *x);
+    std::swap(x, next);  // filtered by mul()
     say_iteration(ctx, o, label, iter.done(it, r, *x));
     out.iterations = it;
     out.residual = r;
@@ -516,8 +516,7 @@ Orthogonal orthogonalise(Context& ctx, const ParameterList& problem, Settings& s
     auto zh = like(*o.h, "Z H");
     mul(ctx, s.iteration, rec, 1.0, *o.z, *o.h, *zh);
     o.k = like(*o.h, "K");
-    mul(ctx, s.iteration, rec, 1.0, *zh, *o.z, *o.k);
-    filter_iterate(ctx, s.iteration, *o.k);
+    mul(ctx, s.iteration, rec, 1.0, *zh, *o.z, *o.k);  // filtered by mul()
   } else {
     o.k = o.h;
   }
@@ -565,8 +564,7 @@ void finish(Context& ctx, const Orthogonal& o, const DistMatrix& d, const Settin
     auto zd = like(d, "Z D");
     mul(ctx, s.iteration, rec, 1.0, *o.z, d, *zd);
     p = like(d, "P");
-    mul(ctx, s.iteration, rec, 1.0, *zd, *o.z, *p);
-    filter_iterate(ctx, s.iteration, *p);
+    mul(ctx, s.iteration, rec, 1.0, *zd, *o.z, *p);  // filtered by mul()
   } else {
     p = std::make_shared<DistMatrix>(copy(ctx, d, "P"));
   }

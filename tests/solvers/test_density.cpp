@@ -6,7 +6,9 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +58,8 @@ struct Solved {
   std::map<std::string, double> figures;
   std::vector<double> p;
   std::vector<std::map<std::string, double>> history;
+  double smallest_block = HUGE_VAL;  // the smallest norm of P's blocks, over the ranks
+  std::int64_t blocks = 0;           // P's blocks, over the ranks
 };
 
 ParameterList problem_of(const std::string& file_h, const std::string& file_s, const std::string& sizes = "23") {
@@ -96,6 +100,10 @@ Solved solve(std::shared_ptr<MultiplyAlgorithm> algo, const std::string& solver,
     out.figures = r.figures;
     out.history = r.history;
     out.p = r.result->to_dense();
+    for (const double norm : r.result->block_norms()) out.smallest_block = std::min(out.smallest_block, norm);
+    MPI_Allreduce(MPI_IN_PLACE, &out.smallest_block, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    out.blocks = r.result->local().nblocks();
+    MPI_Allreduce(MPI_IN_PLACE, &out.blocks, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   }
   ctx.release();
   return out;
@@ -254,6 +262,27 @@ TEST(Model, BothSolversMatchDense) {
       expect_exact(solve(algorithm, "purification", {e}, problem), ref, "canonical, " + what);
       expect_exact(solve(algorithm, "purification", {e, "Method=trs4"}, problem), ref, "trs4, " + what);
     }
+  }
+}
+
+// Filtered solves on a model whose density matrix decays (N = 64, a 4x4x4 box, blocks of 6): P
+// comes out of the last product, which filters it, and keeps no block below FilterEps. At this
+// threshold filtering drops part of P's 64 x 64 blocks (which the unfiltered solve all keeps), and
+// the smallest block it keeps lies just above it.
+TEST(Model, FilteredSolvesKeepNoBlockBelowTheThreshold) {
+  constexpr int kMolecules = 64;
+  constexpr double kEps = 1e-5;
+  const ParameterList problem = model_problem(kMolecules, 6);
+  const std::string algorithm = algorithms().front();
+  for (const std::string method : {"sign", "trs4"}) {
+    std::vector<std::string> settings{"Electrons=" + std::to_string(kMolecules * 6), "FilterEps=" + mu_text(kEps)};
+    if (method == "trs4") settings.push_back("Method=trs4");
+    const Solved r = solve(algorithm, method == "sign" ? "sign" : "purification", settings, problem);
+    if (rank_of() == 0)
+      std::printf("%s FilterEps %g: %lld of %d blocks kept, the smallest of norm %.6g\n", method.c_str(), kEps,
+                  static_cast<long long>(r.blocks), kMolecules * kMolecules, r.smallest_block);
+    EXPECT_LT(r.blocks, kMolecules * kMolecules) << method;
+    EXPECT_GE(r.smallest_block, kEps) << method;
   }
 }
 

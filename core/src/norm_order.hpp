@@ -24,4 +24,22 @@ class NormOrder {
   std::vector<std::uint32_t> count_;  // blocks per bucket, then where each bucket ends
 };
 
+// How many of a row's norms in NormOrder's order, sorted[lo .. hi - 1], pass with an A block of norm
+// `an`: the end of the prefix where an * sorted[i] >= eps (as std::partition_point finds it; NaN
+// never passes). A binary search whose steps choose by a conditional move, not a branch (where
+// std's mispredicts about every other step): each step waits for its load instead, so the caller
+// prefetches the row (local_multiply.cpp).
+inline std::int64_t passing_end(const double* sorted, std::int64_t lo, std::int64_t hi, double an, double eps) {
+  if (hi <= lo) return lo;
+  const double* base = sorted + lo;
+  std::int64_t n = hi - lo;
+  // The end lies in [base, base + n]: everything before base passes.
+  while (n > 1) {
+    const std::int64_t half = n / 2;
+    base += an * base[half - 1] >= eps ? half : 0;
+    n -= half;
+  }
+  return (base - sorted) + (an * base[0] >= eps ? 1 : 0);
+}
+
 }  // namespace plexus

@@ -105,3 +105,32 @@ TEST(NormOrder, LongRowsOfEveryKind) {
     expect_ordered(row, 0, n, reused);
   }
 }
+
+// passing_end against std::partition_point over rows in NormOrder's order: empty rows, rows where
+// all, none or part pass, products exactly at eps, NaN and infinite norms, zero A norms.
+TEST(NormOrder, PassingEndIsThePartitionPoint) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> exponent(-12.0, 1.0);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  NormOrder by_norm;
+  for (const int n : {0, 1, 2, 3, 7, 8, 9, 64, 87, 200}) {
+    std::vector<double> norms(static_cast<std::size_t>(n));
+    for (auto& x : norms) x = std::pow(10.0, exponent(rng));
+    if (n > 4) {
+      norms[1] = nan;
+      norms[3] = inf;
+      norms[4] = 1e-6;  // times an = 1 gives eps exactly: passes (>=)
+    }
+    for (int i = 5; i < n && i < n / 2 + 5; ++i) norms[static_cast<std::size_t>(i)] = 1e-6;  // and many more
+    std::vector<std::int64_t> order(norms.size() + 2);
+    std::vector<double> sorted(norms.size() + 2, -1.0);
+    by_norm.row(norms.data(), 0, n, order.data() + 1, sorted.data() + 1);  // a row at lo = 1
+    for (const double an : {0.0, 1e-9, 1e-3, 1.0, 1e3, 1e12, inf}) {
+      const double eps = 1e-6;
+      const auto expect =
+          std::partition_point(sorted.begin() + 1, sorted.begin() + 1 + n, [&](double bn) { return an * bn >= eps; }) -
+          sorted.begin();
+      EXPECT_EQ(plexus::passing_end(sorted.data(), 1, 1 + n, an, eps), expect) << n << " blocks, an " << an;
+    }
+  }
+}

@@ -39,13 +39,8 @@ std::int64_t LocalProduct::keep_large_blocks(ThreadWork& w, const PanelView& a, 
     const std::int64_t m = layout_.rows.size(static_cast<int>(a.row_ids[ar]));
     std::int64_t row_values = 0;  // room for all of them, at most the work area's
     for (const auto& [col, off] : list) row_values += m * layout_.cols.size(static_cast<int>(col));
-    if (kept_end + row_values > static_cast<std::int64_t>(kept.size())) {
-      // Half as much again, as the capacity (resize() alone would double it).
-      const std::size_t grown =
-          std::max(static_cast<std::size_t>(kept_end + row_values), kept.size() + kept.size() / 2);
-      kept.reserve(grown);
-      kept.resize(grown);
-    }
+    if (kept_end + row_values > static_cast<std::int64_t>(kept.size()))  // half as much again
+      resize_exactly(kept, std::max(static_cast<std::size_t>(kept_end + row_values), kept.size() + kept.size() / 2));
     std::size_t blocks = 0;
     order(list, [&](std::int64_t col, std::int64_t off) {
       const std::int64_t n = m * layout_.cols.size(static_cast<int>(col));
@@ -69,10 +64,7 @@ std::int64_t LocalProduct::join_kept(std::vector<MatrixData>& kept) {
   std::vector<std::int64_t> base(kept.size() + 1, 0);
   for (std::size_t t = 0; t < kept.size(); ++t) base[t + 1] = base[t] + static_cast<std::int64_t>(kept[t].size());
   MatrixData& c = kept[0];
-  // Moves only where the estimate fell short, then to exactly C's size (resize() alone would double
-  // the capacity, for finish() to give back with another copy).
-  c.reserve(static_cast<std::size_t>(base.back()));
-  c.resize(static_cast<std::size_t>(base.back()));
+  resize_exactly(c, static_cast<std::size_t>(base.back()));  // moves only where the estimate fell short
   for_each_thread(static_cast<int>(kept.size()), [&](int t) {
     if (t == 0) return;
     const std::int64_t by = base[static_cast<std::size_t>(t)];

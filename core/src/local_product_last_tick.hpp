@@ -43,8 +43,7 @@ std::int64_t LocalProduct::filter_rows(ThreadWork& w, const PanelView& a, const 
       const auto estimate =
           static_cast<std::size_t>(values_ahead(kept_end, done_products, std::max(visits, done_products)));
       if (estimate > kept.size()) {
-        kept.reserve(estimate);  // exactly: resize() would double the capacity, for finish() to give back
-        kept.resize(estimate);
+        resize_exactly(kept, estimate);
       } else if (estimate + estimate / 4 < kept.capacity()) {
         // C's reserved room is well beyond what the tick will keep: finish() would give it back
         // with a copy of all of C (a third of a filtered sign solve's multiplies did). Only the

@@ -26,6 +26,14 @@ template <class T>
 using Scratch = memory::vector<T, memory::Category::Other>;
 constexpr std::size_t kStackCapacity = 4096;  // 160 KiB of StackEntry
 
+// `values` resized to n with a capacity of n where it had less: resize() alone doubles the
+// capacity, and finish() gives back a C far beyond its size with a copy of all of it (the last
+// tick's kept blocks and their join).
+inline void resize_exactly(MatrixData& values, std::size_t n) {
+  values.reserve(n);
+  values.resize(n);
+}
+
 // Per C row the (column, offset) of its blocks in the shared value area.
 using RowLists = std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>;
 

@@ -5,6 +5,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/memory.hpp"
+#include "plexus/multiply_support.hpp"
 
 namespace plexus {
 
@@ -85,8 +86,21 @@ void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatri
   if (!(X.layout() == Y.layout()))
     throw Error("add", "matrices '" + Y.name() + "' and '" + X.name() + "' have different block layouts");
   std::unique_ptr<DistMatrix> moved;
-  Y.add(alpha, beta, aligned(X, Y, moved, rec.traffic()));
+  Y.add(alpha, beta, aligned(X, Y, moved, rec.traffic()), ctx.kernel().threads());
   rec.done();
+}
+
+DistMatrix combine(Context& ctx, double alpha, const DistMatrix& X, double beta, const DistMatrix& Y,
+                   const std::string& name) {
+  Recorder rec(ctx, "combine");
+  if (!(X.layout() == Y.layout()))
+    throw Error("combine", "matrices '" + X.name() + "' and '" + Y.name() + "' have different block layouts");
+  std::unique_ptr<DistMatrix> moved;
+  const DistMatrix& y = aligned(Y, X, moved, rec.traffic());
+  DistMatrix out(name.empty() ? X.name() : name, X.distribution_ptr(), X.layout());
+  out.set_local(add_panels(X.local().view(), alpha, y.local().view(), beta, X.layout(), ctx.kernel().threads()));
+  rec.done();
+  return out;
 }
 
 void scale(Context& ctx, DistMatrix& X, double alpha) {
@@ -113,7 +127,7 @@ std::int64_t filter(Context& ctx, DistMatrix& X, double eps) {
 DistMatrix copy(Context& ctx, const DistMatrix& X, const std::string& name) {
   Recorder rec(ctx, "copy");
   DistMatrix out(name.empty() ? X.name() : name, X.distribution_ptr(), X.layout());
-  out.set_local(Panel::copy_of(X.local().view()));
+  out.set_local(Panel::copy_of(X.local().view(), ctx.kernel().threads()));
   rec.done();
   return out;
 }
@@ -145,7 +159,7 @@ double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y) {
     throw Error("dot", "matrices '" + X.name() + "' and '" + Y.name() + "' have different block layouts");
   return reduced(ctx, "dot", X, [&](mpi::Traffic& traffic) {
     std::unique_ptr<DistMatrix> moved;
-    return X.dot(aligned(Y, X, moved, traffic));
+    return X.dot(aligned(Y, X, moved, traffic), ctx.kernel().threads());
   });
 }
 

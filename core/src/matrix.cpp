@@ -41,22 +41,31 @@ bool DistMatrix::is_local(int i, int j) const {
 }
 
 namespace {
-// alpha * y + beta * x: in place when both have the same block pattern (every iteration of a
-// dense or settled sparse matrix), else through add_panels.
-Panel added(Panel& y, double alpha, const Panel& x, double beta, const BlockLayout& layout) {
+// Whether x's blocks are y's, row by row (their values may lie elsewhere in their areas).
+bool same_pattern(const Panel& y, const Panel& x) {
   bool same = y.nrows() == x.nrows() && y.nblocks() == x.nblocks();
   for (int r = 0; same && r < y.nrows(); ++r) {
     same = y.row_begin(r) == x.row_begin(r) && y.row_end(r) == x.row_end(r);
     for (std::int64_t b = y.row_begin(r); same && b < y.row_end(r); ++b) same = y.col(b) == x.col(b);
   }
-  if (!same) return add_panels(y.view(), alpha, x.view(), beta, layout);
-  for (int r = 0; r < y.nrows(); ++r)
-    for (std::int64_t b = y.row_begin(r); b < y.row_end(r); ++b) {
-      const std::int64_t n = block_values(layout, y.row_id(r), y.col(b));
-      double* out = y.data().data() + y.offset(b);
-      const double* in = x.data().data() + x.offset(b);
-      for (std::int64_t q = 0; q < n; ++q) out[q] = alpha * out[q] + beta * in[q];
-    }
+  return same;
+}
+
+// alpha * y + beta * x: in place when both have the same block pattern (every iteration of a
+// dense or settled sparse matrix), else through add_panels; on `threads` threads.
+Panel added(Panel& y, double alpha, const Panel& x, double beta, const BlockLayout& layout, int threads) {
+  if (!same_pattern(y, x)) return add_panels(y.view(), alpha, x.view(), beta, layout, threads);
+  double* const out = y.data().data();
+  const double* const in = x.data().data();
+  for_each_row_share(y.view(), slots_for(threads, y.data_size()), [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r)
+      for (std::int64_t b = y.row_begin(r); b < y.row_end(r); ++b) {
+        const std::int64_t n = block_values(layout, y.row_id(r), y.col(b));
+        double* o = out + y.offset(b);
+        const double* v = in + x.offset(b);
+        for (std::int64_t q = 0; q < n; ++q) o[q] = alpha * o[q] + beta * v[q];
+      }
+  });
   return std::move(y);
 }
 }  // namespace
@@ -131,15 +140,15 @@ void DistMatrix::scale(double alpha, int threads) {
   });
 }
 
-void DistMatrix::add(double alpha, double beta, const DistMatrix& other) {
+void DistMatrix::add(double alpha, double beta, const DistMatrix& other, int threads) {
   if (!(other.layout_ == layout_))
     throw Error("DistMatrix " + name_, "add: matrices " + name_ + " and " + other.name_ + " have different block layouts");
   if (!other.dist_->same_maps(*dist_)) {
     const DistMatrix moved = other.redistribute(dist_);
-    local_ = added(local_, alpha, moved.local_, beta, layout_);
+    local_ = added(local_, alpha, moved.local_, beta, layout_, threads);
     return;
   }
-  local_ = added(local_, alpha, other.local_, beta, layout_);
+  local_ = added(local_, alpha, other.local_, beta, layout_, threads);
 }
 
 void DistMatrix::add_identity(double alpha) {
@@ -187,29 +196,37 @@ double DistMatrix::trace() const {
   return allreduce_sum(t, grid().comm());
 }
 
-double DistMatrix::dot(const DistMatrix& other) const {
+double DistMatrix::dot(const DistMatrix& other, int threads) const {
   if (!(other.layout_ == layout_)) throw Error("DistMatrix " + name_, "dot: different block layouts");
-  if (!other.dist_->same_maps(*dist_)) return dot(other.redistribute(dist_));
-  double s = 0;
+  if (!other.dist_->same_maps(*dist_)) return dot(other.redistribute(dist_), threads);
+  // X with itself (TRS4's Tr(X^2 X^2)): the sum of squares of its values, without the merge.
+  if (&other == this) return allreduce_sum(local_sum_of_squares(threads), grid().comm());
   const PanelView p = local_.view(), q = other.local_.view();
-  for (int r = 0; r < p.nrows; ++r) {
-    std::int64_t b1 = p.row_ptr[r], e1 = p.row_ptr[r + 1], b2 = q.row_ptr[r], e2 = q.row_ptr[r + 1];
-    while (b1 < e1 && b2 < e2) {
-      if (p.cols[b1] < q.cols[b2]) {
-        ++b1;
-      } else if (q.cols[b2] < p.cols[b1]) {
-        ++b2;
-      } else {
-        const std::int64_t n = block_values(layout_, static_cast<int>(p.row_ids[r]), static_cast<int>(p.cols[b1]));
-        const double *x = p.data + p.offsets[b1++], *y = q.data + q.offsets[b2++];
-        for (std::int64_t k = 0; k < n; ++k) s += x[k] * y[k];
+  threads = slots_for(threads, p.data_size);
+  std::vector<double> partial(static_cast<std::size_t>(threads), 0.0);
+  for_each_row_share(p, threads, [&](int t, int r0, int r1) {
+    double s = 0;
+    for (int r = r0; r < r1; ++r) {
+      std::int64_t b1 = p.row_ptr[r], e1 = p.row_ptr[r + 1], b2 = q.row_ptr[r], e2 = q.row_ptr[r + 1];
+      while (b1 < e1 && b2 < e2) {
+        if (p.cols[b1] < q.cols[b2]) {
+          ++b1;
+        } else if (q.cols[b2] < p.cols[b1]) {
+          ++b2;
+        } else {
+          const std::int64_t n = block_values(layout_, static_cast<int>(p.row_ids[r]), static_cast<int>(p.cols[b1]));
+          s += sum_of_products(p.data + p.offsets[b1++], q.data + q.offsets[b2++], n);
+        }
       }
     }
-  }
+    partial[static_cast<std::size_t>(t)] = s;
+  });
+  double s = 0;
+  for (double v : partial) s += v;
   return allreduce_sum(s, grid().comm());
 }
 
-double DistMatrix::frobenius_norm(int threads) const {
+double DistMatrix::local_sum_of_squares(int threads) const {
   const double* const x = local_.data().data();
   std::vector<double> partial(static_cast<std::size_t>(std::max(1, threads)), 0.0);
   for_each_share(threads, static_cast<std::int64_t>(local_.data().size()),
@@ -218,7 +235,11 @@ double DistMatrix::frobenius_norm(int threads) const {
                  });
   double s = 0;
   for (double p : partial) s += p;
-  return std::sqrt(allreduce_sum(s, grid().comm()));
+  return s;
+}
+
+double DistMatrix::frobenius_norm(int threads) const {
+  return std::sqrt(allreduce_sum(local_sum_of_squares(threads), grid().comm()));
 }
 
 std::vector<double> DistMatrix::block_norms() const { return plexus::block_norms(local_.view(), layout_); }

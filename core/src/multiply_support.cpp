@@ -7,6 +7,7 @@
 #include "plexus/error.hpp"
 #include "plexus/memory.hpp"
 #include "plexus/mpi.hpp"
+#include "threads.hpp"
 
 namespace plexus {
 
@@ -14,31 +15,75 @@ namespace {
 std::int64_t block_values(const BlockLayout& l, int i, int j) { return std::int64_t{l.rows.size(i)} * l.cols.size(j); }
 }  // namespace
 
-Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout) {
+Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout,
+                 int threads) {
   if (p1.nrows != p2.nrows) throw Error("merge_panels", "panels cover different rows");
-  Panel out(std::vector<int>(p1.row_ids, p1.row_ids + p1.nrows));
-  out.reserve(p1.nblocks + p2.nblocks, p1.data_size + p2.data_size);
-  for (int r = 0; r < p1.nrows; ++r) {
+  const auto nrows = static_cast<std::size_t>(p1.nrows);
+  // Rows shared by the threads by their blocks in both panels.
+  std::vector<std::int64_t> weight(nrows);
+  for (std::size_t r = 0; r < nrows; ++r)
+    weight[r] = (p1.row_ptr[r + 1] - p1.row_ptr[r]) + (p2.row_ptr[r + 1] - p2.row_ptr[r]);
+  threads = std::min(std::clamp(threads, 1, std::max(1, p1.nrows)), slots_for(threads, p1.data_size + p2.data_size));
+  const std::vector<int> first = balance_rows(weight, threads);
+  const auto each_share = [&](auto&& f) {
+    for_each_thread(threads,
+                    [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
+  };
+  // Each row's union of columns walked twice: first its blocks and values counted (per row, in
+  // `weight` and `row_values`), then, once every row's start is known, written. The sum of both
+  // panels' blocks goes into a fresh area exactly its size, each value written once (a1 x + a2 y,
+  // or one term where the other panel has no block): no zeroing, no growth.
+  const auto merge_row = [&](int r, auto&& at) {
     const int i = static_cast<int>(p1.row_ids[r]);
     std::int64_t b1 = p1.row_ptr[r], e1 = p1.row_ptr[r + 1], b2 = p2.row_ptr[r], e2 = p2.row_ptr[r + 1];
     while (b1 < e1 || b2 < e2) {
       const std::int64_t c1 = b1 < e1 ? p1.cols[b1] : INT64_MAX, c2 = b2 < e2 ? p2.cols[b2] : INT64_MAX;
-      const auto j = static_cast<int>(std::min(c1, c2));
-      const std::int64_t n = block_values(layout, i, j);
-      double* dst = out.append_block(r, j, static_cast<int>(n));
-      if (c1 == j) {
-        const double* x = p1.data + p1.offsets[b1++];
-        for (std::int64_t q = 0; q < n; ++q) dst[q] += a1 * x[q];
-      }
-      if (c2 == j) {
-        const double* x = p2.data + p2.offsets[b2++];
-        for (std::int64_t q = 0; q < n; ++q) dst[q] += a2 * x[q];
-      }
+      const std::int64_t j = std::min(c1, c2);
+      at(j, block_values(layout, i, static_cast<int>(j)), c1 == j ? p1.data + p1.offsets[b1++] : nullptr,
+         c2 == j ? p2.data + p2.offsets[b2++] : nullptr);
     }
+  };
+  std::vector<std::int64_t> row_values(nrows);
+  each_share([&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      std::int64_t blocks = 0, values = 0;
+      merge_row(r, [&](std::int64_t, std::int64_t n, const double*, const double*) {
+        ++blocks;
+        values += n;
+      });
+      weight[static_cast<std::size_t>(r)] = blocks;
+      row_values[static_cast<std::size_t>(r)] = values;
+    }
+  });
+  IndexArray row_ids(p1.row_ids, p1.row_ids + p1.nrows), row_ptr(nrows + 1);
+  row_ptr[0] = 0;
+  for (std::size_t r = 0; r < nrows; ++r) {
+    row_ptr[r + 1] = row_ptr[r] + weight[r];
+    row_values[r] = (r == 0 ? 0 : row_values[r - 1]) + row_values[r];  // now each row's end
   }
-  return out;
+  const std::int64_t nblocks = row_ptr[nrows], nvalues = nrows == 0 ? 0 : row_values[nrows - 1];
+  IndexArray cols(static_cast<std::size_t>(nblocks)), offsets(static_cast<std::size_t>(nblocks));
+  MatrixData data(static_cast<std::size_t>(nvalues));  // unset until written below
+  each_share([&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      std::int64_t b = row_ptr[static_cast<std::size_t>(r)];
+      std::int64_t at = r == 0 ? 0 : row_values[static_cast<std::size_t>(r) - 1];
+      merge_row(r, [&](std::int64_t j, std::int64_t n, const double* x, const double* y) {
+        cols[static_cast<std::size_t>(b)] = j;
+        offsets[static_cast<std::size_t>(b++)] = at;
+        double* dst = data.data() + at;
+        at += n;
+        if (x != nullptr && y != nullptr)
+          for (std::int64_t q = 0; q < n; ++q) dst[q] = a1 * x[q] + a2 * y[q];
+        else if (x != nullptr)
+          for (std::int64_t q = 0; q < n; ++q) dst[q] = a1 * x[q];
+        else
+          for (std::int64_t q = 0; q < n; ++q) dst[q] = a2 * y[q];
+      });
+    }
+  });
+  return Panel::adopt(std::move(row_ids), std::move(row_ptr), std::move(cols), std::move(offsets), std::move(data));
 }
-
 
 std::vector<double> global_row_thresholds(const DistMatrix& A, double eps) {
   if (eps <= 0) return {};

@@ -116,8 +116,11 @@ Panel::Panel(const std::vector<int>& row_ids) {
   writable_ = true;
 }
 
-Panel Panel::copy_of(const PanelView& v) {
-  Panel p = adopt(PanelIndex::copy_of(v), MatrixData(v.data, v.data + v.data_size));
+Panel Panel::copy_of(const PanelView& v, int threads) {
+  MatrixData data(static_cast<std::size_t>(v.data_size));  // unset until copied
+  for_each_share(threads, v.data_size,
+                 [&](int, std::int64_t lo, std::int64_t hi) { std::copy(v.data + lo, v.data + hi, data.data() + lo); });
+  Panel p = adopt(PanelIndex::copy_of(v), std::move(data));
   p.writable_ = true;  // its own copy
   return p;
 }

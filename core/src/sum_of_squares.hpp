@@ -1,6 +1,6 @@
 #pragma once
 // A sum of squares in four partial sums, for norms (panel.cpp's block norms and filter,
-// DistMatrix's Frobenius norm).
+// DistMatrix's Frobenius norm), and a sum of products the same way (DistMatrix's dot).
 #include <cstdint>
 
 namespace plexus {
@@ -19,6 +19,20 @@ namespace plexus {
     s3 += x[i + 3] * x[i + 3];
   }
   for (; i < n; ++i) s0 += x[i] * x[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// sum_i x[i] y[i] in four partial sums, as sum_of_squares.
+[[gnu::always_inline]] inline double sum_of_products(const double* x, const double* y, std::int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += x[i] * y[i];
+    s1 += x[i + 1] * y[i + 1];
+    s2 += x[i + 2] * y[i + 2];
+    s3 += x[i + 3] * y[i + 3];
+  }
+  for (; i < n; ++i) s0 += x[i] * y[i];
   return (s0 + s1) + (s2 + s3);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 #include <vector>
 
 #include "plexus/local_multiply.hpp"
@@ -42,10 +43,14 @@ inline bool on_calling_thread(int n) { return n == 1 || omp_get_thread_num() == 
 // Runs f(t, lo, hi) over 0 .. n - 1 cut into contiguous shares of about equal size, one per slot
 // t < threads, where each gets at least kMinShare items (below that a region costs more than it
 // saves: slots beyond get nothing and are not run). The shares depend only on n and threads.
+inline constexpr std::int64_t kMinShare = std::int64_t{1} << 14;
+// How many of `threads` slots a pass over `n` items takes: each at least kMinShare items.
+inline int slots_for(int threads, std::int64_t n) {
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n / kMinShare)));
+}
 template <class F>
 void for_each_share(int threads, std::int64_t n, F&& f) {
-  constexpr std::int64_t kMinShare = std::int64_t{1} << 14;
-  const auto slots = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n / kMinShare)));
+  const int slots = slots_for(threads, n);
   for_each_thread(slots, [&](int t) { f(t, n * t / slots, n * (t + 1) / slots); });
 }
 
@@ -57,18 +62,25 @@ inline std::vector<int> rows_by_blocks(const PanelView& v, int threads) {
   return balance_rows(weight, threads);
 }
 
-// Runs f(r0, r1) over a panel's rows cut into up to `threads` slots of rows holding about as many
-// blocks (rows_by_blocks); on one thread f(0, nrows), without weighing the rows.
+// Runs f(r0, r1), or f(t, r0, r1) with the slot t, over a panel's rows cut into up to `threads`
+// slots of rows holding about as many blocks (rows_by_blocks); on one thread f(0, nrows), without
+// weighing the rows.
 template <class F>
 void for_each_row_share(const PanelView& v, int threads, F&& f) {
+  const auto call = [&f](int t, int r0, int r1) {
+    if constexpr (std::is_invocable_v<F&, int, int, int>)
+      f(t, r0, r1);
+    else
+      f(r0, r1);
+  };
   threads = std::clamp(threads, 1, std::max(1, v.nrows));
   if (threads == 1) {
-    f(0, v.nrows);
+    call(0, 0, v.nrows);
     return;
   }
   const std::vector<int> first = rows_by_blocks(v, threads);
   for_each_thread(threads,
-                  [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
+                  [&](int t) { call(t, first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
 }
 
 }  // namespace plexus

@@ -345,10 +345,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
     } else {
       mul(ctx, o, rec, 1.0, *d, *d, *d2);
     }
-    auto e = std::make_shared<DistMatrix>(copy(ctx, *d2, "D^2 - D"));
-    add(ctx, 1.0, *e, -1.0, *d);
-    const double r = 4.0 * norm(ctx, *e) / std::sqrt(n);
-    e.reset();
+    const double r = 4.0 * norm(ctx, combine(ctx, 1.0, *d2, -1.0, *d, "D^2 - D")) / std::sqrt(n);
     if (!std::isfinite(r))
       throw Error(label, std::string("the purification diverged (residual ") + num(r) + " at iteration " +
                              std::to_string(it) + ")");
@@ -363,9 +360,8 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
         if (!(c >= 0 && c <= 1)) c = 0.5;  // rounding near convergence: the McWeeny step
       }
       // c <= 1/2: [(1 - 2c) D + (1 + c) D^2 - D^3] / (1 - c); else [(1 + c) D^2 - D^3] / c.
-      *next = copy(ctx, *d3, "next");
       const double by = c <= 0.5 ? 1.0 - c : c;
-      add(ctx, -1.0 / by, *next, (1.0 + c) / by, *d2);
+      *next = combine(ctx, -1.0 / by, *d3, (1.0 + c) / by, *d2, "next");
       if (c <= 0.5 && c != 0.5) add(ctx, 1.0, *next, (1.0 - 2.0 * c) / by, *d);
       steps.push_back([c, by](double x) { return ((c <= 0.5 ? (1.0 - 2.0 * c) * x : 0.0) + (1.0 + c) * x * x - x * x * x) / by; });
     } else {
@@ -381,8 +377,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
         add(ctx, 1.0, *next, 3.0, *d2);
         steps.push_back([](double x) { return 3 * x * x - 2 * x * x * x; });
       } else if (gamma > 6) {
-        *next = copy(ctx, *d, "next");  // 2X - X^2
-        add(ctx, 2.0, *next, -1.0, *d2);
+        *next = combine(ctx, 2.0, *d, -1.0, *d2, "next");  // 2X - X^2
         steps.push_back([](double x) { return 2 * x - x * x; });
       } else if (gamma < 0) {
         *next = copy(ctx, *d2, "next");  // X^2
@@ -391,8 +386,7 @@ PurifyResult purify(Context& ctx, const DistMatrix& F, Purification method, doub
         steps.push_back(
             [gamma](double x) { return x * x * (gamma + (4 - 2 * gamma) * x + (gamma - 3) * x * x); });
         // X^2 (gamma I + (4 - 2 gamma) X + (gamma - 3) X^2)
-        *d3 = copy(ctx, *d2, "T");
-        add(ctx, gamma - 3.0, *d3, 4.0 - 2.0 * gamma, *d);
+        *d3 = combine(ctx, gamma - 3.0, *d2, 4.0 - 2.0 * gamma, *d, "T");
         add_on_diag(ctx, *d3, gamma);
         mul(ctx, o, rec, 1.0, *d2, *d3, *next);
       }

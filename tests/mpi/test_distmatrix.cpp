@@ -180,6 +180,50 @@ TEST(DistMatrix, ScaleAndNormOnSeveralThreadsMatchDense) {
   }
 }
 
+// add, dot and a panel's copy on the kernel's threads (1, 2 and 3), on a matrix large enough for
+// three shares: add over two patterns (a fresh panel from both rows' union) and over one pattern
+// (in place), dot of two patterns and of a matrix with itself, each against the dense matrices.
+TEST(DistMatrix, AddDotAndCopyOnSeveralThreadsMatchDense) {
+  auto grid = Grid::create(MPI_COMM_WORLD);
+  const auto l = mixed(72);
+  const auto sa = spec(11, 0.6), sb = spec(12, 0.6);
+  const auto A = dense_from_definition(l, sa), B = dense_from_definition(l, sb);
+  double ab = 0, aa = 0;
+  for (std::size_t q = 0; q < A.size(); ++q) {
+    ab += A[q] * B[q];
+    aa += A[q] * A[q];
+  }
+  const auto dist = Distribution::block_cyclic(grid, 72, 72);
+  for (const int threads : {1, 2, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    DistMatrix a = generate_random("A", dist, l, sa), b = generate_random("B", dist, l, sb);
+    EXPECT_NEAR(a.dot(b, threads), ab, 1e-13 * aa);
+    EXPECT_NEAR(a.dot(a, threads), aa, 1e-13 * aa);
+
+    const Panel copied = Panel::copy_of(a.local().view(), threads);
+    EXPECT_TRUE(copied.view().same_index(a.local().view()));
+    EXPECT_TRUE(
+        std::equal(copied.data().begin(), copied.data().end(), a.local().data().begin(), a.local().data().end()));
+
+    a.add(0.5, -2.0, b, threads);  // two patterns: their union
+    std::vector<double> ref(A.size());
+    for (std::size_t q = 0; q < A.size(); ++q) ref[q] = 0.5 * A[q] - 2.0 * B[q];
+    EXPECT_LE(test::relative_error(a.to_dense(), ref), 1e-15);
+    std::int64_t union_blocks = 0;
+    for (int i = 0; i < 72; ++i)
+      for (int j = 0; j < 72; ++j)
+        union_blocks += generator_block_present(sa, i, j) || generator_block_present(sb, i, j) ? 1 : 0;
+    EXPECT_EQ(a.global_nblocks(), union_blocks);
+
+    DistMatrix twin = a;  // one pattern: in place, 3 R + 2 (-R) = R
+    twin.scale(-1.0);
+    const std::int64_t local_blocks = a.local().nblocks();
+    a.add(3.0, 2.0, twin, threads);
+    EXPECT_LE(test::relative_error(a.to_dense(), ref), 1e-15);
+    EXPECT_EQ(a.local().nblocks(), local_blocks);
+  }
+}
+
 TEST(DistMatrix, FilterDropsSmallBlocksOnly) {
   auto grid = Grid::create(MPI_COMM_WORLD);
   const auto l = mixed(9);

@@ -260,6 +260,43 @@ TEST(MatrixApi, AddScaleDiagCopyCreateLike) {
   ctx->release();
 }
 
+// combine: alpha X + beta Y as a new matrix on X's distribution, Y moved onto it first (counted),
+// X and Y left as they were; also of a matrix with itself.
+TEST(MatrixApi, CombineIsACopyAndAnAddInOne) {
+  auto ctx = make_context();
+  for (const auto& grid : grids(*ctx)) {
+    SCOPED_TRACE("grid " + grid->describe());
+    const int n = 11;
+    auto dr = Distribution::random_permuted(grid, n, n, 5);
+    auto dc = Distribution::block_cyclic(grid, n, n);
+    const DistMatrix x = random_matrix("X", dr, 1, 0.4), y = random_matrix("Y", dc, 2, 0.4);
+    const auto xd = x.to_dense(), yd = y.to_dense();
+    const std::int64_t expect_moved = bytes_to_receive(y, *dr);
+    const DistMatrix z = combine(*ctx, 0.5, x, -2.0, y, "Z");
+    EXPECT_EQ(last(*ctx, "combine").traffic[3].bytes_received, expect_moved) << "Y redistributed onto X, counted";
+    EXPECT_EQ(z.name(), "Z");
+    EXPECT_TRUE(z.distribution().same_maps(x.distribution()));
+    std::vector<double> zd(xd.size());
+    for (std::size_t q = 0; q < zd.size(); ++q) zd[q] = 0.5 * xd[q] - 2.0 * yd[q];
+    EXPECT_LE(test::relative_error(z.to_dense(), zd), 1e-15);
+    EXPECT_EQ(x.to_dense(), xd);
+    EXPECT_EQ(y.to_dense(), yd);
+    // The union of both patterns, as add() gives it.
+    DistMatrix added = copy(*ctx, x);
+    add(*ctx, 0.5, added, -2.0, y);
+    EXPECT_EQ(z.global_nblocks(), added.global_nblocks());
+
+    const DistMatrix twice = combine(*ctx, 3.0, x, -1.0, x);
+    EXPECT_EQ(twice.name(), "X");
+    for (std::size_t q = 0; q < zd.size(); ++q) zd[q] = 2.0 * xd[q];
+    EXPECT_LE(test::relative_error(twice.to_dense(), zd), 1e-15);
+    double xx = 0;
+    for (double v : xd) xx += v * v;
+    EXPECT_NEAR(dot(*ctx, x, x), xx, 1e-12 * xx);  // with itself: its sum of squares
+  }
+  ctx->release();
+}
+
 TEST(MatrixApi, TransposeRedistributeTraceDotNormFilter) {
   auto ctx = make_context();
   for (const auto& grid : grids(*ctx)) {

@@ -28,9 +28,16 @@ MultiplyReport multiply(Context& ctx, Trans trans_a, Trans trans_b, double alpha
 bool square_and_cube(Context& ctx, const DistMatrix& D, DistMatrix& D2, DistMatrix& D3,
                      std::vector<MultiplyReport>& reports, const MultiplyOptions& options);
 
-/// Y = alpha * Y + beta * X over the union of their block patterns. X must have Y's layout; when
-/// its distribution differs it is redistributed onto Y's first (counted).
+/// Y = alpha * Y + beta * X over the union of their block patterns, on the kernel's threads. X
+/// must have Y's layout; when its distribution differs it is redistributed onto Y's first
+/// (counted).
 void add(Context& ctx, double alpha, DistMatrix& Y, double beta, const DistMatrix& X);
+/// alpha * X + beta * Y over the union of their block patterns, a new matrix on X's distribution
+/// (named `name`, or X's name), on the kernel's threads: what copy() and add() give, in one pass
+/// that writes each value once. Y must have X's layout; when its distribution differs it is
+/// redistributed onto X's first (counted).
+DistMatrix combine(Context& ctx, double alpha, const DistMatrix& X, double beta, const DistMatrix& Y,
+                   const std::string& name = "");
 /// X = alpha * X, on the kernel's threads (Kernel::threads).
 void scale(Context& ctx, DistMatrix& X, double alpha);
 /// X = X + alpha * I (square layouts; missing diagonal blocks are created).
@@ -38,7 +45,8 @@ void add_on_diag(Context& ctx, DistMatrix& X, double alpha);
 /// Drops the blocks whose Frobenius norm is below eps; returns the number dropped on all ranks.
 /// On the kernel's threads.
 std::int64_t filter(Context& ctx, DistMatrix& X, double eps);
-/// A copy with the same layout, distribution and blocks (named `name`, or X's name).
+/// A copy with the same layout, distribution and blocks (named `name`, or X's name), its values
+/// copied on the kernel's threads.
 DistMatrix copy(Context& ctx, const DistMatrix& X, const std::string& name = "");
 /// An empty matrix with X's layout and distribution.
 DistMatrix create_like(const DistMatrix& X, const std::string& name);
@@ -48,7 +56,8 @@ DistMatrix transpose(Context& ctx, const DistMatrix& X);
 DistMatrix redistribute(Context& ctx, const DistMatrix& X, std::shared_ptr<const Distribution> target);
 /// The trace (square layouts).
 double trace(Context& ctx, const DistMatrix& X);
-/// sum_ij X_ij Y_ij (Y redistributed onto X's distribution when it differs, counted).
+/// sum_ij X_ij Y_ij (Y redistributed onto X's distribution when it differs, counted); the local
+/// sum on the kernel's threads (its last digits may depend on how many, as norm's).
 double dot(Context& ctx, const DistMatrix& X, const DistMatrix& Y);
 /// The Frobenius norm, its local sum on the kernel's threads (Kernel::threads).
 double norm(Context& ctx, const DistMatrix& X);

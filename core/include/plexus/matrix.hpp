@@ -54,12 +54,14 @@ class DistMatrix {
   /// `threads` share the work (the kernel's threads, where the caller has a context).
   void scale(double alpha, int threads = 1);
   /// this = alpha * this + beta * other (union of the block patterns). other must have the same
-  /// layout; if its distribution differs it is redistributed first.
-  void add(double alpha, double beta, const DistMatrix& other);
+  /// layout; if its distribution differs it is redistributed first. `threads` share the rows.
+  void add(double alpha, double beta, const DistMatrix& other, int threads = 1);
   /// Adds alpha to every diagonal element (creating diagonal blocks when absent). Square only.
   void add_identity(double alpha);
   double trace() const;
-  double dot(const DistMatrix& other) const;  ///< sum of elementwise products
+  /// Collective: the sum of elementwise products. `threads` share the local sum (its last digits
+  /// may then depend on how many, as frobenius_norm's).
+  double dot(const DistMatrix& other, int threads = 1) const;
   /// Collective. `threads` share the local sum (it then adds their partial sums, so its last
   /// digits may depend on how many).
   double frobenius_norm(int threads = 1) const;
@@ -85,6 +87,8 @@ class DistMatrix {
   Gathered gather_blocks(int root = -1) const;
 
  private:
+  // The sum of squares of the local values (their blocks': a panel's area holds nothing else).
+  double local_sum_of_squares(int threads) const;
   std::string name_;
   std::shared_ptr<const Distribution> dist_;
   BlockLayout layout_;

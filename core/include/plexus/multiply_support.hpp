@@ -21,7 +21,9 @@ std::vector<double> thresholds_of_rows(const std::vector<double>& global, const 
 /// Work weight of each local C row: its blocks in A, plus its kept blocks of C (none if beta = 0).
 std::vector<std::int64_t> row_weights(const DistMatrix& A, const DistMatrix& C, double beta);
 
-/// a1 * P1 + a2 * P2 over the union of their block patterns (same row set).
-Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout);
+/// a1 * P1 + a2 * P2 over the union of their block patterns (same row set), in a fresh panel
+/// whose blocks lie in index order; its rows shared by `threads` threads.
+Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2, const BlockLayout& layout,
+                 int threads = 1);
 
 }  // namespace plexus

@@ -79,8 +79,8 @@ class Panel {
   ~Panel();
   /// An empty panel over the given global block rows (ascending).
   explicit Panel(const std::vector<int>& row_ids);
-  /// A copy of a view.
-  static Panel copy_of(const PanelView& v);
+  /// A copy of a view, its values copied by `threads` threads.
+  static Panel copy_of(const PanelView& v, int threads = 1);
   /// Takes ownership of a complete index and value area without copying. Blocks are sorted by
   /// (row, col) in the index; their values may lie anywhere in `data` (offsets say where).
   static Panel adopt(IndexArray row_ids, IndexArray row_ptr, IndexArray cols, IndexArray offsets, MatrixData data);

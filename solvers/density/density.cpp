@@ -262,6 +262,20 @@ SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& boun
     if (!std::isfinite(r))
       throw Error(label, "the sign iteration diverged (residual " + num(r) + " at iteration " + std::to_string(it) + ")");
     const bool done = conv.reached(r, o);
+    if (!done && std::isfinite(o.count_target)) {
+      // The side of a wanted count, before convergence. Both iterations map [-1, 1] onto itself,
+      // monotonically (the derivatives 3(1 - x^2)/2 and 15(1 - x^2)^2/8), and X0's spectrum lies in
+      // it: each level keeps its sign. It adds (1 - x)/2 to (n - Tr X)/2 now and 0 or 1 in the
+      // end, at most (1 - |x|)/2 <= (1 - x^2)/2 away, and those bounds sum to -Tr(X^2 - I)/2.
+      const double count = 0.5 * (n - trace(ctx, *x)), slack = -0.5 * trace(ctx, *x2);
+      out.side = count - slack > o.count_target + 0.5 ? 1 : count + slack < o.count_target - 0.5 ? -1 : 0;
+      if (out.side != 0) {
+        say_iteration(ctx, o, label, iter.done(it, r, *x));
+        out.iterations = it;
+        out.residual = r;
+        break;
+      }
+    }
     if (order == 2) {
       // X <- X (3I - X^2)/2 = X (2I - (X^2 - I))/2
       scale(ctx, *x2, -1.0);

@@ -4,6 +4,7 @@
 // purification iterations, and the common set-up (orthogonalisation) and outputs. Every step
 // runs through the matrix API (plexus/algebra.hpp) on the run's context, so on any multiply
 // algorithm and kernel.
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ struct IterationOptions {
   bool keep_unconverged = false;  ///< no convergence: warn and go on with the last iterate
   bool quiet = false;             ///< no progress lines
   std::string solver = "sign";    ///< the sublist errors name (sign/MaxIterations, ...)
+  /// sign() only: the number of levels below mu wanted (NaN: none). The iteration then stops as
+  /// soon as the number of X's negative eigenvalues lies certainly above or below it
+  /// (SignResult::side), converged or not.
+  double count_target = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// The record of a solve: every multiply's report and one row of figures per iteration.
@@ -71,6 +76,9 @@ struct SignResult {
   int iterations = 0;
   double residual = 0;  ///< ||X^2 - I||_F / sqrt(n) of the last check
   bool converged = false;
+  /// With IterationOptions::count_target: +1 where more levels than it lie below mu, -1 where
+  /// fewer, found before convergence (x is then the iterate at that point); 0 otherwise.
+  int side = 0;
 };
 SignResult sign(Context& ctx, const DistMatrix& K, double mu, const Bounds& bounds, int order,
                 const IterationOptions& o, Trace& rec, const std::string& label = "sign");

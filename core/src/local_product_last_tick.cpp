@@ -65,12 +65,23 @@ std::int64_t LocalProduct::join_kept(std::vector<MatrixData>& kept) {
   for (std::size_t t = 0; t < kept.size(); ++t) base[t + 1] = base[t] + static_cast<std::int64_t>(kept[t].size());
   MatrixData& c = kept[0];
   resize_exactly(c, static_cast<std::size_t>(base.back()));  // moves only where the estimate fell short
-  for_each_thread(static_cast<int>(kept.size()), [&](int t) {
-    if (t == 0) return;
-    const std::int64_t by = base[static_cast<std::size_t>(t)];
-    const MatrixData& mine = kept[static_cast<std::size_t>(t)];
-    if (!mine.empty()) std::memcpy(c.data() + by, mine.data(), mine.size() * sizeof(double));
-    for (auto& list : work_[static_cast<std::size_t>(t)]->rows)
+  // The other threads' areas follow thread 0's, each copied by every thread in an equal share of
+  // the joined area's values beyond thread 0's (by one thread alone, a filtered sign solve's
+  // joins on two threads took 0.028 s of 1.09 s of multiplies); each thread moves its own rows.
+  const auto threads = static_cast<int>(kept.size());
+  const std::int64_t from = base[1], span = base.back() - from;
+  for_each_thread(threads, [&](int s) {
+    std::int64_t lo = from + span * s / threads;
+    const std::int64_t hi = from + span * (s + 1) / threads;
+    for (std::size_t t = 1; lo < hi; ++t) {
+      if (base[t + 1] <= lo) continue;
+      const std::int64_t end = std::min(hi, base[t + 1]);
+      std::memcpy(c.data() + lo, kept[t].data() + (lo - base[t]), static_cast<std::size_t>(end - lo) * sizeof(double));
+      lo = end;
+    }
+    if (s == 0) return;
+    const std::int64_t by = base[static_cast<std::size_t>(s)];
+    for (auto& list : work_[static_cast<std::size_t>(s)]->rows)
       for (auto& entry : list) entry.second += by;
   });
   for (std::size_t t = 1; t < kept.size(); ++t) kept[t] = MatrixData();  // back to the pool

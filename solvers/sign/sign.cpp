@@ -3,6 +3,7 @@
 // run's multiply algorithm and kernel; mu given or found so that Tr(P S) = Electrons/2.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -166,7 +167,8 @@ const PluginDescriptor& describe() {
     c.kind = ComponentKind::Solver;
     c.name = "sign";
     c.summary =
-        "density matrix by the matrix sign iteration (S^-1/2 by Newton-Schulz, mu given or found by bisection); "
+        "density matrix by the matrix sign iteration (S^-1/2 by Newton-Schulz, mu given or found by a search that "
+        "stops each evaluation once its side is certain); "
         "figures: energy, trace_PS, mu, iterations, idempotency_error";
     c.valid_parameters = valid_parameters;
     c.make_solver = [](const ParameterList& p) -> std::unique_ptr<Solver> { return std::make_unique<SignSolver>(p); };

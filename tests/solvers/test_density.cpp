@@ -157,6 +157,30 @@ std::string mu_text(double mu) {
   return buf;
 }
 
+// The search for mu's evaluations that ended early (side +1 / -1) against the dense levels below
+// their mu; at least one ends early (the first mu lies far from the gap), the last ran to its end.
+void expect_sides_match_levels(const Solved& found, const test::DenseDensity& ref) {
+  int early = 0, ended = 0;
+  for (const auto& row : found.history) {
+    if (row.count("side") == 0) continue;
+    ++ended;
+    const double mu = row.at("mu"), side = row.at("side");
+    const auto below = std::lower_bound(ref.levels.begin(), ref.levels.end(), mu) - ref.levels.begin();
+    SCOPED_TRACE("evaluation " + std::to_string(ended) + " at mu " + mu_text(mu));
+    if (side > 0) {
+      EXPECT_GT(below, ref.occupied);
+    } else if (side < 0) {
+      EXPECT_LT(below, ref.occupied);
+    } else {
+      EXPECT_NEAR(row.at("count"), static_cast<double>(below), 1e-6);
+    }
+    early += side != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(ended, static_cast<int>(found.figures.at("sign_evaluations")));
+  EXPECT_GE(early, 1);
+  EXPECT_EQ(found.history.back().at("side"), 0.0);
+}
+
 // Both solvers through every multiply algorithm (sign at a given mu in the gap, canonical
 // purification at the electron count).
 TEST(H2O, EveryAlgorithmBothSolvers) {
@@ -184,28 +208,11 @@ TEST(H2O, Variants) {
   EXPECT_GT(found.figures.at("mu"), ref.homo());
   EXPECT_LT(found.figures.at("mu"), ref.lumo());
   EXPECT_GE(found.figures.at("sign_evaluations"), 1.0);
-  // The search's evaluations that ended early (side +1 / -1) against the dense levels below their
-  // mu; at least one ends early (the first mu lies far from the gap), the last ran to its end.
-  int early = 0, ended = 0;
-  for (const auto& row : found.history) {
-    if (row.count("side") == 0) continue;
-    ++ended;
-    const double mu = row.at("mu"), side = row.at("side");
-    const auto below = std::lower_bound(ref.levels.begin(), ref.levels.end(), mu) - ref.levels.begin();
-    SCOPED_TRACE("evaluation " + std::to_string(ended) + " at mu " + mu_text(mu));
-    if (side > 0) {
-      EXPECT_GT(below, kOccupied);
-    } else if (side < 0) {
-      EXPECT_LT(below, kOccupied);
-    } else {
-      EXPECT_NEAR(row.at("count"), static_cast<double>(below), 1e-6);
-    }
-    early += side != 0 ? 1 : 0;
-  }
-  EXPECT_EQ(ended, static_cast<int>(found.figures.at("sign_evaluations")));
-  EXPECT_GE(early, 1);
-  EXPECT_EQ(found.history.back().at("side"), 0.0);
+  expect_sides_match_levels(found, ref);
   expect_exact(solve(algo, "sign", {"Mu=" + mu_text(ref.mid_gap()), "Order=3"}, problem), ref, "sign, order 3");
+  const Solved found3 = solve(algo, "sign", {"Electrons=256", "Order=3"}, problem);
+  expect_exact(found3, ref, "sign, order 3, mu found");
+  expect_sides_match_levels(found3, ref);
   const Solved trs4 = solve(algo, "purification", {"Electrons=256", "Method=trs4"}, problem);
   expect_exact(trs4, ref, "trs4");
   // The chemical potential TRS4's polynomials put at 1/2 lies in the gap.

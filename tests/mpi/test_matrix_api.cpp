@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dense_reference.hpp"
@@ -43,6 +44,14 @@ DistMatrix random_matrix(const std::string& name, std::shared_ptr<const Distribu
   g.seed = seed;
   const BlockLayout l{BlockSizes::cyclic(d->nblkrows(), {2, 5, 3}), BlockSizes::cyclic(d->nblkcols(), {2, 5, 3})};
   return generate_random(name, d, l, g);
+}
+
+// 11 x 11 blocks on `grid` two ways: randomly permuted and block-cyclic (an operation between
+// them moves one operand).
+std::pair<std::shared_ptr<const Distribution>, std::shared_ptr<const Distribution>> two_ways(
+    const std::shared_ptr<const Grid>& grid) {
+  const int n = 11;
+  return {Distribution::random_permuted(grid, n, n, 5), Distribution::block_cyclic(grid, n, n)};
 }
 
 // Data bytes this rank must receive to move X's blocks from X's distribution onto `to`.
@@ -227,9 +236,7 @@ TEST(MatrixApi, AddScaleDiagCopyCreateLike) {
   auto ctx = make_context();
   for (const auto& grid : grids(*ctx)) {
     SCOPED_TRACE("grid " + grid->describe());
-    const int n = 11;
-    auto dr = Distribution::random_permuted(grid, n, n, 5);
-    auto dc = Distribution::block_cyclic(grid, n, n);
+    const auto [dr, dc] = two_ways(grid);
     DistMatrix y = random_matrix("Y", dr, 1), x = random_matrix("X", dc, 2);
     auto yd = y.to_dense(), xd = x.to_dense();
     const std::int64_t expect_moved = bytes_to_receive(x, *dr);
@@ -266,9 +273,7 @@ TEST(MatrixApi, CombineIsACopyAndAnAddInOne) {
   auto ctx = make_context();
   for (const auto& grid : grids(*ctx)) {
     SCOPED_TRACE("grid " + grid->describe());
-    const int n = 11;
-    auto dr = Distribution::random_permuted(grid, n, n, 5);
-    auto dc = Distribution::block_cyclic(grid, n, n);
+    const auto [dr, dc] = two_ways(grid);
     const DistMatrix x = random_matrix("X", dr, 1, 0.4), y = random_matrix("Y", dc, 2, 0.4);
     const auto xd = x.to_dense(), yd = y.to_dense();
     const std::int64_t expect_moved = bytes_to_receive(y, *dr);

@@ -29,10 +29,10 @@ Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2,
     for_each_thread(threads,
                     [&](int t) { f(first[static_cast<std::size_t>(t)], first[static_cast<std::size_t>(t) + 1]); });
   };
-  // Each row's union of columns walked twice: first its blocks and values counted (per row, in
-  // `weight` and `row_values`), then, once every row's start is known, written. The sum of both
-  // panels' blocks goes into a fresh area exactly its size, each value written once (a1 x + a2 y,
-  // or one term where the other panel has no block): no zeroing, no growth.
+  // Each row's union of columns walked twice: first its blocks and values counted, then, once
+  // every row's start is known, written. The sum of both panels' blocks goes into a fresh area
+  // exactly its size, each value written once (a1 x + a2 y, or one term where the other panel has
+  // no block): no zeroing, no growth.
   const auto merge_row = [&](int r, auto&& at) {
     const int i = static_cast<int>(p1.row_ids[r]);
     std::int64_t b1 = p1.row_ptr[r], e1 = p1.row_ptr[r + 1], b2 = p2.row_ptr[r], e2 = p2.row_ptr[r + 1];
@@ -43,31 +43,27 @@ Panel add_panels(const PanelView& p1, double a1, const PanelView& p2, double a2,
          c2 == j ? p2.data + p2.offsets[b2++] : nullptr);
     }
   };
-  std::vector<std::int64_t> row_values(nrows);
+  // Row r's blocks and values, counted into entry r + 1 and summed into starts below.
+  IndexArray row_ids(p1.row_ids, p1.row_ids + p1.nrows), row_ptr(nrows + 1, 0);
+  std::vector<std::int64_t> value_start(nrows + 1, 0);
   each_share([&](int r0, int r1) {
-    for (int r = r0; r < r1; ++r) {
-      std::int64_t blocks = 0, values = 0;
+    for (int r = r0; r < r1; ++r)
       merge_row(r, [&](std::int64_t, std::int64_t n, const double*, const double*) {
-        ++blocks;
-        values += n;
+        ++row_ptr[static_cast<std::size_t>(r) + 1];
+        value_start[static_cast<std::size_t>(r) + 1] += n;
       });
-      weight[static_cast<std::size_t>(r)] = blocks;
-      row_values[static_cast<std::size_t>(r)] = values;
-    }
   });
-  IndexArray row_ids(p1.row_ids, p1.row_ids + p1.nrows), row_ptr(nrows + 1);
-  row_ptr[0] = 0;
   for (std::size_t r = 0; r < nrows; ++r) {
-    row_ptr[r + 1] = row_ptr[r] + weight[r];
-    row_values[r] = (r == 0 ? 0 : row_values[r - 1]) + row_values[r];  // now each row's end
+    row_ptr[r + 1] += row_ptr[r];
+    value_start[r + 1] += value_start[r];
   }
-  const std::int64_t nblocks = row_ptr[nrows], nvalues = nrows == 0 ? 0 : row_values[nrows - 1];
+  const std::int64_t nblocks = row_ptr[nrows];
   IndexArray cols(static_cast<std::size_t>(nblocks)), offsets(static_cast<std::size_t>(nblocks));
-  MatrixData data(static_cast<std::size_t>(nvalues));  // unset until written below
+  MatrixData data(static_cast<std::size_t>(value_start[nrows]));  // unset until written below
   each_share([&](int r0, int r1) {
     for (int r = r0; r < r1; ++r) {
       std::int64_t b = row_ptr[static_cast<std::size_t>(r)];
-      std::int64_t at = r == 0 ? 0 : row_values[static_cast<std::size_t>(r) - 1];
+      std::int64_t at = value_start[static_cast<std::size_t>(r)];
       merge_row(r, [&](std::int64_t j, std::int64_t n, const double* x, const double* y) {
         cols[static_cast<std::size_t>(b)] = j;
         offsets[static_cast<std::size_t>(b++)] = at;

@@ -52,6 +52,37 @@ template <int kMaxB, int kMaxC>
   prefetch_lines<kMaxC>(c, ahead.c, c_bytes, true);
 }
 
+/// Lanes [0, m) of v to p[0 .. m), 1 <= m <= 8, without a masked store: `tail` moves lanes
+/// [m - 4, m) (m >= 4) or [m - 2, m) (m = 2, 3) down to lane 0, and two unmasked stores overlap
+/// where m is not 4 or 2. On the Zen 5 guest a masked store (512 or 256 bits, split across lines or
+/// not) cost so much that 6 x 6 products ran at 14.7 ns in the first-level cache with one per
+/// column and at 9.6 ns with these (docs/performance.md, "Register kernels' stores without masks").
+/// The branches test the run's m, the same for every product of the run.
+// The low lanes of a register by __builtin_shufflevector, and (store_column) the permute under a
+// full zeroing mask: GCC 12's casts and unmasked permute pass an undefined vector that
+// -Wmaybe-uninitialized reports.
+[[gnu::always_inline]] inline __attribute__((target("avx512f"))) __m256d low4(__m512d x) {
+  return __builtin_shufflevector(x, x, 0, 1, 2, 3);
+}
+[[gnu::always_inline]] inline __attribute__((target("avx512f"))) __m128d low2(__m512d x) {
+  return __builtin_shufflevector(x, x, 0, 1);
+}
+
+[[gnu::always_inline]] inline __attribute__((target("avx512f"))) void store_column(double* p, __m512d v, int m,
+                                                                                   __m512i tail) {
+  if (m == 8) {
+    _mm512_storeu_pd(p, v);
+  } else if (m >= 4) {
+    _mm256_storeu_pd(p, low4(v));
+    _mm256_storeu_pd(p + (m - 4), low4(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
+  } else if (m >= 2) {
+    _mm_storeu_pd(p, low2(v));
+    _mm_storeu_pd(p + (m - 2), low2(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
+  } else {
+    _mm_store_sd(p, low2(v));
+  }
+}
+
 /// N columns of C and K columns of A as compile-time counts, m (rows) as a mask: each column of
 /// a block is one register whose first m lanes are used. Entries sharing their A offset reuse the
 /// registers loaded for the first of them. Stops at the first entry of another shape.
@@ -61,6 +92,10 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
   if (count <= 0) return 0;
   const int m = s[0].m;
   const auto rows = static_cast<__mmask8>((1u << m) - 1u);
+  // store_column's lane indices: lane t takes lane t + m - 4 (m >= 4) or t + m - 2.
+  const __m512i tail = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(m >= 4   ? m - 4
+                                                                                                    : m >= 2 ? m - 2
+                                                                                                             : 0));
   const auto same_shape = [m](const StackEntry& e) { return e.m == m && e.n == N && e.k == K; };
   std::int64_t i = 0;
   while (i < count && same_shape(s[i])) {
@@ -80,7 +115,7 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
         acc[j] = _mm512_fmadd_pd(av[0], _mm512_set1_pd(bb[j * K]), _mm512_maskz_loadu_pd(keep, cc + j * m));
       for (int l = 1; l < K; ++l)
         for (int j = 0; j < N; ++j) acc[j] = _mm512_fmadd_pd(av[l], _mm512_set1_pd(bb[l + j * K]), acc[j]);
-      for (int j = 0; j < N; ++j) _mm512_mask_storeu_pd(cc + j * m, rows, acc[j]);
+      for (int j = 0; j < N; ++j) store_column(cc + j * m, acc[j], m, tail);
       ++i;
     } while (i < count && s[i].a == ao && same_shape(s[i]));
   }

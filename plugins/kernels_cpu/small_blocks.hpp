@@ -9,7 +9,9 @@
 //   ordered by A block within a C row (for each A(i,k), every B(k,j) of B's row k), so
 //   consecutive entries share their A block: it is loaded once for the run, one register per
 //   column, and each entry computes C's n columns as n chains of k fused multiply-adds with B's
-//   entries broadcast.
+//   entries broadcast. C's columns are loaded under the mask but stored without one (two
+//   overlapping stores of 4 or 2 lanes where m < 8): on a Zen 5 a 6 x 6 product in the
+//   first-level cache took 14.7 ns with a masked store per column, 9.6 ns without.
 // - AVX2 with FMA: one or two 4-lane registers per column, m compile-time (no masks), A read from
 //   the first-level cache for each product (16 registers do not hold it beside C).
 #pragma once

@@ -316,6 +316,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   // pages: over half of the page faults of a filtered sign solve's warm run).
   Scratch<double> a_norms, b_norms;
   if (filtering) {
+    const timers::Scoped timer("local multiply: norms");
     // Where the backend keeps the panels (a device backend computes them there), else here.
     a_norms.resize(static_cast<std::size_t>(a.nblocks));
     b_norms.resize(static_cast<std::size_t>(b.nblocks));
@@ -352,6 +353,7 @@ void LocalProduct::multiply_tick(const PanelView& a, const BlockLayout& a_layout
   Scratch<std::int64_t> b_order;
   Scratch<double> b_sorted;
   if (filtering) {
+    const timers::Scoped timer("local multiply: B's rows by norm");
     b_order.resize(static_cast<std::size_t>(b.nblocks));
     b_sorted.resize(b_order.size());
     // The kernel's threads share B's rows (as they share the norms).

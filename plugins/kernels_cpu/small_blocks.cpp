@@ -52,12 +52,6 @@ template <int kMaxB, int kMaxC>
   prefetch_lines<kMaxC>(c, ahead.c, c_bytes, true);
 }
 
-/// Lanes [0, m) of v to p[0 .. m), 1 <= m <= 8, without a masked store: `tail` moves lanes
-/// [m - 4, m) (m >= 4) or [m - 2, m) (m = 2, 3) down to lane 0, and two unmasked stores overlap
-/// where m is not 4 or 2. On the Zen 5 guest a masked store (512 or 256 bits, split across lines or
-/// not) cost so much that 6 x 6 products ran at 14.7 ns in the first-level cache with one per
-/// column and at 9.6 ns with these (docs/performance.md, "Register kernels' stores without masks").
-/// The branches test the run's m, the same for every product of the run.
 // The low lanes of a register by __builtin_shufflevector, and (store_column) the permute under a
 // full zeroing mask: GCC 12's casts and unmasked permute pass an undefined vector that
 // -Wmaybe-uninitialized reports.
@@ -68,6 +62,12 @@ template <int kMaxB, int kMaxC>
   return __builtin_shufflevector(x, x, 0, 1);
 }
 
+/// Lanes [0, m) of v to p[0 .. m), 1 <= m <= 8, without a masked store: `tail` moves lanes
+/// [m - 4, m) (m >= 4) or [m - 2, m) (m = 2, 3) down to lane 0, and two unmasked stores overlap
+/// where m is not 4 or 2. On the Zen 5 guest a masked store (512 or 256 bits, split across lines or
+/// not) cost so much that 6 x 6 products ran at 14.7 ns in the first-level cache with one per
+/// column and at 9.6 ns with these (docs/performance.md, "Register kernels' stores without masks").
+/// The branches test the run's m, the same for every product of the run.
 [[gnu::always_inline]] inline __attribute__((target("avx512f"))) void store_column(double* p, __m512d v, int m,
                                                                                    __m512i tail) {
   if (m == 8) {
@@ -83,20 +83,21 @@ template <int kMaxB, int kMaxC>
   }
 }
 
-/// N columns of C and K columns of A as compile-time counts, m (rows) as a mask: each column of
-/// a block is one register whose first m lanes are used. Entries sharing their A offset reuse the
-/// registers loaded for the first of them. Stops at the first entry of another shape.
-template <int N, int K>
+/// M x N blocks of C, K columns of A, all compile-time: each column of a block is one register
+/// whose first M lanes are used (loads under a mask, stores by store_column). Entries sharing
+/// their A offset reuse the registers loaded for the first of them. Stops at the first entry of
+/// another shape. (With m at run time, as until stop 76, the columns' offsets, the mask and
+/// store_column's branches were worked out in every product: the se class, 6 x 6 x 6,
+/// took 147-152 us a multiply on one rank against 126-128 us with m compile-time.)
+template <int M, int N, int K>
 __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, std::int64_t count, const double* a,
                                                            const double* b, double* c) {
-  if (count <= 0) return 0;
-  const int m = s[0].m;
+  constexpr int m = M;
   const auto rows = static_cast<__mmask8>((1u << m) - 1u);
   // store_column's lane indices: lane t takes lane t + m - 4 (m >= 4) or t + m - 2.
-  const __m512i tail = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(m >= 4   ? m - 4
-                                                                                                    : m >= 2 ? m - 2
-                                                                                                             : 0));
-  const auto same_shape = [m](const StackEntry& e) { return e.m == m && e.n == N && e.k == K; };
+  constexpr int shift = m >= 4 ? m - 4 : m >= 2 ? m - 2 : 0;
+  const __m512i tail = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(shift));
+  const auto same_shape = [](const StackEntry& e) { return e.m == M && e.n == N && e.k == K; };
   std::int64_t i = 0;
   while (i < count && same_shape(s[i])) {
     const std::int64_t ao = s[i].a;
@@ -104,7 +105,7 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
     for (int l = 0; l < K; ++l) av[l] = _mm512_maskz_loadu_pd(rows, a + ao + std::int64_t{l} * m);
     do {
       const StackEntry& e = s[i];
-      prefetch_ahead<K * N * 8, kSmallMax * N * 8>(s, i, count, b, c, K * N * 8, m * N * 8);
+      prefetch_ahead<K * N * 8, M * N * 8>(s, i, count, b, c, K * N * 8, M * N * 8);
       const double* bb = b + e.b;
       double* cc = c + e.c;
       __m512d acc[N];
@@ -190,17 +191,21 @@ __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, s
   return i;
 }
 
-// ---- the tables, [first - 1][second - 1]: (n, k) for AVX-512, (m, n) for AVX2 ----------------
+// ---- the tables: [m - 1][n - 1][k - 1] for AVX-512, [m - 1][n - 1] for AVX2 -----------------
 
 using Table = std::array<std::array<SmallRunFn, kSmallMax>, kSmallMax>;
 
-template <int N, std::size_t... Ks>
+template <int M, int N, std::size_t... Ks>
 constexpr std::array<SmallRunFn, kSmallMax> avx512_row(std::index_sequence<Ks...>) {
-  return {&run_avx512<N, static_cast<int>(Ks) + 1>...};
+  return {&run_avx512<M, N, static_cast<int>(Ks) + 1>...};
 }
-template <std::size_t... Ns>
+template <int M, std::size_t... Ns>
 constexpr Table avx512_table(std::index_sequence<Ns...>) {
-  return {avx512_row<static_cast<int>(Ns) + 1>(std::make_index_sequence<kSmallMax>{})...};
+  return {avx512_row<M, static_cast<int>(Ns) + 1>(std::make_index_sequence<kSmallMax>{})...};
+}
+template <std::size_t... Ms>
+constexpr std::array<Table, kSmallMax> avx512_tables(std::index_sequence<Ms...>) {
+  return {avx512_table<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
 template <int M, std::size_t... Ns>
 constexpr std::array<SmallRunFn, kSmallMax> avx2_row(std::index_sequence<Ns...>) {
@@ -211,7 +216,7 @@ constexpr Table avx2_table(std::index_sequence<Ms...>) {
   return {avx2_row<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
 
-constexpr Table kAvx512 = avx512_table(std::make_index_sequence<kSmallMax>{});
+constexpr std::array<Table, kSmallMax> kAvx512 = avx512_tables(std::make_index_sequence<kSmallMax>{});
 constexpr Table kAvx2 = avx2_table(std::make_index_sequence<kSmallMax>{});
 #else
 #define PLEXUS_SMALL_BLOCKS 0
@@ -258,7 +263,8 @@ SmallRunFn small_run_kernel(SmallIsa isa, int m, int n, int k) {
   if (!cpu_has(isa)) return nullptr;
 #if PLEXUS_SMALL_BLOCKS
   const auto at = [](int x) { return static_cast<std::size_t>(x - 1); };
-  return isa == SmallIsa::Avx512 ? kAvx512[at(n)][at(k)] : kAvx2[at(m)][at(n)];
+  if (isa == SmallIsa::Avx512) return kAvx512[at(m)][at(n)][at(k)];
+  return kAvx2[at(m)][at(n)];
 #else
   return nullptr;
 #endif

@@ -5,8 +5,9 @@
 // long getting in and out as multiplying: plexus-bench's S-E-like 6x6 blocks ran at 0.65-0.68 of
 // the rate libxsmm reaches on a few cache-resident blocks. Two instruction sets, chosen at run
 // time:
-// - AVX-512F: one register per column of a block (m <= 8 lanes under a mask). Core's stacks come
-//   ordered by A block within a C row (for each A(i,k), every B(k,j) of B's row k), so
+// - AVX-512F: one register per column of a block (m <= 8 lanes under a mask), one kernel for
+//   each (m, n, k) (512 of them: with m at run time se's 6 x 6 x 6 ran a sixth slower). Core's
+//   stacks come ordered by A block within a C row (for each A(i,k), every B(k,j) of B's row k), so
 //   consecutive entries share their A block: it is loaded once for the run, one register per
 //   column, and each entry computes C's n columns as n chains of k fused multiply-adds with B's
 //   entries broadcast. C's columns are loaded under the mask but stored without one (two

@@ -147,17 +147,18 @@ TEST(KernelsCpu, RegisterKernelsFollowTheCpu) {
   const plexus::ComponentEntry& entry = plexus::Registry::global().get(plexus::ComponentKind::Kernel, "cpu");
   EXPECT_EQ(entry.descriptor.summary.find("register kernels") != std::string::npos, cpu.avx512 || cpu.avx2)
       << entry.descriptor.summary;
-  std::vector<RawProblem> problems = {plexus::test::shared_a_stack(300, 40, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 15),
+  std::vector<RawProblem> problems = {plexus::test::shared_a_stack(1500, 40, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 15),
                                       random_stack(1500, {1, 3, 4, 5, 6, 8, 13}, 16)};
-  // Every kernel of both sets runs: the AVX-512 ones are compiled per (n, k), the AVX2 ones per
-  // (m, n), each for sizes 1 to 8.
-  std::set<std::pair<int, int>> nk, mn;
+  // Every kernel of both sets runs: the AVX-512 ones are compiled per (m, n, k), the AVX2 ones
+  // per (m, n), each for sizes 1 to 8.
+  std::set<std::tuple<int, int, int>> mnk;
+  std::set<std::pair<int, int>> mn;
   for (const StackEntry& e : problems[0].stack)
     if (e.m <= 8 && e.n <= 8 && e.k <= 8) {
-      nk.insert({e.n, e.k});
+      mnk.insert({e.m, e.n, e.k});
       mn.insert({e.m, e.n});
     }
-  ASSERT_EQ(nk.size(), 64U) << "the stack misses some (n, k) of the register kernels";
+  ASSERT_EQ(mnk.size(), 512U) << "the stack misses some (m, n, k) of the register kernels";
   ASSERT_EQ(mn.size(), 64U) << "the stack misses some (m, n) of the register kernels";
   // The same with marked first products (dgemm writes them with beta = 0, as the register kernels
   // start from zero) and with empty products among the runs (k = 0: a marked one zeroes its block).

@@ -147,20 +147,20 @@ __attribute__((target("avx2,fma"))) inline void store_rows(double* p, __m256d v)
   }
 }
 
-/// M x N blocks (M rows in one or two 4-lane registers a column), K at run time. Without the
-/// AVX-512 kernels' 32 registers A is read from the first-level cache for each product (it stays
-/// there for the run of products sharing it). Stops at the first entry of another shape.
-template <int M, int N>
+/// M x N blocks (M rows in one or two 4-lane registers a column), K columns of A, all
+/// compile-time. Without the AVX-512 kernels' 32 registers A is read from the first-level cache
+/// for each product (it stays there for the run of products sharing it). Stops at the first entry
+/// of another shape.
+template <int M, int N, int K>
 __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, std::int64_t count, const double* a,
                                                           const double* b, double* c) {
   constexpr int kLow = M < 4 ? M : 4, kHigh = M - kLow;  // rows in the first and second register
-  if (count <= 0) return 0;
-  const int k = s[0].k;
-  const auto same_shape = [k](const StackEntry& e) { return e.m == M && e.n == N && e.k == k; };
+  constexpr int k = K;
+  const auto same_shape = [](const StackEntry& e) { return e.m == M && e.n == N && e.k == K; };
   std::int64_t i = 0;
   for (; i < count && same_shape(s[i]); ++i) {
     const StackEntry& e = s[i];
-    prefetch_ahead<kSmallMax * N * 8, M * N * 8>(s, i, count, b, c, k * N * 8, M * N * 8);
+    prefetch_ahead<K * N * 8, M * N * 8>(s, i, count, b, c, K * N * 8, M * N * 8);
     const double* aa = a + e.a;
     const double* bb = b + e.b;
     double* cc = c + e.c;
@@ -207,17 +207,21 @@ template <std::size_t... Ms>
 constexpr std::array<Table, kSmallMax> avx512_tables(std::index_sequence<Ms...>) {
   return {avx512_table<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
+template <int M, int N, std::size_t... Ks>
+constexpr std::array<SmallRunFn, kSmallMax> avx2_row(std::index_sequence<Ks...>) {
+  return {&run_avx2<M, N, static_cast<int>(Ks) + 1>...};
+}
 template <int M, std::size_t... Ns>
-constexpr std::array<SmallRunFn, kSmallMax> avx2_row(std::index_sequence<Ns...>) {
-  return {&run_avx2<M, static_cast<int>(Ns) + 1>...};
+constexpr Table avx2_table(std::index_sequence<Ns...>) {
+  return {avx2_row<M, static_cast<int>(Ns) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
 template <std::size_t... Ms>
-constexpr Table avx2_table(std::index_sequence<Ms...>) {
-  return {avx2_row<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
+constexpr std::array<Table, kSmallMax> avx2_tables(std::index_sequence<Ms...>) {
+  return {avx2_table<static_cast<int>(Ms) + 1>(std::make_index_sequence<kSmallMax>{})...};
 }
 
 constexpr std::array<Table, kSmallMax> kAvx512 = avx512_tables(std::make_index_sequence<kSmallMax>{});
-constexpr Table kAvx2 = avx2_table(std::make_index_sequence<kSmallMax>{});
+constexpr std::array<Table, kSmallMax> kAvx2 = avx2_tables(std::make_index_sequence<kSmallMax>{});
 #else
 #define PLEXUS_SMALL_BLOCKS 0
 #endif
@@ -264,7 +268,7 @@ SmallRunFn small_run_kernel(SmallIsa isa, int m, int n, int k) {
 #if PLEXUS_SMALL_BLOCKS
   const auto at = [](int x) { return static_cast<std::size_t>(x - 1); };
   if (isa == SmallIsa::Avx512) return kAvx512[at(m)][at(n)][at(k)];
-  return kAvx2[at(m)][at(n)];
+  return kAvx2[at(m)][at(n)][at(k)];
 #else
   return nullptr;
 #endif

@@ -62,22 +62,21 @@ template <int kMaxB, int kMaxC>
   return __builtin_shufflevector(x, x, 0, 1);
 }
 
-/// Lanes [0, m) of v to p[0 .. m), 1 <= m <= 8, without a masked store: `tail` moves lanes
-/// [m - 4, m) (m >= 4) or [m - 2, m) (m = 2, 3) down to lane 0, and two unmasked stores overlap
-/// where m is not 4 or 2. On the Zen 5 guest a masked store (512 or 256 bits, split across lines or
+/// Lanes [0, M) of v to p[0 .. M), 1 <= M <= 8, without a masked store: `tail` moves lanes
+/// [M - 4, M) (M >= 4) or [M - 2, M) (M = 2, 3) down to lane 0, and two unmasked stores overlap
+/// where M is not 4 or 2. On the Zen 5 guest a masked store (512 or 256 bits, split across lines or
 /// not) cost so much that 6 x 6 products ran at 14.7 ns in the first-level cache with one per
 /// column and at 9.6 ns with these (docs/performance.md, "Register kernels' stores without masks").
-/// The branches test the run's m, the same for every product of the run.
-[[gnu::always_inline]] inline __attribute__((target("avx512f"))) void store_column(double* p, __m512d v, int m,
-                                                                                   __m512i tail) {
-  if (m == 8) {
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f"))) void store_column(double* p, __m512d v, __m512i tail) {
+  if constexpr (M == 8) {
     _mm512_storeu_pd(p, v);
-  } else if (m >= 4) {
+  } else if constexpr (M >= 4) {
     _mm256_storeu_pd(p, low4(v));
-    _mm256_storeu_pd(p + (m - 4), low4(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
-  } else if (m >= 2) {
+    _mm256_storeu_pd(p + (M - 4), low4(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
+  } else if constexpr (M >= 2) {
     _mm_storeu_pd(p, low2(v));
-    _mm_storeu_pd(p + (m - 2), low2(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
+    _mm_storeu_pd(p + (M - 2), low2(_mm512_maskz_permutexvar_pd(__mmask8{0xFF}, tail, v)));
   } else {
     _mm_store_sd(p, low2(v));
   }
@@ -88,7 +87,7 @@ template <int kMaxB, int kMaxC>
 /// their A offset reuse the registers loaded for the first of them. Stops at the first entry of
 /// another shape. (With m at run time, as until stop 76, the columns' offsets, the mask and
 /// store_column's branches were worked out in every product: the se class, 6 x 6 x 6,
-/// took 147-152 us a multiply on one rank against 126-128 us with m compile-time.)
+/// took 147-192 us a multiply on one rank against 126-134 us with m compile-time.)
 template <int M, int N, int K>
 __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, std::int64_t count, const double* a,
                                                            const double* b, double* c) {
@@ -116,7 +115,7 @@ __attribute__((target("avx512f"))) std::int64_t run_avx512(const StackEntry* s, 
         acc[j] = _mm512_fmadd_pd(av[0], _mm512_set1_pd(bb[j * K]), _mm512_maskz_loadu_pd(keep, cc + j * m));
       for (int l = 1; l < K; ++l)
         for (int j = 0; j < N; ++j) acc[j] = _mm512_fmadd_pd(av[l], _mm512_set1_pd(bb[l + j * K]), acc[j]);
-      for (int j = 0; j < N; ++j) store_column(cc + j * m, acc[j], m, tail);
+      for (int j = 0; j < N; ++j) store_column<M>(cc + j * m, acc[j], tail);
       ++i;
     } while (i < count && s[i].a == ao && same_shape(s[i]));
   }
@@ -191,7 +190,7 @@ __attribute__((target("avx2,fma"))) std::int64_t run_avx2(const StackEntry* s, s
   return i;
 }
 
-// ---- the tables: [m - 1][n - 1][k - 1] for AVX-512, [m - 1][n - 1] for AVX2 -----------------
+// ---- the tables, [m - 1][n - 1][k - 1] in each set ------------------------------------------
 
 using Table = std::array<std::array<SmallRunFn, kSmallMax>, kSmallMax>;
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "plexus/kernel.hpp"
+
 #if PLEXUS_HAVE_LIBXSMM
 #include <libxsmm.h>
 #endif
@@ -80,6 +82,42 @@ inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
 #endif
 }
 
+/// The cpu kernel's own rate (GFLOP/s) on the libxsmm yardstick's products: bs x bs x bs, C += A*B
+/// over the same 8 cache-resident blocks in the same order (A, B and C each change from one
+/// product to the next), as one stack through `kernel`'s process() on the calling thread. It
+/// tells the kernel's ceiling apart from what the multiply's memory and stacks cost: the small
+/// blocks' register kernels may run above libxsmm's rate there (docs/performance.md, "Register
+/// kernels' stores without masks").
+inline double kernel_incache_gflops(plexus::HostKernel& kernel, int bs, double min_seconds) {
+  constexpr int kBlocks = 8;
+  const std::int64_t n = std::int64_t{bs} * bs;
+  std::vector<double> a(kBlocks * n), b(kBlocks * n, 0.25), c(kBlocks * n, 0.0);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
+  const long batch = std::max(1L, static_cast<long>(2e7 / (2.0 * bs * bs * bs)));
+  std::vector<plexus::StackEntry> stack(static_cast<std::size_t>(batch));
+  for (long i = 0; i < batch; ++i)
+    stack[static_cast<std::size_t>(i)] = {.m = bs,
+                                          .n = bs,
+                                          .k = bs,
+                                          .first = 0,
+                                          .a = (i % kBlocks) * n,
+                                          .b = ((i + 3) % kBlocks) * n,
+                                          .c = ((i + 5) % kBlocks) * n};
+  const auto run = [&] { kernel.process(stack.data(), batch, a.data(), b.data(), c.data()); };
+  run();  // warm-up: the kernels chosen, the blocks in cache
+  const auto t0 = Clock::now();
+  long iters = 0;
+  double dt = 0;
+  do {
+    run();
+    iters += batch;
+    dt = seconds_since(t0);
+  } while (dt < min_seconds);
+  volatile double sink = c[0];
+  (void)sink;
+  return 2.0 * bs * bs * bs * static_cast<double>(iters) / dt / 1e9;
+}
+
 /// OpenBLAS DGEMM on one core, n x n x n, on operands made once (the constructor runs one untimed
 /// call as the warm-up).
 class Dgemm {
@@ -110,10 +148,11 @@ class Dgemm {
 /// The yardsticks of one class, measured once per round between its multiplies, so that a slow
 /// spell of the machine (another process, the clock) hits both sides of a fraction alike.
 struct Yardsticks {
-  std::vector<double> xsmm1, xsmm2, dgemm;  // GFLOP/s, one per round
-  void measure(int block, double yard_seconds, Dgemm& d) {
+  std::vector<double> xsmm1, xsmm2, kernel1, dgemm;  // GFLOP/s, one per round
+  void measure(int block, double yard_seconds, Dgemm& d, plexus::HostKernel& kernel) {
     xsmm1.push_back(xsmm_incache_gflops(block, yard_seconds, 1));
     xsmm2.push_back(xsmm_incache_gflops(block, yard_seconds, 2));
+    kernel1.push_back(kernel_incache_gflops(kernel, block, yard_seconds));
     dgemm.push_back(d.gflops(d.seconds()));
   }
   static double best(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }

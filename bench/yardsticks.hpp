@@ -85,9 +85,7 @@ inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
 /// The cpu kernel's own rate (GFLOP/s) on the libxsmm yardstick's products: bs x bs x bs, C += A*B
 /// over the same 8 cache-resident blocks in the same order (A, B and C each change from one
 /// product to the next), as one stack through `kernel`'s process() on the calling thread. It
-/// tells the kernel's ceiling apart from what the multiply's memory and stacks cost: the small
-/// blocks' register kernels may run above libxsmm's rate there (docs/performance.md, "Register
-/// kernels' stores without masks").
+/// tells the kernel's ceiling apart from what the multiply's memory and stacks cost.
 inline double kernel_incache_gflops(plexus::HostKernel& kernel, int bs, double min_seconds) {
   constexpr int kBlocks = 8;
   const std::int64_t n = std::int64_t{bs} * bs;

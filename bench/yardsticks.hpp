@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plexus/kernel.hpp"
@@ -39,8 +40,48 @@ inline std::string dgemm_kernels() {
   return core != nullptr ? core : "unknown";
 }
 
-/// libxsmm's rate (GFLOP/s) for bs x bs x bs products on a few cache-resident blocks, C += A*B,
-/// on `threads` threads (each its own blocks); NaN without libxsmm.
+/// The in-cache yardsticks' products: bs x bs x bs, C += A*B, over 8 blocks of each operand, product
+/// i taking A's block i % 8, B's (i + 3) % 8 and C's (i + 5) % 8 (A, B and C each change from one
+/// product to the next), in batches of about 2e7 flops. libxsmm's and the cpu kernel's yardsticks
+/// run exactly these.
+struct InCacheProducts {
+  static constexpr int kBlocks = 8;
+  int bs;
+  std::int64_t n;  // values per block
+  long batch;      // products per batch
+  std::vector<double> a, b, c;
+  explicit InCacheProducts(int block)
+      : bs(block),
+        n(std::int64_t{block} * block),
+        batch(std::max(1L, static_cast<long>(2e7 / (2.0 * block * block * block)))),
+        a(static_cast<std::size_t>(kBlocks * n)),
+        b(a.size(), 0.25),
+        c(a.size(), 0.0) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
+  }
+  std::int64_t a_at(long i) const { return (i % kBlocks) * n; }
+  std::int64_t b_at(long i) const { return ((i + 3) % kBlocks) * n; }
+  std::int64_t c_at(long i) const { return ((i + 5) % kBlocks) * n; }
+  double flops(long products) const { return 2.0 * bs * bs * bs * static_cast<double>(products); }
+  /// Runs `one_batch` until `min_seconds` have passed; returns {products, seconds}.
+  template <class F>
+  std::pair<long, double> timed(double min_seconds, F&& one_batch) {
+    const auto t0 = Clock::now();
+    long products = 0;
+    double dt = 0;
+    do {
+      one_batch();
+      products += batch;
+      dt = seconds_since(t0);
+    } while (dt < min_seconds);
+    volatile double sink = c[0];
+    (void)sink;
+    return {products, dt};
+  }
+};
+
+/// libxsmm's rate (GFLOP/s) for bs x bs x bs products on a few cache-resident blocks, C += A*B
+/// (InCacheProducts), on `threads` threads (each its own blocks); NaN without libxsmm.
 inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
 #if PLEXUS_HAVE_LIBXSMM
   libxsmm_init();
@@ -48,30 +89,18 @@ inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
   const libxsmm_dmmfunction fn =
       libxsmm_dmmdispatch(bs, bs, bs, nullptr, nullptr, nullptr, &alpha, &beta, nullptr, nullptr);
   if (!fn) return NAN;
-  constexpr int kBlocks = 8;
-  const std::size_t n = static_cast<std::size_t>(bs) * bs;
   double total_flops = 0, elapsed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total_flops) reduction(max : elapsed)
   {
-    std::vector<double> a(kBlocks * n, 0.5), b(kBlocks * n, 0.25), c(kBlocks * n, 0.0);
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
-    const long batch = std::max(1L, static_cast<long>(2e7 / (2.0 * bs * bs * bs)));
-    long iters = 0;
-    for (long i = 0; i < batch; ++i)
-      fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
+    InCacheProducts p(bs);
+    const auto one_batch = [&] {
+      for (long i = 0; i < p.batch; ++i) fn(&p.a[p.a_at(i)], &p.b[p.b_at(i)], &p.c[p.c_at(i)]);
+    };
+    one_batch();
 #pragma omp barrier
-    const auto t0 = Clock::now();
-    double dt = 0;
-    do {
-      for (long i = 0; i < batch; ++i)
-        fn(&a[(i % kBlocks) * n], &b[((i + 3) % kBlocks) * n], &c[((i + 5) % kBlocks) * n]);
-      iters += batch;
-      dt = seconds_since(t0);
-    } while (dt < min_seconds);
-    total_flops += 2.0 * bs * bs * bs * static_cast<double>(iters);
-    elapsed = dt;
-    volatile double sink = c[0];
-    (void)sink;
+    const auto [products, seconds] = p.timed(min_seconds, one_batch);
+    total_flops += p.flops(products);
+    elapsed = seconds;
   }
   return total_flops / elapsed / 1e9;
 #else
@@ -82,38 +111,19 @@ inline double xsmm_incache_gflops(int bs, double min_seconds, int threads) {
 #endif
 }
 
-/// The cpu kernel's own rate (GFLOP/s) on the libxsmm yardstick's products: bs x bs x bs, C += A*B
-/// over the same 8 cache-resident blocks in the same order (A, B and C each change from one
-/// product to the next), as one stack through `kernel`'s process() on the calling thread. It
-/// tells the kernel's ceiling apart from what the multiply's memory and stacks cost.
+/// The cpu kernel's own rate (GFLOP/s) on the libxsmm yardstick's products (InCacheProducts), as
+/// one stack through `kernel`'s process() on the calling thread. It tells the kernel's ceiling
+/// apart from what the multiply's memory and stacks cost.
 inline double kernel_incache_gflops(plexus::HostKernel& kernel, int bs, double min_seconds) {
-  constexpr int kBlocks = 8;
-  const std::int64_t n = std::int64_t{bs} * bs;
-  std::vector<double> a(kBlocks * n), b(kBlocks * n, 0.25), c(kBlocks * n, 0.0);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-3 * static_cast<double>(i % 17);
-  const long batch = std::max(1L, static_cast<long>(2e7 / (2.0 * bs * bs * bs)));
-  std::vector<plexus::StackEntry> stack(static_cast<std::size_t>(batch));
-  for (long i = 0; i < batch; ++i)
-    stack[static_cast<std::size_t>(i)] = {.m = bs,
-                                          .n = bs,
-                                          .k = bs,
-                                          .first = 0,
-                                          .a = (i % kBlocks) * n,
-                                          .b = ((i + 3) % kBlocks) * n,
-                                          .c = ((i + 5) % kBlocks) * n};
-  const auto run = [&] { kernel.process(stack.data(), batch, a.data(), b.data(), c.data()); };
-  run();  // warm-up: the kernels chosen, the blocks in cache
-  const auto t0 = Clock::now();
-  long iters = 0;
-  double dt = 0;
-  do {
-    run();
-    iters += batch;
-    dt = seconds_since(t0);
-  } while (dt < min_seconds);
-  volatile double sink = c[0];
-  (void)sink;
-  return 2.0 * bs * bs * bs * static_cast<double>(iters) / dt / 1e9;
+  InCacheProducts p(bs);
+  std::vector<plexus::StackEntry> stack(static_cast<std::size_t>(p.batch));
+  for (long i = 0; i < p.batch; ++i)
+    stack[static_cast<std::size_t>(i)] = {
+        .m = bs, .n = bs, .k = bs, .first = 0, .a = p.a_at(i), .b = p.b_at(i), .c = p.c_at(i)};
+  const auto one_batch = [&] { kernel.process(stack.data(), p.batch, p.a.data(), p.b.data(), p.c.data()); };
+  one_batch();  // warm-up: the kernels chosen, the blocks in cache
+  const auto [products, seconds] = p.timed(min_seconds, one_batch);
+  return p.flops(products) / seconds / 1e9;
 }
 
 /// OpenBLAS DGEMM on one core, n x n x n, on operands made once (the constructor runs one untimed
